@@ -1,0 +1,31 @@
+#pragma once
+// berth's configuration: a JSON file, validated strictly (an unknown key or a
+// wrong type stops the start), then overridden by command-line flags.
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+#include "berth/http/server.hpp"
+#include "berth/registry/options.hpp"
+
+namespace berth::config {
+
+struct Config {
+    std::filesystem::path root = "./data";
+    std::string replica_id;  // empty: remembered from the first start, or the host name
+    http::ServerOptions server;
+    registry::Options registry;
+    std::chrono::seconds upload_purge_interval{60};
+};
+
+class ConfigError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+Config parse_config(const std::string& json_text);
+Config load_config(const std::filesystem::path& file);
+// "HOST:PORT" or "[v6]:PORT" into server.host and server.port.
+void set_listen(Config& config, const std::string& address);
+
+}  // namespace berth::config

@@ -1,0 +1,48 @@
+#pragma once
+// The HTTP front end: accepts connections, parses requests within limits, and
+// answers them from the registry. Beast stays behind this header.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace berth::registry {
+class Registry;
+}
+
+namespace berth::http {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 5000;
+    unsigned io_threads = 0;      // 0: one per core
+    unsigned worker_threads = 0;  // 0: four per core, for fsync and other blocking work
+    std::size_t max_header_bytes = 16 * 1024;
+    std::size_t max_connections = 10000;
+    std::chrono::seconds idle_timeout{60};   // waiting for (the rest of) a request head
+    std::chrono::seconds body_timeout{60};   // no progress while reading or sending a body
+    std::chrono::seconds shutdown_grace{10};
+    bool access_log = true;
+};
+
+class Server {
+public:
+    Server(ServerOptions options, registry::Registry& registry);
+    ~Server();
+
+    // Binds; after this port() is the real port (useful with port 0).
+    void bind();
+    std::uint16_t port() const;
+    // Serves until SIGINT/SIGTERM or stop(), then drains in-flight requests.
+    void run();
+    void stop();
+    // Runs task on a worker thread every period while serving.
+    void every(std::chrono::seconds period, std::function<void()> task);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace berth::http

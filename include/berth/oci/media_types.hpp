@@ -1,0 +1,15 @@
+#pragma once
+#include <string_view>
+
+namespace berth::oci::media_type {
+
+inline constexpr std::string_view oci_manifest = "application/vnd.oci.image.manifest.v1+json";
+inline constexpr std::string_view oci_index = "application/vnd.oci.image.index.v1+json";
+inline constexpr std::string_view oci_empty = "application/vnd.oci.empty.v1+json";
+inline constexpr std::string_view docker_manifest = "application/vnd.docker.distribution.manifest.v2+json";
+inline constexpr std::string_view docker_manifest_list =
+    "application/vnd.docker.distribution.manifest.list.v2+json";
+inline constexpr std::string_view docker_foreign_layer =
+    "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip";
+
+}  // namespace berth::oci::media_type

@@ -1,0 +1,15 @@
+#pragma once
+// The spec's grammar for repository names and tags.
+#include <string_view>
+
+namespace berth::oci {
+
+inline constexpr std::size_t max_name_length = 255;
+inline constexpr std::size_t max_tag_length = 128;
+
+// [a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*
+bool valid_repository_name(std::string_view name);
+// [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}
+bool valid_tag(std::string_view tag);
+
+}  // namespace berth::oci

@@ -1,0 +1,19 @@
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace berth::registry {
+
+struct Options {
+    std::string replica_id = "berth";
+    std::size_t max_manifest_bytes = 4 << 20;
+    std::size_t max_uploads = 1000;          // concurrent upload sessions
+    std::uint64_t max_blob_bytes = 0;        // 0: no limit
+    std::size_t max_page = 1000;             // clamp for n in tags and catalog lists
+    std::chrono::seconds upload_idle_ttl{3600};
+    bool deletes_enabled = true;
+};
+
+}  // namespace berth::registry

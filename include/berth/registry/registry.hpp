@@ -1,0 +1,109 @@
+#pragma once
+// The operations of the distribution spec as plain C++ calls. Untrusted
+// strings (names, references, digests) come in raw and are validated here;
+// failures are thrown as oci::Error with the spec's code.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "berth/oci/digest.hpp"
+#include "berth/registry/options.hpp"
+#include "berth/registry/upload.hpp"
+
+#include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/records.hpp"
+
+namespace berth::storage {
+class BlobStore;
+class MetaStore;
+}  // namespace berth::storage
+
+namespace berth::registry {
+
+struct BlobInfo {
+    oci::Digest digest;
+    std::uint64_t size;
+    std::filesystem::path path;
+};
+
+struct Manifest {
+    oci::Digest digest;
+    std::string media_type;
+    std::string bytes;
+};
+
+struct PutManifestResult {
+    oci::Digest digest;
+    std::string subject;            // digest of the subject, when the manifest has one
+    std::vector<std::string> tags;  // tags now pointing at it
+};
+
+struct UploadStatus {
+    std::string id;
+    std::uint64_t offset;
+};
+
+// A mount either links the blob (mounted) or starts a session for the client to upload.
+struct MountResult {
+    std::optional<oci::Digest> mounted;
+    std::string upload_id;
+};
+
+struct Page {
+    std::vector<std::string> items;
+    bool more = false;
+};
+
+class Registry {
+public:
+    // wall gives milliseconds for upload idle times; tests pass their own.
+    Registry(Options options, storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock,
+             storage::HybridClock::WallClock wall = storage::system_wall_clock());
+    ~Registry();
+
+    const Options& options() const { return options_; }
+
+    // Blobs
+    BlobInfo stat_blob(const std::string& repo, const std::string& digest);
+    void delete_blob(const std::string& repo, const std::string& digest);
+
+    // Uploads
+    UploadStatus start_upload(const std::string& repo, const std::string& algorithm = "");
+    MountResult mount_blob(const std::string& repo, const std::string& digest, const std::string& from);
+    UploadStatus upload_status(const std::string& repo, const std::string& id);
+    // Exclusive access to append; `start` (from Content-Range) must equal the current offset.
+    std::unique_ptr<UploadAppender> append(const std::string& repo, const std::string& id,
+                                           std::optional<std::uint64_t> start);
+    // Verifies the digest, makes the blob durable and visible, and ends the session.
+    oci::Digest finish_upload(const std::string& repo, const std::string& id, const std::string& digest);
+    void cancel_upload(const std::string& repo, const std::string& id);
+    // Drops sessions idle for longer than the configured time; returns how many.
+    std::size_t purge_idle_uploads();
+
+    // Manifests
+    PutManifestResult put_manifest(const std::string& repo, const std::string& reference,
+                                   const std::string& content_type, std::string body,
+                                   const std::vector<std::string>& extra_tags = {});
+    Manifest get_manifest(const std::string& repo, const std::string& reference);
+    void delete_manifest(const std::string& repo, const std::string& reference);
+
+    // Discovery
+    Page list_tags(const std::string& repo, std::optional<std::size_t> n, const std::string& last);
+    Page catalog(std::optional<std::size_t> n, const std::string& last);
+    // An OCI image index of the manifests whose subject is digest.
+    std::string referrers(const std::string& repo, const std::string& digest, const std::string& artifact_type);
+
+private:
+    storage::Stamp stamp();
+
+    Options options_;
+    storage::BlobStore& blobs_;
+    storage::MetaStore& meta_;
+    storage::HybridClock& clock_;
+    std::unique_ptr<UploadTable> uploads_;
+};
+
+}  // namespace berth::registry

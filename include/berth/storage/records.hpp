@@ -1,0 +1,36 @@
+#pragma once
+// The values berth keeps in its metadata index. Mutable state (tags and
+// deletions) carries a stamp so that replicas agree on the newest write.
+#include <cstdint>
+#include <string>
+
+namespace berth::storage {
+
+struct Stamp {
+    std::uint64_t clock = 0;  // hybrid logical clock value
+    std::string replica;      // tie-breaker
+    friend auto operator<=>(const Stamp&, const Stamp&) = default;
+};
+
+struct TagRecord {
+    std::string digest;  // empty for a tombstone
+    Stamp stamp;
+    bool deleted() const { return digest.empty(); }
+};
+
+struct ManifestRecord {
+    std::string media_type;
+    std::string subject;          // digest of the subject, or empty
+    std::string referrer_json;    // descriptor for the referrers API when subject is set
+    std::string bytes;            // exactly as pushed; empty for a tombstone
+    Stamp stamp;
+    bool deleted = false;
+};
+
+struct UploadRecord {
+    std::string repository;
+    std::string algorithm;
+    std::uint64_t created_ms = 0;
+};
+
+}  // namespace berth::storage

@@ -1,0 +1,147 @@
+#include "berth/config/config.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace berth::config {
+namespace {
+
+using nlohmann::json;
+
+// Reads the keys of one JSON object, checking each type, and refuses any key
+// it was not asked for.
+class Section {
+public:
+    Section(const json& value, std::string path) : value_(value), path_(std::move(path)) {
+        if (!value_.is_object()) throw ConfigError(where("") + " must be an object");
+    }
+
+    void string(const char* key, std::string& out) {
+        if (auto* v = find(key)) {
+            if (!v->is_string()) throw ConfigError(where(key) + " must be a string");
+            out = v->get<std::string>();
+        }
+    }
+
+    void boolean(const char* key, bool& out) {
+        if (auto* v = find(key)) {
+            if (!v->is_boolean()) throw ConfigError(where(key) + " must be true or false");
+            out = v->get<bool>();
+        }
+    }
+
+    template <typename Unsigned>
+    void number(const char* key, Unsigned& out, std::uint64_t max = UINT32_MAX) {
+        if (auto* v = find(key)) {
+            if (!v->is_number_unsigned() || v->get<std::uint64_t>() > max)
+                throw ConfigError(where(key) + " must be a whole number from 0 to " + std::to_string(max));
+            out = static_cast<Unsigned>(v->get<std::uint64_t>());
+        }
+    }
+
+    void seconds(const char* key, std::chrono::seconds& out) {
+        std::uint64_t value = static_cast<std::uint64_t>(out.count());
+        number(key, value, 365ull * 24 * 3600);
+        out = std::chrono::seconds(value);
+    }
+
+    template <typename Read>
+    void section(const char* key, Read read) {
+        if (auto* v = find(key)) {
+            Section inner(*v, where(key));
+            read(inner);
+            inner.finish();
+        }
+    }
+
+    void finish() const {
+        for (auto& [key, unused] : value_.items())
+            if (!seen_.count(key)) throw ConfigError("unknown key " + where(key.c_str()));
+    }
+
+private:
+    const json* find(const char* key) {
+        seen_.insert(key);
+        auto it = value_.find(key);
+        return it == value_.end() ? nullptr : &*it;
+    }
+
+    std::string where(const char* key) const {
+        if (!*key) return path_.empty() ? "the configuration" : path_;
+        return path_.empty() ? key : path_ + "." + key;
+    }
+
+    const json& value_;
+    std::string path_;
+    std::set<std::string> seen_;
+};
+
+}  // namespace
+
+void set_listen(Config& config, const std::string& address) {
+    auto colon = address.rfind(':');
+    if (colon == std::string::npos || colon + 1 == address.size())
+        throw ConfigError("listen address must be HOST:PORT, got \"" + address + "\"");
+    auto host = address.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    auto port_text = address.substr(colon + 1);
+    if (port_text.find_first_not_of("0123456789") != std::string::npos || port_text.size() > 5 ||
+        std::stoul(port_text) > 65535)
+        throw ConfigError("listen port must be a number from 0 to 65535, got \"" + port_text + "\"");
+    config.server.host = host.empty() ? "0.0.0.0" : host;
+    config.server.port = static_cast<std::uint16_t>(std::stoul(port_text));
+}
+
+Config parse_config(const std::string& text) {
+    json doc = json::parse(text, nullptr, false);
+    if (doc.is_discarded()) throw ConfigError("the configuration is not valid JSON");
+    Config config;
+    Section top(doc, "");
+    std::string listen, root;
+    top.string("listen", listen);
+    if (!listen.empty()) set_listen(config, listen);
+    top.string("root", root);
+    if (!root.empty()) config.root = root;
+    top.string("replica_id", config.replica_id);
+    top.boolean("deletes", config.registry.deletes_enabled);
+    top.seconds("shutdown_grace_seconds", config.server.shutdown_grace);
+    top.section("threads", [&](Section& s) {
+        s.number("io", config.server.io_threads, 256);
+        s.number("workers", config.server.worker_threads, 1024);
+    });
+    top.section("limits", [&](Section& s) {
+        s.number("max_manifest_bytes", config.registry.max_manifest_bytes, 64ull << 20);
+        s.number("max_header_bytes", config.server.max_header_bytes, 1 << 20);
+        s.number("max_uploads", config.registry.max_uploads, 1000000);
+        s.number("max_blob_bytes", config.registry.max_blob_bytes, UINT64_MAX);
+        s.number("max_page", config.registry.max_page, 100000);
+        s.number("max_connections", config.server.max_connections, 1000000);
+        s.seconds("idle_timeout_seconds", config.server.idle_timeout);
+        s.seconds("body_timeout_seconds", config.server.body_timeout);
+    });
+    top.section("uploads", [&](Section& s) {
+        s.seconds("idle_ttl_seconds", config.registry.upload_idle_ttl);
+        s.seconds("purge_interval_seconds", config.upload_purge_interval);
+    });
+    top.section("log", [&](Section& s) { s.boolean("access", config.server.access_log); });
+    top.finish();
+    if (config.server.max_header_bytes < 1024) throw ConfigError("limits.max_header_bytes must be at least 1024");
+    if (config.upload_purge_interval.count() == 0) throw ConfigError("uploads.purge_interval_seconds must be at least 1");
+    return config;
+}
+
+Config load_config(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    if (!in) throw ConfigError("cannot read configuration file " + file.string());
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+        return parse_config(text.str());
+    } catch (const ConfigError& error) {
+        throw ConfigError(file.string() + ": " + error.what());
+    }
+}
+
+}  // namespace berth::config

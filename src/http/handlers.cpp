@@ -1,0 +1,290 @@
+#include "handlers.hpp"
+
+#include <charconv>
+#include <fcntl.h>
+#include <nlohmann/json.hpp>
+
+#include "berth/oci/media_types.hpp"
+#include "berth/registry/registry.hpp"
+
+namespace berth::http {
+namespace {
+
+using oci::Error;
+using oci::ErrorCode;
+using registry::Registry;
+
+Plan immediate(Response response) {
+    Plan plan;
+    plan.blocking = false;
+    plan.finish = [response = std::move(response)](std::string&, std::uint64_t) mutable { return std::move(response); };
+    return plan;
+}
+
+Response status_only(int status) { return Response{status, {}, {}, {}, {}}; }
+
+Response json_response(int status, std::string body, std::string content_type = "application/json") {
+    Response response{status, {}, std::move(body), {}, {}};
+    response.set("Content-Type", std::move(content_type));
+    return response;
+}
+
+[[noreturn]] void not_allowed() { throw Error(ErrorCode::unsupported, "method not allowed on this route"); }
+
+std::string upload_location(const std::string& name, const std::string& id) {
+    return "/v2/" + name + "/blobs/uploads/" + id;
+}
+
+// Distribution reports "0-0" for an empty session too; clients expect that form.
+std::string upload_range(std::uint64_t offset) { return "0-" + std::to_string(offset ? offset - 1 : 0); }
+
+Response upload_accepted(int status, const std::string& name, const std::string& id, std::uint64_t offset) {
+    auto response = status_only(status);
+    response.set("Location", upload_location(name, id));
+    response.set("Range", upload_range(offset));
+    response.set("Docker-Upload-UUID", id);
+    return response;
+}
+
+Response blob_created(const std::string& name, const oci::Digest& digest) {
+    auto response = status_only(201);
+    response.set("Location", "/v2/" + name + "/blobs/" + digest.str());
+    response.set("Docker-Content-Digest", digest.str());
+    return response;
+}
+
+std::optional<std::size_t> page_size(const Query& query) {
+    auto n = query.get("n");
+    if (!n) return std::nullopt;
+    if (n->empty() || n->find_first_not_of("0123456789") != std::string::npos)
+        throw Error(ErrorCode::bad_request, "n must be a non-negative integer");
+    std::size_t value = 0;
+    auto [end, ec] = std::from_chars(n->data(), n->data() + n->size(), value);
+    if (ec == std::errc::result_out_of_range) return SIZE_MAX;  // clamped by the registry
+    return value;
+}
+
+std::string next_link(const std::string& path, std::size_t n, const std::string& last) {
+    return "<" + path + "?n=" + std::to_string(n) + "&last=" + percent_encode_query(last) + ">; rel=\"next\"";
+}
+
+// Beginning an append checks the chunk's place in the session before any byte is read.
+Plan append_plan(Registry& registry, const Request& request, const std::string& name, const std::string& id) {
+    Plan plan;
+    plan.body = Plan::Body::upload;
+    std::optional<std::uint64_t> start;
+    if (!request.content_range.empty()) {
+        auto range = parse_content_range(request.content_range);
+        if (!range) throw Error(ErrorCode::blob_upload_invalid, "malformed Content-Range");
+        const auto length = range->last - range->first + 1;
+        if (request.content_length && *request.content_length != length)
+            throw Error(ErrorCode::blob_upload_invalid, "Content-Range does not match Content-Length");
+        start = range->first;
+        plan.expected_bytes = length;
+    }
+    plan.appender = registry.append(name, id, start);
+    return plan;
+}
+
+Plan manifest_route(Registry& registry, Request& request) {
+    const auto& route = request.target.route;
+    switch (request.method) {
+        case Method::get:
+        case Method::head: {
+            auto manifest = registry.get_manifest(route.name, route.reference);
+            auto response = status_only(200);
+            response.set("Content-Type", manifest.media_type);
+            response.set("Docker-Content-Digest", manifest.digest.str());
+            response.set("ETag", "\"" + manifest.digest.str() + "\"");
+            if (request.method == Method::head) response.head_length = manifest.bytes.size();
+            else response.body = std::move(manifest.bytes);
+            return immediate(std::move(response));
+        }
+        case Method::put: {
+            const auto limit = registry.options().max_manifest_bytes;
+            if (request.content_length && *request.content_length > limit)
+                throw Error(ErrorCode::payload_too_large, "manifest is larger than the registry accepts");
+            Plan plan;
+            plan.body = Plan::Body::buffer;
+            plan.buffer_limit = limit;
+            auto extra_tags = request.target.query.all("tag");
+            plan.finish = [&registry, route, content_type = request.content_type, extra_tags](std::string& body,
+                                                                                                std::uint64_t) {
+                auto result = registry.put_manifest(route.name, route.reference, content_type, std::move(body),
+                                                    extra_tags);
+                auto response = status_only(201);
+                response.set("Location", "/v2/" + route.name + "/manifests/" + result.digest.str());
+                response.set("Docker-Content-Digest", result.digest.str());
+                if (!result.subject.empty()) response.set("OCI-Subject", result.subject);
+                if (!extra_tags.empty())
+                    for (auto& tag : result.tags) response.set("OCI-Tag", tag);
+                return response;
+            };
+            return plan;
+        }
+        case Method::del:
+            registry.delete_manifest(route.name, route.reference);
+            return immediate(status_only(202));
+        default: not_allowed();
+    }
+}
+
+Plan blob_route(Registry& registry, Request& request) {
+    const auto& route = request.target.route;
+    switch (request.method) {
+        case Method::get:
+        case Method::head: {
+            auto blob = registry.stat_blob(route.name, route.reference);
+            auto response = status_only(200);
+            response.set("Content-Type", "application/octet-stream");
+            response.set("Docker-Content-Digest", blob.digest.str());
+            response.set("Accept-Ranges", "bytes");
+            response.set("ETag", "\"" + blob.digest.str() + "\"");
+            if (request.method == Method::head) {
+                response.head_length = blob.size;
+                return immediate(std::move(response));
+            }
+            FileBody file{-1, 0, blob.size};
+            if (!request.range.empty()) {
+                if (auto range = parse_range(request.range, blob.size)) {
+                    response.status = 206;
+                    response.set("Content-Range", "bytes " + std::to_string(range->first) + "-" +
+                                                      std::to_string(range->first + range->length - 1) + "/" +
+                                                      std::to_string(blob.size));
+                    file.offset = range->first;
+                    file.length = range->length;
+                }
+            }
+            file.fd = ::open(blob.path.c_str(), O_RDONLY | O_CLOEXEC);
+            if (file.fd < 0) throw Error(ErrorCode::blob_unknown, "blob unknown to registry", blob.digest.str());
+            response.file = file;
+            return immediate(std::move(response));
+        }
+        case Method::del:
+            registry.delete_blob(route.name, route.reference);
+            return immediate(status_only(202));
+        default: not_allowed();
+    }
+}
+
+Plan upload_start_route(Registry& registry, Request& request) {
+    const auto& route = request.target.route;
+    const auto& query = request.target.query;
+    if (request.method != Method::post) not_allowed();
+    if (auto mount = query.get("mount")) {
+        auto result = registry.mount_blob(route.name, *mount, query.get("from").value_or(""));
+        if (result.mounted) return immediate(blob_created(route.name, *result.mounted));
+        return immediate(upload_accepted(202, route.name, result.upload_id, 0));
+    }
+    if (auto digest_text = query.get("digest")) {
+        // Monolithic upload in one POST: stream the body into a fresh session and close it.
+        auto digest = oci::Digest::parse_or_throw(*digest_text);
+        auto session = registry.start_upload(route.name, std::string(oci::algorithm_name(digest.algorithm())));
+        Plan plan;
+        try {
+            plan = append_plan(registry, request, route.name, session.id);
+        } catch (...) {
+            registry.cancel_upload(route.name, session.id);
+            throw;
+        }
+        plan.finish = [&registry, name = route.name, id = session.id, digest](std::string&, std::uint64_t) {
+            return blob_created(name, registry.finish_upload(name, id, digest.str()));
+        };
+        return plan;
+    }
+    auto session = registry.start_upload(route.name, query.get("digest-algorithm").value_or(""));
+    return immediate(upload_accepted(202, route.name, session.id, 0));
+}
+
+Plan upload_route(Registry& registry, Request& request) {
+    const auto& route = request.target.route;
+    switch (request.method) {
+        case Method::get: {
+            auto status = registry.upload_status(route.name, route.reference);
+            return immediate(upload_accepted(204, route.name, status.id, status.offset));
+        }
+        case Method::patch: {
+            auto plan = append_plan(registry, request, route.name, route.reference);
+            plan.blocking = false;
+            plan.finish = [name = route.name, id = route.reference](std::string&, std::uint64_t offset) {
+                return upload_accepted(202, name, id, offset);
+            };
+            return plan;
+        }
+        case Method::put: {
+            auto digest_text = request.target.query.get("digest");
+            if (!digest_text) throw Error(ErrorCode::digest_invalid, "digest query parameter is required");
+            auto digest = oci::Digest::parse_or_throw(*digest_text);
+            Plan plan;
+            if (request.has_body) plan = append_plan(registry, request, route.name, route.reference);
+            plan.finish = [&registry, name = route.name, id = route.reference, digest](std::string&, std::uint64_t) {
+                return blob_created(name, registry.finish_upload(name, id, digest.str()));
+            };
+            return plan;
+        }
+        case Method::del:
+            registry.cancel_upload(route.name, route.reference);
+            return immediate(status_only(204));
+        default: not_allowed();
+    }
+}
+
+Plan tags_route(Registry& registry, Request& request) {
+    if (request.method != Method::get && request.method != Method::head) not_allowed();
+    const auto& name = request.target.route.name;
+    auto n = page_size(request.target.query);
+    auto last = request.target.query.get("last").value_or("");
+    auto page = registry.list_tags(name, n, last);
+    auto response = json_response(200, nlohmann::json{{"name", name}, {"tags", page.items}}.dump());
+    if (page.more)
+        response.set("Link", next_link("/v2/" + name + "/tags/list", page.items.size(), page.items.back()));
+    return immediate(std::move(response));
+}
+
+Plan catalog_route(Registry& registry, Request& request) {
+    if (request.method != Method::get && request.method != Method::head) not_allowed();
+    auto n = page_size(request.target.query);
+    auto page = registry.catalog(n, request.target.query.get("last").value_or(""));
+    auto response = json_response(200, nlohmann::json{{"repositories", page.items}}.dump());
+    if (page.more) response.set("Link", next_link("/v2/_catalog", page.items.size(), page.items.back()));
+    return immediate(std::move(response));
+}
+
+Plan referrers_route(Registry& registry, Request& request) {
+    if (request.method != Method::get && request.method != Method::head) not_allowed();
+    const auto& route = request.target.route;
+    auto artifact_type = request.target.query.get("artifactType").value_or("");
+    auto response = json_response(200, registry.referrers(route.name, route.reference, artifact_type),
+                                  std::string(oci::media_type::oci_index));
+    if (!artifact_type.empty()) response.set("OCI-Filters-Applied", "artifactType");
+    return immediate(std::move(response));
+}
+
+}  // namespace
+
+Response error_response(oci::ErrorCode code, const std::string& message, const std::string& detail) {
+    return json_response(oci::http_status(code), oci::error_json(code, message, detail));
+}
+
+Response error_response(const oci::Error& error) { return error_response(error.code(), error.what(), error.detail()); }
+
+Plan plan_request(Registry& registry, Request& request) {
+    switch (request.target.route.kind) {
+        case RouteKind::base:
+            if (request.method != Method::get && request.method != Method::head) not_allowed();
+            return immediate(json_response(200, "{}"));
+        case RouteKind::healthz:
+        case RouteKind::readyz: return immediate(json_response(200, R"({"status":"ok"})"));
+        case RouteKind::catalog: return catalog_route(registry, request);
+        case RouteKind::tags: return tags_route(registry, request);
+        case RouteKind::manifest: return manifest_route(registry, request);
+        case RouteKind::blob: return blob_route(registry, request);
+        case RouteKind::upload_start: return upload_start_route(registry, request);
+        case RouteKind::upload: return upload_route(registry, request);
+        case RouteKind::referrers: return referrers_route(registry, request);
+        case RouteKind::unknown: break;
+    }
+    return immediate(error_response(ErrorCode::name_unknown, "no such route"));
+}
+
+}  // namespace berth::http

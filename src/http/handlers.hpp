@@ -1,0 +1,29 @@
+#pragma once
+// One function per API route: parse what the route needs, call the registry,
+// render the answer. Errors thrown here become the spec's error JSON.
+#include "message.hpp"
+
+namespace berth::registry {
+class Registry;
+}
+
+namespace berth::http {
+
+Plan plan_request(registry::Registry& registry, Request& request);
+
+// Range: a single "bytes=a-b", "bytes=a-" or "bytes=-n". nullopt means serve the
+// whole blob (no header, or one we may ignore); an unsatisfiable range throws.
+struct ByteRange {
+    std::uint64_t first;
+    std::uint64_t length;
+};
+std::optional<ByteRange> parse_range(std::string_view header, std::uint64_t size);
+
+// Content-Range of an upload chunk: "a-b" (as Docker sends it) or "bytes a-b/*".
+struct ChunkRange {
+    std::uint64_t first;
+    std::uint64_t last;
+};
+std::optional<ChunkRange> parse_content_range(std::string_view header);
+
+}  // namespace berth::http

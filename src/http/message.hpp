@@ -1,0 +1,67 @@
+#pragma once
+// The request and response as the handlers see them: plain structs, so that
+// handler code needs no Beast and compiles fast.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "berth/oci/error.hpp"
+#include "router.hpp"
+
+namespace berth::registry {
+class UploadAppender;
+}
+
+namespace berth::http {
+
+enum class Method { get, head, put, post, patch, del, other };
+
+struct Request {
+    Method method = Method::other;
+    Target target;
+    std::string content_type;
+    std::string content_range;
+    std::string range;
+    std::optional<std::uint64_t> content_length;
+    bool has_body = false;
+};
+
+struct FileBody {
+    int fd = -1;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+};
+
+struct Response {
+    int status = 200;
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string body;
+    // A HEAD answer: no body, but Content-Length says what GET would send.
+    std::optional<std::uint64_t> head_length;
+    std::optional<FileBody> file;  // the session owns and closes the fd
+
+    void set(std::string name, std::string value) { headers.emplace_back(std::move(name), std::move(value)); }
+};
+
+Response error_response(const oci::Error& error);
+Response error_response(oci::ErrorCode code, const std::string& message, const std::string& detail = {});
+
+// What the session should do with the request body, then how to answer.
+struct Plan {
+    enum class Body { none, buffer, upload } body = Body::none;
+    std::size_t buffer_limit = 0;
+    std::unique_ptr<registry::UploadAppender> appender;
+    // Bytes a Content-Range promised, checked once the body is in.
+    std::optional<std::uint64_t> expected_bytes;
+    // Runs once the body is in, with the buffered body (empty for uploads) and,
+    // for uploads, the session's offset after the appender has let go of it.
+    std::function<Response(std::string& body, std::uint64_t upload_offset)> finish;
+    // True when finish may block (fsync, large writes) and must stay off the I/O threads.
+    bool blocking = true;
+};
+
+}  // namespace berth::http

@@ -1,0 +1,130 @@
+#include "router.hpp"
+
+namespace berth::http {
+namespace {
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+std::string join(const std::vector<std::string>& parts, std::size_t count) {
+    std::string out;
+    for (std::size_t i = 0; i < count; ++i) {
+        if (i) out += '/';
+        out += parts[i];
+    }
+    return out;
+}
+
+Route route_v2(const std::vector<std::string>& s) {
+    const std::size_t n = s.size();
+    if (n == 0 || (n == 1 && s[0].empty())) return {RouteKind::base, {}, {}};
+    if (n == 1 && s[0] == "_catalog") return {RouteKind::catalog, {}, {}};
+    if (n >= 3 && s[n - 2] == "tags" && s[n - 1] == "list") return {RouteKind::tags, join(s, n - 2), {}};
+    if (n >= 3 && s[n - 3] == "blobs" && s[n - 2] == "uploads") {
+        if (s[n - 1].empty()) return {RouteKind::upload_start, join(s, n - 3), {}};
+        if (n >= 4) return {RouteKind::upload, join(s, n - 3), s[n - 1]};
+    }
+    if (n >= 3 && s[n - 2] == "blobs" && s[n - 1] == "uploads") return {RouteKind::upload_start, join(s, n - 2), {}};
+    if (n >= 3 && s[n - 2] == "manifests") return {RouteKind::manifest, join(s, n - 2), s[n - 1]};
+    if (n >= 3 && s[n - 2] == "blobs") return {RouteKind::blob, join(s, n - 2), s[n - 1]};
+    if (n >= 3 && s[n - 2] == "referrers") return {RouteKind::referrers, join(s, n - 2), s[n - 1]};
+    return {};
+}
+
+}  // namespace
+
+std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        char c = text[i];
+        if (c == '%') {
+            if (i + 2 >= text.size()) return std::nullopt;
+            int hi = hex_value(text[i + 1]), lo = hex_value(text[i + 2]);
+            if (hi < 0 || lo < 0) return std::nullopt;
+            out += static_cast<char>(hi * 16 + lo);
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            out += ' ';
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+std::string percent_encode_query(std::string_view text) {
+    static constexpr char digits[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : text) {
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+            c == '_' || c == '~' || c == '/' || c == ':') {
+            out += static_cast<char>(c);
+        } else {
+            out += '%';
+            out += digits[c >> 4];
+            out += digits[c & 15];
+        }
+    }
+    return out;
+}
+
+Query Query::parse(std::string_view text) {
+    Query query;
+    while (!text.empty()) {
+        auto amp = text.find('&');
+        auto pair = text.substr(0, amp);
+        text = amp == std::string_view::npos ? std::string_view{} : text.substr(amp + 1);
+        if (pair.empty()) continue;
+        auto eq = pair.find('=');
+        auto key = percent_decode(pair.substr(0, eq), true);
+        auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), true);
+        if (key && value) query.params_.emplace_back(std::move(*key), std::move(*value));
+    }
+    return query;
+}
+
+std::optional<std::string> Query::get(std::string_view key) const {
+    for (auto& [k, v] : params_)
+        if (k == key) return v;
+    return std::nullopt;
+}
+
+std::vector<std::string> Query::all(std::string_view key) const {
+    std::vector<std::string> out;
+    for (auto& [k, v] : params_)
+        if (k == key) out.push_back(v);
+    return out;
+}
+
+std::optional<Target> parse_target(std::string_view target) {
+    if (target.empty() || target[0] != '/') return std::nullopt;
+    auto question = target.find('?');
+    auto path = target.substr(0, question);
+    Target out;
+    if (question != std::string_view::npos) out.query = Query::parse(target.substr(question + 1));
+
+    if (path == "/healthz") out.route.kind = RouteKind::healthz;
+    else if (path == "/readyz") out.route.kind = RouteKind::readyz;
+    else if (path == "/v2") out.route.kind = RouteKind::base;
+    else if (path.starts_with("/v2/")) {
+        std::vector<std::string> segments;
+        auto rest = path.substr(4);
+        while (true) {
+            auto slash = rest.find('/');
+            auto decoded = percent_decode(rest.substr(0, slash), false);
+            if (!decoded) return std::nullopt;
+            segments.push_back(std::move(*decoded));
+            if (slash == std::string_view::npos) break;
+            rest = rest.substr(slash + 1);
+        }
+        out.route = route_v2(segments);
+    }
+    return out;
+}
+
+}  // namespace berth::http

@@ -1,0 +1,42 @@
+#pragma once
+// Maps a request target to a route of the /v2/ API. Pure string work, no Beast,
+// so it is unit-tested directly. Path segments are percent-decoded after
+// splitting, so an encoded '/' can never change which route matches.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace berth::http {
+
+enum class RouteKind { base, catalog, tags, manifest, blob, upload_start, upload, referrers, healthz, readyz, unknown };
+
+struct Route {
+    RouteKind kind = RouteKind::unknown;
+    std::string name;       // repository
+    std::string reference;  // tag or digest, blob digest, or upload id
+};
+
+class Query {
+public:
+    static Query parse(std::string_view text);
+    std::optional<std::string> get(std::string_view key) const;
+    std::vector<std::string> all(std::string_view key) const;
+
+private:
+    std::vector<std::pair<std::string, std::string>> params_;
+};
+
+struct Target {
+    Route route;
+    Query query;
+};
+
+// nullopt when the target is not a path (absolute-form, '*', bad escapes).
+std::optional<Target> parse_target(std::string_view target);
+
+std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space);
+std::string percent_encode_query(std::string_view text);
+
+}  // namespace berth::http

@@ -1,0 +1,149 @@
+#include "berth/http/server.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <list>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "berth/observe/log.hpp"
+#include "context.hpp"
+#include "session.hpp"
+
+namespace berth::http {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+unsigned cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+}  // namespace
+
+struct Server::Impl {
+    Impl(ServerOptions options, registry::Registry& registry)
+        : context(options, registry, options.worker_threads ? options.worker_threads : 4 * cores()),
+          io(static_cast<int>(options.io_threads ? options.io_threads : cores())),
+          acceptor(io), signals(io, SIGINT, SIGTERM) {}
+
+    // Sessions left in the io_context when it is destroyed still touch the
+    // context, so the context is declared first and outlives it.
+    ServerContext context;
+    asio::io_context io;
+    tcp::acceptor acceptor;
+    asio::signal_set signals;
+    std::list<asio::steady_timer> timers;
+    std::vector<std::pair<std::chrono::seconds, std::function<void()>>> tasks;
+    bool stopping = false;
+
+    void accept() {
+        acceptor.async_accept(asio::make_strand(io), [this](boost::system::error_code ec, tcp::socket socket) {
+            if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+            if (!ec) {
+                if (context.connections.load() >= context.options.max_connections) {
+                    boost::system::error_code ignored;
+                    socket.close(ignored);  // over the limit: refuse rather than queue
+                } else {
+                    socket.set_option(tcp::no_delay(true), ec);
+                    start_session(std::move(socket), context);
+                }
+            }
+            accept();
+        });
+    }
+
+    void schedule(asio::steady_timer& timer, std::chrono::seconds period, std::function<void()>& task) {
+        timer.expires_after(period);
+        timer.async_wait([this, &timer, period, &task](boost::system::error_code ec) {
+            if (ec) return;
+            asio::post(context.worker_pool, [&task] {
+                try {
+                    task();
+                } catch (const std::exception& error) {
+                    observe::log("error", "periodic task failed", {{"error", error.what()}});
+                }
+            });
+            schedule(timer, period, task);
+        });
+    }
+
+    // Stop taking connections, let in-flight requests finish within the grace period.
+    void begin_shutdown() {
+        if (stopping) return;
+        stopping = true;
+        observe::log("info", "shutting down", {{"in_flight", context.in_flight.load()}});
+        context.draining = true;
+        boost::system::error_code ec;
+        acceptor.close(ec);
+        signals.cancel(ec);
+        for (auto& timer : timers) timer.cancel();
+        auto deadline = std::chrono::steady_clock::now() + context.options.shutdown_grace;
+        auto poll = std::make_shared<asio::steady_timer>(io);
+        auto check = std::make_shared<std::function<void()>>();
+        *check = [this, poll, check, deadline] {
+            if (context.in_flight.load() == 0 || std::chrono::steady_clock::now() >= deadline) {
+                io.stop();
+                *check = nullptr;  // breaks the self-reference
+                return;
+            }
+            poll->expires_after(std::chrono::milliseconds(20));
+            poll->async_wait([check](boost::system::error_code) {
+                if (*check) (*check)();
+            });
+        };
+        (*check)();
+    }
+};
+
+Server::Server(ServerOptions options, registry::Registry& registry)
+    : impl_(std::make_unique<Impl>(std::move(options), registry)) {}
+
+Server::~Server() {
+    impl_->io.stop();
+    impl_->context.worker_pool.join();
+}
+
+void Server::bind() {
+    auto& options = impl_->context.options;
+    tcp::endpoint endpoint(asio::ip::make_address(options.host), options.port);
+    auto& acceptor = impl_->acceptor;
+    acceptor.open(endpoint.protocol());
+    acceptor.set_option(asio::socket_base::reuse_address(true));
+    acceptor.bind(endpoint);
+    acceptor.listen(asio::socket_base::max_listen_connections);
+}
+
+std::uint16_t Server::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+void Server::every(std::chrono::seconds period, std::function<void()> task) {
+    impl_->tasks.emplace_back(period, std::move(task));
+}
+
+void Server::run() {
+    auto& impl = *impl_;
+    impl.signals.async_wait([&impl](boost::system::error_code ec, int) {
+        if (!ec) impl.begin_shutdown();
+    });
+    for (auto& [period, task] : impl.tasks) impl.schedule(impl.timers.emplace_back(impl.io), period, task);
+    impl.accept();
+    observe::log("info", "listening", {{"address", impl.context.options.host}, {"port", port()}});
+
+    const unsigned threads = impl.context.options.io_threads ? impl.context.options.io_threads : cores();
+    std::vector<std::thread> pool;
+    for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&impl] { impl.io.run(); });
+    impl.io.run();
+    for (auto& thread : pool) thread.join();
+    impl.context.worker_pool.join();
+    observe::log("info", "stopped");
+}
+
+void Server::stop() {
+    asio::post(impl_->io, [this] { impl_->begin_shutdown(); });
+}
+
+}  // namespace berth::http

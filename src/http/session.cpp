@@ -1,0 +1,372 @@
+#include "session.hpp"
+
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "berth/observe/log.hpp"
+#include "berth/registry/upload.hpp"
+#include "context.hpp"
+#include "handlers.hpp"
+
+namespace berth::http {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+
+// Large enough that hashing and writing dominate, small enough that 32
+// concurrent uploads cost a few MiB.
+constexpr std::size_t body_chunk_bytes = 256 * 1024;
+// A body the route does not want is read and dropped up to this size, so the
+// connection can stay open; larger ones close it.
+constexpr std::size_t unwanted_body_limit = 64 * 1024;
+
+Method method_of(bhttp::verb verb) {
+    switch (verb) {
+        case bhttp::verb::get: return Method::get;
+        case bhttp::verb::head: return Method::head;
+        case bhttp::verb::put: return Method::put;
+        case bhttp::verb::post: return Method::post;
+        case bhttp::verb::patch: return Method::patch;
+        case bhttp::verb::delete_: return Method::del;
+        default: return Method::other;
+    }
+}
+
+template <typename Work>
+Response guarded(Work&& work) {
+    try {
+        return work();
+    } catch (const oci::Error& error) {
+        if (error.code() == oci::ErrorCode::internal)
+            observe::log("error", "internal error", {{"error", error.what()}});
+        return error_response(error);
+    } catch (const std::exception& error) {
+        observe::log("error", "request failed", {{"error", error.what()}});
+        return error_response(oci::ErrorCode::internal, "internal server error");
+    }
+}
+
+class Session : public std::enable_shared_from_this<Session> {
+public:
+    Session(tcp::socket socket, ServerContext& context)
+        : stream_(std::move(socket)), context_(context), wait_timer_(stream_.get_executor()) {
+        ++context_.connections;
+        beast::error_code ec;
+        auto endpoint = stream_.socket().remote_endpoint(ec);
+        if (!ec) peer_ = endpoint.address().to_string();
+    }
+
+    ~Session() {
+        close_file();
+        end_request();
+        --context_.connections;
+    }
+
+    void start() { read_header(); }
+
+private:
+    void read_header() {
+        if (context_.draining) return close();
+        parser_.emplace();
+        parser_->header_limit(static_cast<std::uint32_t>(context_.options.max_header_bytes));
+        parser_->body_limit(std::numeric_limits<std::uint64_t>::max());  // each route sets its own limit
+        stream_.expires_after(context_.options.idle_timeout);
+        bhttp::async_read_header(stream_, buffer_, *parser_,
+                                 beast::bind_front_handler(&Session::on_header, shared_from_this()));
+    }
+
+    void on_header(beast::error_code ec, std::size_t) {
+        if (ec) {
+            if (ec == bhttp::error::header_limit)
+                return reject(431, oci::ErrorCode::bad_request, "request header fields too large");
+            if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
+                ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
+                ec == bhttp::error::partial_message)
+                return close();
+            return reject(400, oci::ErrorCode::bad_request, "malformed request");
+        }
+        begin_request();
+        auto& head = parser_->get();
+        keep_alive_ = head.keep_alive();
+        method_text_ = std::string(head.method_string());
+        target_text_ = std::string(head.target().substr(0, 1024));
+        request_ = Request{};
+        request_.method = method_of(head.method());
+        auto target = parse_target(head.target());
+        if (!target) return reject(400, oci::ErrorCode::bad_request, "malformed request target");
+        request_.target = std::move(*target);
+        request_.content_type = std::string(head[bhttp::field::content_type]);
+        request_.content_range = std::string(head[bhttp::field::content_range]);
+        request_.range = std::string(head[bhttp::field::range]);
+        if (auto length = parser_->content_length()) request_.content_length = *length;
+        request_.has_body = !parser_->is_done();
+        expect_continue_ = beast::iequals(head[bhttp::field::expect], "100-continue");
+
+        // Reads are index lookups and answer on the I/O thread; anything that
+        // writes may fsync and goes to the workers.
+        if (request_.method == Method::get || request_.method == Method::head) {
+            auto error = make_plan();
+            return error ? respond(std::move(*error)) : on_plan();
+        }
+        asio::post(context_.worker_pool, [self = shared_from_this()] {
+            auto error = self->make_plan();
+            asio::post(self->stream_.get_executor(), [self, error = std::move(error)]() mutable {
+                error ? self->respond(std::move(*error)) : self->on_plan();
+            });
+        });
+    }
+
+    std::optional<Response> make_plan() {
+        try {
+            plan_ = plan_request(context_.registry, request_);
+            return std::nullopt;
+        } catch (...) {
+            return guarded([]() -> Response { throw; });
+        }
+    }
+
+    void on_plan() {
+        if (!request_.has_body) return finish();
+        if (plan_.body == Plan::Body::none) {
+            plan_.body = Plan::Body::buffer;
+            plan_.buffer_limit = unwanted_body_limit;
+        }
+        if (chunk_.empty()) chunk_.resize(body_chunk_bytes);
+        if (!expect_continue_) return read_body();
+        continue_.emplace(bhttp::status::continue_, 11);
+        stream_.expires_after(context_.options.body_timeout);
+        bhttp::async_write(stream_, *continue_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+            if (ec) return self->close();
+            self->read_body();
+        });
+    }
+
+    void read_body() {
+        auto& body = parser_->get().body();
+        body.data = chunk_.data();
+        body.size = chunk_.size();
+        stream_.expires_after(context_.options.body_timeout);
+        bhttp::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_body, shared_from_this()));
+    }
+
+    void on_body(beast::error_code ec, std::size_t) {
+        if (ec == bhttp::error::need_buffer) ec = {};
+        if (ec) return close();  // the client went away or stalled; a session keeps what it got
+        const std::size_t got = chunk_.size() - parser_->get().body().size;
+        try {
+            consume(got);
+        } catch (...) {
+            keep_alive_ = false;
+            return respond(guarded([]() -> Response { throw; }));
+        }
+        if (parser_->is_done()) return finish();
+        read_body();
+    }
+
+    void consume(std::size_t got) {
+        body_bytes_ += got;
+        if (plan_.expected_bytes && body_bytes_ > *plan_.expected_bytes)
+            throw oci::Error(oci::ErrorCode::blob_upload_invalid, "body is longer than its Content-Range");
+        if (plan_.body == Plan::Body::upload) {
+            plan_.appender->write(chunk_.data(), got);
+        } else {
+            if (body_.size() + got > plan_.buffer_limit)
+                throw oci::Error(oci::ErrorCode::payload_too_large, "request body too large");
+            body_.append(chunk_.data(), got);
+        }
+    }
+
+    void finish() {
+        if (plan_.expected_bytes && body_bytes_ != *plan_.expected_bytes)
+            return respond(error_response(oci::ErrorCode::blob_upload_invalid, "body is shorter than its Content-Range"));
+        std::uint64_t offset = plan_.appender ? plan_.appender->offset() : 0;
+        plan_.appender.reset();  // let go of the session before finishing it
+        if (!plan_.blocking) return respond(guarded([&] { return plan_.finish(body_, offset); }));
+        asio::post(context_.worker_pool, [self = shared_from_this(), offset] {
+            auto response = guarded([&] { return self->plan_.finish(self->body_, offset); });
+            asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+                self->respond(std::move(response));
+            });
+        });
+    }
+
+    // Answers a request whose head could not be used, then closes.
+    void reject(int status, oci::ErrorCode code, const char* message) {
+        begin_request();
+        keep_alive_ = false;
+        auto response = error_response(code, message);
+        response.status = status;
+        respond(std::move(response));
+    }
+
+    void respond(Response response) {
+        plan_.appender.reset();
+        if (parser_ && !parser_->is_done()) keep_alive_ = false;  // unread body: the stream is out of step
+        if (context_.draining) keep_alive_ = false;
+        if (request_.method == Method::head && !response.head_length) {
+            response.head_length = response.body.size();
+            response.body.clear();
+        }
+        status_ = response.status;
+        auto fill = [&](auto& message) {
+            message.result(static_cast<unsigned>(response.status));
+            message.version(11);
+            message.set(bhttp::field::server, "berth");
+            message.set("Docker-Distribution-API-Version", "registry/2.0");
+            for (auto& [name, value] : response.headers) message.insert(name, value);
+            message.keep_alive(keep_alive_);
+        };
+        stream_.expires_after(context_.options.body_timeout);
+        if (response.file) {
+            file_ = *response.file;
+            bytes_out_ = file_->length;
+            auto& message = head_response_.emplace();
+            fill(message);
+            message.content_length(file_->length);
+            head_serializer_.emplace(message);
+            bhttp::async_write_header(stream_, *head_serializer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                if (ec) return self->close();
+                self->send_file();
+            });
+        } else if (response.head_length) {
+            auto& message = head_response_.emplace();
+            fill(message);
+            message.content_length(*response.head_length);
+            head_serializer_.emplace(message);
+            bhttp::async_write_header(stream_, *head_serializer_,
+                                      beast::bind_front_handler(&Session::on_written, shared_from_this()));
+        } else {
+            auto& message = string_response_.emplace();
+            fill(message);
+            bytes_out_ = response.body.size();
+            message.body() = std::move(response.body);
+            message.prepare_payload();
+            bhttp::async_write(stream_, message, beast::bind_front_handler(&Session::on_written, shared_from_this()));
+        }
+    }
+
+    // Plain TCP: the kernel copies file pages straight to the socket.
+    void send_file() {
+        auto& socket = stream_.socket();
+        beast::error_code ec;
+        socket.native_non_blocking(true, ec);
+        while (file_->length > 0) {
+            off_t offset = static_cast<off_t>(file_->offset);
+            auto n = ::sendfile(socket.native_handle(), file_->fd, &offset,
+                                static_cast<std::size_t>(std::min<std::uint64_t>(file_->length, 1 << 30)));
+            if (n > 0) {
+                file_->offset += static_cast<std::uint64_t>(n);
+                file_->length -= static_cast<std::uint64_t>(n);
+                continue;
+            }
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return wait_writable();
+            return close();  // 0: the file is shorter than promised; or a socket error
+        }
+        on_written({}, 0);
+    }
+
+    void wait_writable() {
+        wait_timer_.expires_after(context_.options.body_timeout);
+        wait_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+            if (!ec) self->stream_.socket().cancel();
+        });
+        stream_.socket().async_wait(tcp::socket::wait_write, [self = shared_from_this()](beast::error_code ec) {
+            self->wait_timer_.cancel();
+            if (ec) return self->close();
+            self->send_file();
+        });
+    }
+
+    void on_written(beast::error_code ec, std::size_t) {
+        close_file();
+        end_request();
+        if (ec || !keep_alive_) return close();
+        read_header();
+    }
+
+    void begin_request() {
+        if (!in_request_) ++context_.in_flight;
+        in_request_ = true;
+        started_ = std::chrono::steady_clock::now();
+        request_id_ = context_.next_request_id++;
+        body_bytes_ = 0;
+        bytes_out_ = 0;
+        status_ = 0;
+        body_.clear();
+        plan_ = Plan{};
+        head_response_.reset();
+        string_response_.reset();
+        head_serializer_.reset();
+    }
+
+    void end_request() {
+        if (!in_request_) return;
+        in_request_ = false;
+        --context_.in_flight;
+        if (!context_.options.access_log) return;
+        auto micros = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_);
+        observe::log("info", "request",
+                     {{"request_id", request_id_}, {"peer", peer_}, {"method", method_text_}, {"target", target_text_},
+                      {"status", status_}, {"bytes_in", body_bytes_}, {"bytes_out", bytes_out_},
+                      {"duration_ms", static_cast<double>(micros.count()) / 1000.0}});
+    }
+
+    void close_file() {
+        if (file_ && file_->fd >= 0) ::close(file_->fd);
+        file_.reset();
+    }
+
+    void close() {
+        plan_.appender.reset();
+        close_file();
+        end_request();
+        beast::error_code ec;
+        stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+        stream_.socket().close(ec);
+    }
+
+    beast::tcp_stream stream_;
+    ServerContext& context_;
+    asio::steady_timer wait_timer_;
+    beast::flat_buffer buffer_{8192};
+    std::optional<bhttp::request_parser<bhttp::buffer_body>> parser_;
+    std::vector<char> chunk_;
+    std::string body_;
+    Request request_;
+    Plan plan_;
+    bool keep_alive_ = false;
+    bool expect_continue_ = false;
+    bool in_request_ = false;
+    std::optional<bhttp::response<bhttp::empty_body>> continue_;
+    std::optional<bhttp::response<bhttp::empty_body>> head_response_;
+    std::optional<bhttp::response_serializer<bhttp::empty_body>> head_serializer_;
+    std::optional<bhttp::response<bhttp::string_body>> string_response_;
+    std::optional<FileBody> file_;
+
+    // For the access log.
+    std::string peer_, method_text_, target_text_;
+    std::chrono::steady_clock::time_point started_;
+    std::uint64_t request_id_ = 0, body_bytes_ = 0, bytes_out_ = 0;
+    int status_ = 0;
+};
+
+}  // namespace
+
+void start_session(tcp::socket socket, ServerContext& context) {
+    std::make_shared<Session>(std::move(socket), context)->start();
+}
+
+}  // namespace berth::http

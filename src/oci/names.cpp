@@ -1,0 +1,59 @@
+#include "berth/oci/names.hpp"
+
+namespace berth::oci {
+namespace {
+
+bool alnum_lower(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+// One path component: [a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*
+bool valid_component(std::string_view part) {
+    std::size_t i = 0;
+    const std::size_t n = part.size();
+    auto alnum_run = [&] {
+        std::size_t start = i;
+        while (i < n && alnum_lower(part[i])) ++i;
+        return i > start;
+    };
+    if (!alnum_run()) return false;
+    while (i < n) {
+        if (part[i] == '.') {
+            ++i;
+        } else if (part[i] == '_') {
+            ++i;
+            if (i < n && part[i] == '_') ++i;
+        } else if (part[i] == '-') {
+            while (i < n && part[i] == '-') ++i;
+        } else {
+            return false;
+        }
+        if (!alnum_run()) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+bool valid_repository_name(std::string_view name) {
+    if (name.empty() || name.size() > max_name_length) return false;
+    std::size_t start = 0;
+    while (true) {
+        auto slash = name.find('/', start);
+        auto part = name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+        if (!valid_component(part)) return false;
+        if (slash == std::string_view::npos) return true;
+        start = slash + 1;
+    }
+}
+
+bool valid_tag(std::string_view tag) {
+    if (tag.empty() || tag.size() > max_tag_length) return false;
+    auto word = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    };
+    if (!word(tag[0])) return false;
+    for (char c : tag.substr(1))
+        if (!word(c) && c != '.' && c != '-') return false;
+    return true;
+}
+
+}  // namespace berth::oci

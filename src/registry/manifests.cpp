@@ -1,0 +1,148 @@
+// Manifest operations of the Registry: put, get, delete.
+#include <algorithm>
+
+#include "berth/oci/error.hpp"
+#include "berth/oci/manifest.hpp"
+#include "berth/oci/media_types.hpp"
+#include "berth/registry/registry.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "events.hpp"
+#include "validate.hpp"
+
+namespace berth::registry {
+
+using oci::Error;
+using oci::ErrorCode;
+
+namespace {
+
+constexpr std::size_t max_tags_per_push = 64;
+
+std::string media_type_without_parameters(const std::string& content_type) {
+    auto end = content_type.find(';');
+    auto value = content_type.substr(0, end);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.pop_back();
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.erase(0, 1);
+    return value;
+}
+
+[[noreturn]] void missing(const oci::Descriptor& descriptor, const char* what) {
+    throw Error(ErrorCode::manifest_blob_unknown, std::string(what) + " referenced by the manifest is unknown",
+                descriptor.digest.str());
+}
+
+}  // namespace
+
+PutManifestResult Registry::put_manifest(const std::string& repo, const std::string& reference,
+                                         const std::string& content_type, std::string body,
+                                         const std::vector<std::string>& extra_tags) {
+    require_name(repo);
+    auto ref = parse_reference(reference, Access::write);
+    if (body.size() > options_.max_manifest_bytes)
+        throw Error(ErrorCode::payload_too_large, "manifest is larger than the registry accepts",
+                    "limit " + std::to_string(options_.max_manifest_bytes) + " bytes");
+    if (extra_tags.size() > max_tags_per_push)
+        throw Error(ErrorCode::manifest_invalid, "too many tags in one push");
+
+    const auto* by_digest = std::get_if<oci::Digest>(&ref);
+    auto digest = oci::Digest::of(by_digest ? by_digest->algorithm() : oci::DigestAlgorithm::sha256, body);
+    if (by_digest && *by_digest != digest)
+        throw Error(ErrorCode::digest_invalid, "manifest does not match the digest in the reference",
+                    "computed " + digest.str());
+
+    auto parsed = oci::parse_manifest(body, media_type_without_parameters(content_type));
+    auto check_blob = [&](const oci::Descriptor& d) {
+        if (d.has_urls && d.media_type == oci::media_type::docker_foreign_layer) return;
+        auto size = meta_.has_link(repo, d.digest.str()) ? blobs_.size(d.digest) : std::nullopt;
+        if (!size) missing(d, "blob");
+        if (*size != static_cast<std::uint64_t>(d.size))
+            throw Error(ErrorCode::manifest_invalid, "descriptor size does not match the blob", d.digest.str());
+    };
+    if (parsed.config) check_blob(*parsed.config);
+    for (auto& layer : parsed.layers) check_blob(layer);
+    for (auto& child : parsed.manifests) {
+        auto record = meta_.manifest(repo, child.digest.str());
+        if (!record || record->deleted) missing(child, "manifest");
+        if (record->bytes.size() != static_cast<std::size_t>(child.size))
+            throw Error(ErrorCode::manifest_invalid, "descriptor size does not match the manifest",
+                        child.digest.str());
+    }
+
+    std::vector<std::string> tags;
+    if (auto* tag = std::get_if<std::string>(&ref)) tags.push_back(*tag);
+    for (auto& tag : extra_tags) {
+        require_tag(tag);
+        if (std::find(tags.begin(), tags.end(), tag) == tags.end()) tags.push_back(tag);
+    }
+
+    const auto stamp = this->stamp();
+    const auto digest_text = digest.str();
+    storage::ManifestRecord record{parsed.media_type, {}, {}, std::move(body), stamp, false};
+    storage::MetaStore::Batch batch;
+    batch.add_repository(repo);
+    if (parsed.subject) {
+        record.subject = parsed.subject->digest.str();
+        record.referrer_json = oci::referrer_descriptor_json(parsed, digest, record.bytes.size());
+        batch.put_referrer(repo, record.subject, digest_text, record.referrer_json);
+    }
+    batch.put_manifest(repo, digest_text, record);
+    batch.log(events::manifest(repo, digest_text, stamp));
+    for (auto& tag : tags) {
+        batch.put_tag(repo, tag, {digest_text, stamp});
+        batch.log(events::tag(repo, tag, digest_text, stamp));
+    }
+    meta_.commit(batch);
+    return {digest, record.subject, tags};
+}
+
+Manifest Registry::get_manifest(const std::string& repo, const std::string& reference) {
+    require_name(repo);
+    auto ref = parse_reference(reference, Access::read);
+    auto unknown = [&]() -> Error {
+        if (!meta_.has_repository(repo)) return Error(ErrorCode::name_unknown, "repository name not known to registry");
+        return Error(ErrorCode::manifest_unknown, "manifest unknown", reference);
+    };
+    std::string digest_text;
+    if (auto* tag = std::get_if<std::string>(&ref)) {
+        auto record = meta_.tag(repo, *tag);
+        if (!record || record->deleted()) throw unknown();
+        digest_text = record->digest;
+    } else {
+        digest_text = std::get<oci::Digest>(ref).str();
+    }
+    auto record = meta_.manifest(repo, digest_text);
+    if (!record || record->deleted) throw unknown();
+    return {*oci::Digest::parse(digest_text), record->media_type, std::move(record->bytes)};
+}
+
+void Registry::delete_manifest(const std::string& repo, const std::string& reference) {
+    require_name(repo);
+    auto ref = parse_reference(reference, Access::read);
+    if (!options_.deletes_enabled) throw Error(ErrorCode::unsupported, "deletes are disabled");
+    if (!meta_.has_repository(repo)) throw Error(ErrorCode::name_unknown, "repository name not known to registry");
+    const auto stamp = this->stamp();
+    storage::MetaStore::Batch batch;
+    if (auto* tag = std::get_if<std::string>(&ref)) {
+        auto record = meta_.tag(repo, *tag);
+        if (!record || record->deleted()) throw Error(ErrorCode::manifest_unknown, "tag unknown", *tag);
+        batch.put_tag(repo, *tag, {"", stamp});
+        batch.log(events::tag_deleted(repo, *tag, stamp));
+    } else {
+        const auto digest_text = std::get<oci::Digest>(ref).str();
+        auto record = meta_.manifest(repo, digest_text);
+        if (!record || record->deleted) throw Error(ErrorCode::manifest_unknown, "manifest unknown", digest_text);
+        if (!record->subject.empty()) batch.remove_referrer(repo, record->subject, digest_text);
+        for (auto& tag : meta_.tags_of(repo, digest_text)) {
+            batch.put_tag(repo, tag, {"", stamp});
+            batch.log(events::tag_deleted(repo, tag, stamp));
+        }
+        // A tombstone, not an erase: a replica must not bring the manifest back.
+        storage::ManifestRecord tombstone{record->media_type, record->subject, {}, {}, stamp, true};
+        batch.put_manifest(repo, digest_text, tombstone);
+        batch.log(events::manifest_deleted(repo, digest_text, stamp));
+    }
+    meta_.commit(batch);
+}
+
+}  // namespace berth::registry

@@ -1,0 +1,140 @@
+#include "berth/registry/registry.hpp"
+
+#include "berth/oci/error.hpp"
+#include "berth/oci/names.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "events.hpp"
+#include "upload_table.hpp"
+#include "validate.hpp"
+
+namespace berth::registry {
+
+using oci::Error;
+using oci::ErrorCode;
+
+Registry::Registry(Options options, storage::BlobStore& blobs, storage::MetaStore& meta,
+                   storage::HybridClock& clock, storage::HybridClock::WallClock wall)
+    : options_(std::move(options)), blobs_(blobs), meta_(meta), clock_(clock),
+      uploads_(std::make_unique<UploadTable>(blobs, meta, options_.replica_id, options_.max_uploads,
+                                             std::move(wall))) {}
+
+Registry::~Registry() = default;
+
+storage::Stamp Registry::stamp() { return {clock_.now(), options_.replica_id}; }
+
+BlobInfo Registry::stat_blob(const std::string& repo, const std::string& digest_text) {
+    require_name(repo);
+    auto digest = oci::Digest::parse_or_throw(digest_text);
+    if (meta_.has_link(repo, digest.str()))
+        if (auto size = blobs_.size(digest)) return {digest, *size, blobs_.path(digest)};
+    throw Error(ErrorCode::blob_unknown, "blob unknown to registry", digest.str());
+}
+
+void Registry::delete_blob(const std::string& repo, const std::string& digest_text) {
+    require_name(repo);
+    auto digest = oci::Digest::parse_or_throw(digest_text);
+    if (!options_.deletes_enabled) throw Error(ErrorCode::unsupported, "deletes are disabled");
+    if (!meta_.has_link(repo, digest.str())) throw Error(ErrorCode::blob_unknown, "blob unknown to registry");
+    storage::MetaStore::Batch batch;
+    batch.remove_link(repo, digest.str());
+    batch.log(events::unlink(repo, digest.str(), stamp()));
+    meta_.commit(batch);
+}
+
+UploadStatus Registry::start_upload(const std::string& repo, const std::string& algorithm) {
+    require_name(repo);
+    auto alg = oci::DigestAlgorithm::sha256;
+    if (!algorithm.empty()) {
+        auto parsed = oci::parse_algorithm(algorithm);
+        if (!parsed) throw Error(ErrorCode::digest_invalid, "unsupported digest algorithm", algorithm.substr(0, 64));
+        alg = *parsed;
+    }
+    return {uploads_->create(repo, alg)->id, 0};
+}
+
+MountResult Registry::mount_blob(const std::string& repo, const std::string& digest_text, const std::string& from) {
+    require_name(repo);
+    auto digest = oci::Digest::parse_or_throw(digest_text);
+    // Without `from` we do not mount: knowing a digest must not grant access to
+    // content in repositories the client may not read.
+    if (!from.empty()) {
+        require_name(from);
+        if (meta_.has_link(from, digest.str()) && blobs_.size(digest)) {
+            storage::MetaStore::Batch batch;
+            batch.add_repository(repo);
+            batch.put_link(repo, digest.str());
+            batch.log(events::link(repo, digest.str(), stamp()));
+            meta_.commit(batch);
+            return {digest, {}};
+        }
+    }
+    return {std::nullopt, uploads_->create(repo, digest.algorithm())->id};
+}
+
+UploadStatus Registry::upload_status(const std::string& repo, const std::string& id) {
+    require_name(repo);
+    return {id, uploads_->offset(repo, id)};
+}
+
+std::unique_ptr<UploadAppender> Registry::append(const std::string& repo, const std::string& id,
+                                                 std::optional<std::uint64_t> start) {
+    require_name(repo);
+    auto state = uploads_->acquire(repo, id);
+    auto appender = std::make_unique<UploadAppender>(state, *uploads_, options_.max_blob_bytes);
+    if (start && *start != state->offset)
+        throw Error(ErrorCode::upload_range_invalid, "chunk does not start at the end of the upload",
+                    "expected offset " + std::to_string(state->offset));
+    return appender;
+}
+
+oci::Digest Registry::finish_upload(const std::string& repo, const std::string& id, const std::string& digest_text) {
+    require_name(repo);
+    auto expected = oci::Digest::parse_or_throw(digest_text);
+    auto state = uploads_->acquire(repo, id);
+    UploadAppender hold(state, *uploads_, 0);  // releases the session on every path
+    auto actual = state->algorithm == expected.algorithm() ? state->hasher->peek()
+                                                           : hash_file(state->path, expected.algorithm());
+    storage::MetaStore::Batch batch;
+    batch.remove_upload(id);
+    if (actual != expected) {
+        uploads_->erase(state);
+        meta_.commit(batch);
+        throw Error(ErrorCode::digest_invalid, "content does not match digest",
+                    "expected " + expected.str() + ", got " + actual.str());
+    }
+    blobs_.commit(state->path, actual);
+    uploads_->erase(state);
+    batch.add_repository(repo);
+    batch.put_link(repo, actual.str());
+    batch.log(events::link(repo, actual.str(), stamp()));
+    meta_.commit(batch);
+    return actual;
+}
+
+void Registry::cancel_upload(const std::string& repo, const std::string& id) {
+    require_name(repo);
+    auto state = uploads_->acquire(repo, id);
+    UploadAppender hold(state, *uploads_, 0);
+    uploads_->erase(state);
+    storage::MetaStore::Batch batch;
+    batch.remove_upload(id);
+    meta_.commit(batch);
+}
+
+std::size_t Registry::purge_idle_uploads() {
+    const auto ttl_ms = static_cast<std::uint64_t>(options_.upload_idle_ttl.count()) * 1000;
+    const auto now = uploads_->now();
+    std::size_t purged = 0;
+    for (auto& [repo, id] : uploads_->idle_since(now > ttl_ms ? now - ttl_ms : 0)) {
+        try {
+            cancel_upload(repo, id);
+            ++purged;
+        } catch (const Error&) {
+            // Taken up again by a client since it was listed: not idle any more.
+        }
+    }
+    return purged;
+}
+
+}  // namespace berth::registry

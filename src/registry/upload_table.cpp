@@ -1,0 +1,165 @@
+#include "upload_table.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <openssl/rand.h>
+#include <system_error>
+
+#include "berth/oci/error.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/meta_store.hpp"
+
+namespace berth::registry {
+namespace {
+
+using oci::Error;
+using oci::ErrorCode;
+
+// Session ids are exactly what new_upload_id makes; anything else cannot name
+// a session and must not reach the filesystem.
+bool plausible_id(const std::string& id) {
+    if (id.empty() || id.size() > 128) return false;
+    for (char c : id)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
+    return true;
+}
+
+}  // namespace
+
+std::string new_upload_id(const std::string& replica_id) {
+    std::array<unsigned char, 16> bytes{};
+    if (RAND_bytes(bytes.data(), bytes.size()) != 1) throw std::runtime_error("RAND_bytes failed");
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;  // UUID version 4
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string uuid;
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) uuid += '-';
+        uuid += hex[bytes[i] >> 4];
+        uuid += hex[bytes[i] & 15];
+    }
+    return replica_id + "_" + uuid;
+}
+
+UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id,
+                         std::size_t max_sessions, Now now)
+    : blobs_(blobs), meta_(meta), replica_id_(std::move(replica_id)), max_sessions_(max_sessions),
+      now_(std::move(now)) {
+    for (auto& [id, record] : meta_.uploads()) {
+        auto state = std::make_shared<UploadState>();
+        state->id = id;
+        state->repo = record.repository;
+        state->algorithm = oci::parse_algorithm(record.algorithm).value_or(oci::DigestAlgorithm::sha256);
+        state->path = blobs_.scratch_dir() / id;
+        state->last_active_ms = now_();
+        sessions_.emplace(id, std::move(state));
+    }
+}
+
+std::shared_ptr<UploadState> UploadTable::create(const std::string& repo, oci::DigestAlgorithm algorithm) {
+    auto state = std::make_shared<UploadState>();
+    state->id = new_upload_id(replica_id_);
+    state->repo = repo;
+    state->algorithm = algorithm;
+    state->path = blobs_.scratch_dir() / state->id;
+    state->hasher.emplace(algorithm);
+    state->last_active_ms = now_();
+    {
+        std::lock_guard lock(mutex_);
+        if (sessions_.size() >= max_sessions_)
+            throw Error(ErrorCode::too_many_requests, "too many upload sessions in progress");
+        sessions_.emplace(state->id, state);
+    }
+    int fd = ::open(state->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        std::lock_guard lock(mutex_);
+        sessions_.erase(state->id);
+        throw std::system_error(errno, std::generic_category(), "create upload file");
+    }
+    ::close(fd);
+    storage::MetaStore::Batch batch;
+    batch.put_upload(state->id, {repo, std::string(oci::algorithm_name(algorithm)), state->last_active_ms});
+    meta_.commit(batch);
+    return state;
+}
+
+std::shared_ptr<UploadState> UploadTable::find_locked(const std::string& repo, const std::string& id) {
+    if (!plausible_id(id)) throw Error(ErrorCode::blob_upload_unknown, "upload unknown");
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || it->second->repo != repo)
+        throw Error(ErrorCode::blob_upload_unknown, "upload unknown");
+    return it->second;
+}
+
+std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const std::string& id) {
+    std::shared_ptr<UploadState> state;
+    {
+        std::lock_guard lock(mutex_);
+        state = find_locked(repo, id);
+        if (state->busy) throw Error(ErrorCode::upload_range_invalid, "upload is in use by another request");
+        state->busy = true;
+    }
+    try {
+        state->fd = ::open(state->path.c_str(), O_RDWR | O_CLOEXEC);
+        if (state->fd < 0) throw std::system_error(errno, std::generic_category(), "open upload file");
+        if (!state->hasher) load(*state);
+    } catch (...) {
+        release(state);
+        throw;
+    }
+    return state;
+}
+
+void UploadTable::load(UploadState& state) {
+    oci::Hasher hasher(state.algorithm);
+    std::vector<char> buffer(1 << 20);
+    std::uint64_t total = 0;
+    while (true) {
+        auto n = ::pread(state.fd, buffer.data(), buffer.size(), static_cast<off_t>(total));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw std::system_error(errno, std::generic_category(), "read upload file");
+        if (n == 0) break;
+        hasher.update(buffer.data(), static_cast<std::size_t>(n));
+        total += static_cast<std::uint64_t>(n);
+    }
+    state.hasher.emplace(hasher);
+    state.offset = total;
+}
+
+void UploadTable::release(const std::shared_ptr<UploadState>& state) {
+    if (state->fd >= 0) ::close(state->fd);
+    state->fd = -1;
+    std::lock_guard lock(mutex_);
+    state->last_active_ms = now_();
+    state->busy = false;
+}
+
+void UploadTable::erase(const std::shared_ptr<UploadState>& state) {
+    if (state->fd >= 0) ::close(state->fd);
+    state->fd = -1;
+    std::error_code ec;
+    std::filesystem::remove(state->path, ec);
+    std::lock_guard lock(mutex_);
+    sessions_.erase(state->id);
+}
+
+std::uint64_t UploadTable::offset(const std::string& repo, const std::string& id) {
+    auto state = acquire(repo, id);
+    auto offset = state->offset;
+    release(state);
+    return offset;
+}
+
+std::vector<std::pair<std::string, std::string>> UploadTable::idle_since(std::uint64_t cutoff_ms) {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::lock_guard lock(mutex_);
+    for (auto& [id, state] : sessions_)
+        if (!state->busy && state->last_active_ms < cutoff_ms) out.emplace_back(state->repo, id);
+    return out;
+}
+
+}  // namespace berth::registry

@@ -1,0 +1,72 @@
+#pragma once
+// Upload sessions: which exist, who is appending, and where their bytes are.
+// Sessions survive a restart through their upload record and scratch file; the
+// hash state is rebuilt from the file the first time such a session is touched.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "berth/oci/digest.hpp"
+
+namespace berth::storage {
+class BlobStore;
+class MetaStore;
+}  // namespace berth::storage
+
+namespace berth::registry {
+
+struct UploadState {
+    std::string id;
+    std::string repo;
+    oci::DigestAlgorithm algorithm = oci::DigestAlgorithm::sha256;
+    std::filesystem::path path;
+    std::optional<oci::Hasher> hasher;  // empty until loaded after a restart
+    std::uint64_t offset = 0;
+    std::uint64_t last_active_ms = 0;
+    int fd = -1;  // open only while held
+    bool busy = false;
+};
+
+class UploadTable {
+public:
+    using Now = std::function<std::uint64_t()>;
+
+    UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id,
+                std::size_t max_sessions, Now now);
+
+    std::shared_ptr<UploadState> create(const std::string& repo, oci::DigestAlgorithm algorithm);
+    // Exclusive hold on a session of repo; throws BLOB_UPLOAD_UNKNOWN or 416 when busy.
+    std::shared_ptr<UploadState> acquire(const std::string& repo, const std::string& id);
+    void release(const std::shared_ptr<UploadState>& state);
+    // Forgets a held session and deletes its file; its record goes in the caller's batch.
+    void erase(const std::shared_ptr<UploadState>& state);
+    std::uint64_t offset(const std::string& repo, const std::string& id);
+    // (repository, id) of sessions not held and idle since before cutoff_ms.
+    std::vector<std::pair<std::string, std::string>> idle_since(std::uint64_t cutoff_ms);
+    std::uint64_t now() const { return now_(); }
+
+private:
+    std::shared_ptr<UploadState> find_locked(const std::string& repo, const std::string& id);
+    void load(UploadState& state);
+
+    storage::BlobStore& blobs_;
+    storage::MetaStore& meta_;
+    std::string replica_id_;
+    std::size_t max_sessions_;
+    Now now_;
+    std::mutex mutex_;
+    std::unordered_map<std::string, std::shared_ptr<UploadState>> sessions_;
+};
+
+// Upload ids name the replica that owns the session ("<replica>_<uuid>"), so
+// another replica can forward requests for it.
+std::string new_upload_id(const std::string& replica_id);
+
+}  // namespace berth::registry

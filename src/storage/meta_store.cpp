@@ -1,0 +1,295 @@
+#include "berth/storage/meta_store.hpp"
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace berth::storage {
+namespace {
+
+using nlohmann::json;
+
+enum Family { cf_settings, cf_repos, cf_manifests, cf_tags, cf_links, cf_referrers, cf_uploads, cf_log, family_count };
+const char* const family_names[family_count] = {"default",  // rocksdb::kDefaultColumnFamilyName, spelled out: static init order
+                                                "repos", "manifests", "tags", "links",
+                                                "referrers", "uploads", "log"};
+
+// Names, tags and digests never contain NUL, so it separates key parts and keeps
+// every repository's keys contiguous.
+std::string key(const std::string& a, const std::string& b) {
+    std::string out;
+    out.reserve(a.size() + b.size() + 1);
+    out += a;
+    out += '\0';
+    out += b;
+    return out;
+}
+
+std::string sequence_key(std::uint64_t sequence) {
+    std::string out(8, '\0');
+    for (int i = 7; i >= 0; --i, sequence >>= 8) out[i] = static_cast<char>(sequence & 0xff);
+    return out;
+}
+
+std::uint64_t sequence_of(const rocksdb::Slice& key) {
+    std::uint64_t out = 0;
+    for (std::size_t i = 0; i < 8 && i < key.size(); ++i) out = (out << 8) | static_cast<unsigned char>(key[i]);
+    return out;
+}
+
+void check(const rocksdb::Status& status, const char* what) {
+    if (!status.ok()) throw std::runtime_error(std::string(what) + ": " + status.ToString());
+}
+
+json stamp_json(const Stamp& stamp) { return {{"c", stamp.clock}, {"r", stamp.replica}}; }
+Stamp stamp_of(const json& j) { return {j.at("c").get<std::uint64_t>(), j.at("r").get<std::string>()}; }
+
+std::string encode(const TagRecord& r) { return json{{"d", r.digest}, {"s", stamp_json(r.stamp)}}.dump(); }
+TagRecord decode_tag(const std::string& v) {
+    auto j = json::parse(v);
+    return {j.at("d").get<std::string>(), stamp_of(j.at("s"))};
+}
+
+// Header JSON, a NUL, then the manifest bytes untouched.
+std::string encode(const ManifestRecord& r) {
+    std::string out = json{{"t", r.media_type}, {"sub", r.subject}, {"ref", r.referrer_json},
+                           {"s", stamp_json(r.stamp)}, {"del", r.deleted}}
+                          .dump();
+    out += '\0';
+    out += r.bytes;
+    return out;
+}
+ManifestRecord decode_manifest(const std::string& v) {
+    auto nul = v.find('\0');
+    auto j = json::parse(v.substr(0, nul));
+    ManifestRecord r{j.at("t").get<std::string>(), j.at("sub").get<std::string>(),
+                     j.at("ref").get<std::string>(), v.substr(nul + 1), stamp_of(j.at("s")),
+                     j.at("del").get<bool>()};
+    return r;
+}
+
+std::string encode(const UploadRecord& r) {
+    return json{{"repo", r.repository}, {"alg", r.algorithm}, {"created", r.created_ms}}.dump();
+}
+UploadRecord decode_upload(const std::string& v) {
+    auto j = json::parse(v);
+    return {j.at("repo").get<std::string>(), j.at("alg").get<std::string>(), j.at("created").get<std::uint64_t>()};
+}
+
+}  // namespace
+
+struct MetaStore::Batch::Impl {
+    struct Op {
+        int family;
+        std::string key;
+        std::optional<std::string> value;  // nullopt deletes
+    };
+    std::vector<Op> ops;
+    std::vector<std::string> events;
+};
+
+MetaStore::Batch::Batch() : impl_(std::make_unique<Impl>()) {}
+MetaStore::Batch::~Batch() = default;
+MetaStore::Batch::Batch(Batch&&) noexcept = default;
+
+void MetaStore::Batch::add_repository(const std::string& repo) { impl_->ops.push_back({cf_repos, repo, ""}); }
+void MetaStore::Batch::put_manifest(const std::string& repo, const std::string& digest, const ManifestRecord& r) {
+    impl_->ops.push_back({cf_manifests, key(repo, digest), encode(r)});
+}
+void MetaStore::Batch::put_tag(const std::string& repo, const std::string& tag, const TagRecord& r) {
+    impl_->ops.push_back({cf_tags, key(repo, tag), encode(r)});
+}
+void MetaStore::Batch::put_link(const std::string& repo, const std::string& digest) {
+    impl_->ops.push_back({cf_links, key(repo, digest), ""});
+}
+void MetaStore::Batch::remove_link(const std::string& repo, const std::string& digest) {
+    impl_->ops.push_back({cf_links, key(repo, digest), std::nullopt});
+}
+void MetaStore::Batch::put_referrer(const std::string& repo, const std::string& subject, const std::string& digest,
+                                    const std::string& descriptor_json) {
+    impl_->ops.push_back({cf_referrers, key(key(repo, subject), digest), descriptor_json});
+}
+void MetaStore::Batch::remove_referrer(const std::string& repo, const std::string& subject,
+                                       const std::string& digest) {
+    impl_->ops.push_back({cf_referrers, key(key(repo, subject), digest), std::nullopt});
+}
+void MetaStore::Batch::put_upload(const std::string& id, const UploadRecord& r) {
+    impl_->ops.push_back({cf_uploads, id, encode(r)});
+}
+void MetaStore::Batch::remove_upload(const std::string& id) { impl_->ops.push_back({cf_uploads, id, std::nullopt}); }
+void MetaStore::Batch::log(std::string event_json) { impl_->events.push_back(std::move(event_json)); }
+
+struct MetaStore::Impl {
+    std::unique_ptr<rocksdb::DB> db;
+    std::vector<rocksdb::ColumnFamilyHandle*> families;
+    std::mutex commit_mutex;  // log sequences follow commit order
+    std::uint64_t head = 0;
+
+    rocksdb::ColumnFamilyHandle* cf(int f) const { return families[f]; }
+
+    std::optional<std::string> get(int f, const std::string& k) const {
+        std::string value;
+        auto status = db->Get(rocksdb::ReadOptions(), cf(f), k, &value);
+        if (status.IsNotFound()) return std::nullopt;
+        check(status, "rocksdb get");
+        return value;
+    }
+
+    // Visits entries under prefix, strictly after `after` when given, until visit returns false.
+    template <typename Visit>
+    void scan(int f, const std::string& prefix, const std::string& after, Visit visit) const {
+        std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf(f)));
+        for (it->Seek(after.empty() ? prefix : after); it->Valid(); it->Next()) {
+            auto k = it->key();
+            if (!k.starts_with(prefix)) break;
+            if (!after.empty() && k == rocksdb::Slice(after)) continue;
+            if (!visit(std::string_view(k.data() + prefix.size(), k.size() - prefix.size()),
+                       it->value().ToString()))
+                break;
+        }
+        check(it->status(), "rocksdb iterate");
+    }
+};
+
+MetaStore::MetaStore(const std::filesystem::path& dir) : impl_(std::make_unique<Impl>()) {
+    std::filesystem::create_directories(dir);
+    rocksdb::DBOptions options;
+    options.create_if_missing = true;
+    options.create_missing_column_families = true;
+    options.max_background_jobs = 2;
+    options.keep_log_file_num = 4;
+    rocksdb::ColumnFamilyOptions family_options;
+    family_options.write_buffer_size = 8 << 20;  // small memtables keep idle memory low
+    std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+    for (auto name : family_names) descriptors.emplace_back(name, family_options);
+    rocksdb::DB* db = nullptr;
+    check(rocksdb::DB::Open(options, dir.string(), descriptors, &impl_->families, &db), "open metadata index");
+    impl_->db.reset(db);
+
+    std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_log)));
+    it->SeekToLast();
+    if (it->Valid()) impl_->head = sequence_of(it->key());
+}
+
+MetaStore::~MetaStore() {
+    for (auto* handle : impl_->families) impl_->db->DestroyColumnFamilyHandle(handle);
+    impl_->db->Close();
+}
+
+std::uint64_t MetaStore::commit(Batch& batch) {
+    rocksdb::WriteBatch write;
+    for (auto& op : batch.impl_->ops) {
+        if (op.value) check(write.Put(impl_->cf(op.family), op.key, *op.value), "batch put");
+        else check(write.Delete(impl_->cf(op.family), op.key), "batch delete");
+    }
+    rocksdb::WriteOptions options;
+    options.sync = true;
+    std::lock_guard lock(impl_->commit_mutex);
+    auto head = impl_->head;
+    for (auto& event : batch.impl_->events)
+        check(write.Put(impl_->cf(cf_log), sequence_key(++head), event), "batch log");
+    check(impl_->db->Write(options, &write), "commit metadata");
+    impl_->head = head;
+    return head;
+}
+
+std::optional<ManifestRecord> MetaStore::manifest(const std::string& repo, const std::string& digest) const {
+    auto value = impl_->get(cf_manifests, key(repo, digest));
+    if (!value) return std::nullopt;
+    return decode_manifest(*value);
+}
+
+std::optional<TagRecord> MetaStore::tag(const std::string& repo, const std::string& tag) const {
+    auto value = impl_->get(cf_tags, key(repo, tag));
+    if (!value) return std::nullopt;
+    return decode_tag(*value);
+}
+
+bool MetaStore::has_link(const std::string& repo, const std::string& digest) const {
+    return impl_->get(cf_links, key(repo, digest)).has_value();
+}
+
+bool MetaStore::has_repository(const std::string& repo) const { return impl_->get(cf_repos, repo).has_value(); }
+
+std::optional<UploadRecord> MetaStore::upload(const std::string& id) const {
+    auto value = impl_->get(cf_uploads, id);
+    if (!value) return std::nullopt;
+    return decode_upload(*value);
+}
+
+std::vector<std::string> MetaStore::tags(const std::string& repo, const std::string& after, std::size_t limit) const {
+    std::vector<std::string> out;
+    if (limit == 0) return out;
+    const auto prefix = key(repo, "");
+    impl_->scan(cf_tags, prefix, after.empty() ? "" : prefix + after, [&](std::string_view name, const std::string& v) {
+        if (!decode_tag(v).deleted()) out.emplace_back(name);
+        return out.size() < limit;
+    });
+    return out;
+}
+
+std::vector<std::string> MetaStore::tags_of(const std::string& repo, const std::string& digest) const {
+    std::vector<std::string> out;
+    impl_->scan(cf_tags, key(repo, ""), "", [&](std::string_view name, const std::string& v) {
+        if (decode_tag(v).digest == digest) out.emplace_back(name);
+        return true;
+    });
+    return out;
+}
+
+std::vector<std::string> MetaStore::repositories(const std::string& after, std::size_t limit) const {
+    std::vector<std::string> out;
+    if (limit == 0) return out;
+    impl_->scan(cf_repos, "", after, [&](std::string_view name, const std::string&) {
+        out.emplace_back(name);
+        return out.size() < limit;
+    });
+    return out;
+}
+
+std::vector<std::string> MetaStore::referrers(const std::string& repo, const std::string& subject) const {
+    std::vector<std::string> out;
+    impl_->scan(cf_referrers, key(key(repo, subject), ""), "", [&](std::string_view, const std::string& v) {
+        out.push_back(v);
+        return true;
+    });
+    return out;
+}
+
+std::vector<std::pair<std::string, UploadRecord>> MetaStore::uploads() const {
+    std::vector<std::pair<std::string, UploadRecord>> out;
+    impl_->scan(cf_uploads, "", "", [&](std::string_view id, const std::string& v) {
+        out.emplace_back(std::string(id), decode_upload(v));
+        return true;
+    });
+    return out;
+}
+
+std::vector<LogEntry> MetaStore::read_log(std::uint64_t after, std::size_t limit) const {
+    std::vector<LogEntry> out;
+    if (limit == 0) return out;
+    std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_log)));
+    for (it->Seek(sequence_key(after + 1)); it->Valid() && out.size() < limit; it->Next())
+        out.push_back({sequence_of(it->key()), it->value().ToString()});
+    check(it->status(), "rocksdb iterate log");
+    return out;
+}
+
+std::uint64_t MetaStore::log_head() const {
+    std::lock_guard lock(impl_->commit_mutex);
+    return impl_->head;
+}
+
+std::optional<std::string> MetaStore::setting(const std::string& k) const { return impl_->get(cf_settings, k); }
+
+void MetaStore::put_setting(const std::string& k, const std::string& value) {
+    rocksdb::WriteOptions options;
+    options.sync = true;
+    check(impl_->db->Put(options, impl_->cf(cf_settings), k, value), "put setting");
+}
+
+}  // namespace berth::storage

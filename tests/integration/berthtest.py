@@ -1,0 +1,458 @@
+"""Shared helpers for berth's integration and fault tests.
+
+Standard library only. Each test starts the real berth binary (env BERTH_BIN, default
+/work/main/build/berth) on a free loopback port with a temporary root directory, waits until
+GET /v2/ answers, and talks HTTP to it. Every process started here is killed and every
+temporary directory removed on cleanup, including when a test fails.
+"""
+
+import hashlib
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+
+BIN = os.environ.get("BERTH_BIN", "/work/main/build/berth")
+REQUEST_TIMEOUT = 30  # seconds, per HTTP request
+READY_TIMEOUT = 20  # seconds berth may take to answer GET /v2/
+
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
+OCI_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
+
+SPEC_ERROR_CODES = {
+    "BLOB_UNKNOWN", "BLOB_UPLOAD_INVALID", "BLOB_UPLOAD_UNKNOWN", "DIGEST_INVALID",
+    "MANIFEST_BLOB_UNKNOWN", "MANIFEST_INVALID", "MANIFEST_UNKNOWN", "NAME_INVALID",
+    "NAME_UNKNOWN", "SIZE_INVALID", "UNAUTHORIZED", "DENIED", "UNSUPPORTED", "TOOMANYREQUESTS",
+    "TAG_INVALID", "MANIFEST_UNVERIFIED",
+}
+
+
+def wait_for_binary(timeout=180):
+    """The lead rebuilds the binary from time to time; wait (bounded) while it is missing."""
+    deadline = time.monotonic() + timeout
+    while not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"berth binary {BIN} not found (set BERTH_BIN)")
+        time.sleep(1)
+    return BIN
+
+
+def run_cli(*args, timeout=30):
+    """Run berth with arguments to completion; returns CompletedProcess (text)."""
+    wait_for_binary()
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sha256_digest(data):
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def poll(predicate, timeout, interval=0.05, what="condition"):
+    """Call predicate until it returns a truthy value; return it, or raise AssertionError."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+class Resp:
+    def __init__(self, status, headers, body):
+        self.status, self.headers, self.body = status, headers, body
+
+    def header(self, name):
+        values = [v for k, v in self.headers if k.lower() == name.lower()]
+        return ", ".join(values) if values else None
+
+    def header_all(self, name):
+        return [v for k, v in self.headers if k.lower() == name.lower()]
+
+    def json(self):
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+    def error_codes(self):
+        """Codes of the spec error body, or None if the body is not {"errors":[{"code":..}]}."""
+        doc = self.json()
+        if not isinstance(doc, dict) or not isinstance(doc.get("errors"), list) or not doc["errors"]:
+            return None
+        codes = []
+        for err in doc["errors"]:
+            if not isinstance(err, dict) or not isinstance(err.get("code"), str):
+                return None
+            codes.append(err["code"])
+        return codes
+
+    def __repr__(self):
+        return f"<{self.status} {self.body[:200]!r}>"
+
+
+class Berth:
+    """One berth process on a free loopback port with its own root (a temp dir by default)."""
+
+    def __init__(self, config=None, root=None, extra_args=(), use_listen_flag=True):
+        self.tmp = tempfile.mkdtemp(prefix="berth-test-")
+        self.root = root or os.path.join(self.tmp, "root")
+        self.config = dict(config or {})
+        self.extra_args = list(extra_args)
+        self.use_listen_flag = use_listen_flag
+        self.proc = None
+        self.port = None
+        self.stderr_path = None
+        self._stderr = None
+        self._starts = 0
+
+    # ---- lifecycle
+
+    def start(self, timeout=READY_TIMEOUT):
+        wait_for_binary()
+        for attempt in range(5):  # a free port can be taken between probing and binding
+            self.port = free_port()
+            self._spawn()
+            try:
+                self.wait_ready(timeout)
+                return self
+            except AssertionError:
+                if self.proc.poll() is not None and attempt < 4 and "ddress already in use" in self.stderr():
+                    continue
+                self.kill()
+                raise
+        raise AssertionError("could not start berth")
+
+    def _spawn(self):
+        self._starts += 1
+        args = [BIN, "serve", "--root", self.root]
+        if self.use_listen_flag:
+            args += ["--listen", f"127.0.0.1:{self.port}"]
+        if self.config:
+            cfg = dict(self.config)
+            if not self.use_listen_flag:
+                cfg["listen"] = f"127.0.0.1:{self.port}"
+            path = os.path.join(self.tmp, "config.json")
+            with open(path, "w") as f:
+                json.dump(cfg, f)
+            args += ["--config", path]
+        args += self.extra_args
+        self.stderr_path = os.path.join(self.tmp, f"stderr.{self._starts}.log")
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self._stderr, start_new_session=True)
+
+    def wait_ready(self, timeout=READY_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"berth exited with {self.proc.returncode} before it was ready: "
+                                     f"{self.stderr()[-2000:]}")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", "/v2/")
+                r = conn.getresponse()
+                r.read()
+                conn.close()
+                if r.status == 200:
+                    return
+            except (OSError, http.client.HTTPException):
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"berth not ready after {timeout}s: {self.stderr()[-2000:]}")
+            time.sleep(0.05)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def send_signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout):
+        """Wait for exit; returns the exit code or raises subprocess.TimeoutExpired."""
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is not None and self._stderr:
+                self._stderr.close()
+
+    def stop(self, sig=signal.SIGTERM, timeout=15):
+        """Signal and wait; returns the exit code (kills it if it does not exit in time)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            return self.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"berth did not exit within {timeout}s of signal {sig}")
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        if self._stderr:
+            self._stderr.close()
+
+    def restart(self, timeout=READY_TIMEOUT):
+        """Start again on the same root (after stop/kill)."""
+        assert not self.alive()
+        return self.start(timeout)
+
+    def cleanup(self):
+        self.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.cleanup()
+
+    def stderr(self):
+        try:
+            with open(self.stderr_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except (OSError, TypeError):
+            return ""
+
+    # ---- requests
+
+    def conn(self, timeout=REQUEST_TIMEOUT):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None, chunked=False, timeout=REQUEST_TIMEOUT):
+        """One request on a fresh connection."""
+        conn = self.conn(timeout)
+        try:
+            try:
+                if chunked:
+                    chunks = body if isinstance(body, (list, tuple)) else [body]
+                    conn.request(method, path, body=iter(chunks), headers=headers or {}, encode_chunked=True)
+                else:
+                    conn.request(method, path, body=body, headers=headers or {})
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the server may answer early (413) and close; read the answer below
+            r = conn.getresponse()
+            data = r.read()
+            return Resp(r.status, r.getheaders(), data)
+        finally:
+            conn.close()
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def head(self, path, **kw):
+        return self.request("HEAD", path, **kw)
+
+    # ---- registry operations
+
+    def start_upload(self, repo, params=""):
+        r = self.request("POST", f"/v2/{repo}/blobs/uploads/{params}", headers={"Content-Length": "0"})
+        return r
+
+    def upload_location(self, repo):
+        r = self.start_upload(repo)
+        if r.status != 202:
+            raise AssertionError(f"POST upload in {repo}: {r}")
+        return location_path(r.header("Location"))
+
+    def push_blob(self, repo, data):
+        """POST + monolithic PUT; returns the digest. Raises unless 201."""
+        loc = self.upload_location(repo)
+        digest = sha256_digest(data)
+        r = self.request("PUT", with_query(loc, digest=digest), body=data,
+                         headers={"Content-Type": "application/octet-stream"})
+        if r.status != 201:
+            raise AssertionError(f"PUT blob {digest} in {repo}: {r}")
+        return digest
+
+    def put_manifest(self, repo, ref, data, media_type=OCI_MANIFEST, query=""):
+        return self.request("PUT", f"/v2/{repo}/manifests/{ref}{query}", body=data,
+                            headers={"Content-Type": media_type})
+
+    def push_image(self, repo, tag=None, layer_sizes=(1024,)):
+        """Push config + layers + manifest (by tag, or by digest if tag is None)."""
+        img = make_image(layer_sizes)
+        for data in img["blobs"].values():
+            self.push_blob(repo, data)
+        r = self.put_manifest(repo, tag or img["digest"], img["manifest"])
+        if r.status != 201:
+            raise AssertionError(f"PUT manifest in {repo}: {r}")
+        img["repo"], img["tag"] = repo, tag
+        return img
+
+
+def location_path(loc):
+    """Path + query of a Location header (which may be absolute)."""
+    parts = urllib.parse.urlsplit(loc)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def with_query(path, **params):
+    return path + ("&" if "?" in path else "?") + urllib.parse.urlencode(params)
+
+
+def make_image(layer_sizes=(1024,), rng=None):
+    """A random OCI image: {"blobs": {digest: bytes}, "manifest": bytes, "digest": str, ...}."""
+    rnd = rng or random
+    config = json.dumps({"architecture": "amd64", "os": "linux",
+                         "nonce": rnd.getrandbits(64),
+                         "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+    layers = [rnd.randbytes(n) if rng else os.urandom(n) for n in layer_sizes]
+    blobs = {sha256_digest(config): config}
+    for layer in layers:
+        blobs[sha256_digest(layer)] = layer
+    manifest = json.dumps({
+        "schemaVersion": 2, "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": OCI_CONFIG, "digest": sha256_digest(config), "size": len(config)},
+        "layers": [{"mediaType": OCI_LAYER, "digest": sha256_digest(x), "size": len(x)} for x in layers],
+    }).encode()
+    return {"blobs": blobs, "config": config, "layers": layers, "manifest": manifest,
+            "digest": sha256_digest(manifest)}
+
+
+# --------------------------------------------------------------------------- raw sockets
+
+
+def connect(port, timeout=10):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+class RawReader:
+    """Reads HTTP/1.1 responses from a socket, keeping leftover bytes between responses."""
+
+    def __init__(self, sock):
+        self.sock, self.buf = sock, b""
+
+    def _fill(self):
+        data = self.sock.recv(65536)
+        if not data:
+            raise ConnectionError("connection closed by server")
+        self.buf += data
+
+    def read_response(self, head_request=False):
+        """Returns (status, headers dict lower-cased, body). Raises ConnectionError on EOF."""
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        headers = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        if status in (100, 204, 304) or head_request or 100 <= status < 200:
+            return status, headers, b""
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                while b"\r\n" not in self.buf:
+                    self._fill()
+                size_line, self.buf = self.buf.split(b"\r\n", 1)
+                size = int(size_line.split(b";")[0], 16)
+                while len(self.buf) < size + 2:
+                    self._fill()
+                body += self.buf[:size]
+                self.buf = self.buf[size + 2:]
+                if size == 0:
+                    return status, headers, body
+        length = int(headers.get("content-length", "0"))
+        while len(self.buf) < length:
+            self._fill()
+        body, self.buf = self.buf[:length], self.buf[length:]
+        return status, headers, body
+
+
+def raw_exchange(port, data, timeout=10):
+    """Send raw bytes on a fresh connection and read one response: (status, headers, body)."""
+    with connect(port, timeout) as s:
+        try:
+            s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        return RawReader(s).read_response()
+
+
+def wait_closed(sock, timeout):
+    """Read (and drop) whatever the server sends until it closes; True if closed within timeout.
+
+    Returns (closed, data) where data is everything received."""
+    sock.settimeout(0.5)
+    deadline = time.monotonic() + timeout
+    received = b""
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            continue
+        except (ConnectionResetError, BrokenPipeError):
+            return True, received
+        if not chunk:
+            return True, received
+        received += chunk
+    return False, received
+
+
+# --------------------------------------------------------------------------- filesystem
+
+
+def tree(root):
+    """{relative path: (size, sha256)} of every regular file under root (RocksDB files excluded
+    from hashing, since its files change on their own)."""
+    out = {}
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            if rel.startswith("meta" + os.sep):
+                out[rel] = None
+                continue
+            try:
+                with open(full, "rb") as f:
+                    data = f.read()
+            except OSError:
+                continue
+            out[rel] = (len(data), hashlib.sha256(data).hexdigest())
+    return out
+
+
+def blob_files(root):
+    """{hex: path} of every file under <root>/blobs/sha256."""
+    base = os.path.join(root, "blobs", "sha256")
+    out = {}
+    for dirpath, _, files in os.walk(base):
+        for name in files:
+            out[name] = os.path.join(dirpath, name)
+    return out
+
+
+def file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                break
+            h.update(chunk)
+    return h.hexdigest()

@@ -1,0 +1,46 @@
+#include <catch2/catch.hpp>
+
+#include "berth/config/config.hpp"
+
+using namespace berth::config;
+
+namespace {
+std::string error_of(const std::string& text) {
+    try {
+        parse_config(text);
+    } catch (const ConfigError& error) {
+        return error.what();
+    }
+    return "";
+}
+}  // namespace
+
+TEST_CASE("configuration is read with its defaults") {
+    auto config = parse_config(R"({"listen":"0.0.0.0:6000","root":"/srv","limits":{"max_uploads":7},"deletes":false})");
+    CHECK(config.server.host == "0.0.0.0");
+    CHECK(config.server.port == 6000);
+    CHECK(config.root == "/srv");
+    CHECK(config.registry.max_uploads == 7);
+    CHECK_FALSE(config.registry.deletes_enabled);
+    CHECK(config.registry.max_manifest_bytes == 4u << 20);
+    CHECK(parse_config("{}").server.port == 5000);
+}
+
+TEST_CASE("configuration errors name the key and what was expected") {
+    CHECK(error_of(R"({"lisen":"x"})") == "unknown key lisen");
+    CHECK(error_of(R"({"limits":{"bogus":1}})") == "unknown key limits.bogus");
+    CHECK(error_of(R"({"limits":{"max_uploads":"7"}})").find("limits.max_uploads must be a whole number") == 0);
+    CHECK(error_of(R"({"limits":{"max_uploads":-1}})").find("limits.max_uploads") == 0);
+    CHECK(error_of(R"({"deletes":"yes"})") == "deletes must be true or false");
+    CHECK(error_of(R"({"limits":[]})") == "limits must be an object");
+    CHECK(error_of("not json") == "the configuration is not valid JSON");
+    CHECK(error_of(R"({"listen":"nohost"})").find("listen address") == 0);
+    CHECK(error_of(R"({"listen":"h:99999"})").find("listen port") == 0);
+}
+
+TEST_CASE("listen accepts IPv6 in brackets") {
+    Config config;
+    set_listen(config, "[::1]:5001");
+    CHECK(config.server.host == "::1");
+    CHECK(config.server.port == 5001);
+}

@@ -1,0 +1,86 @@
+#include <catch2/catch.hpp>
+
+#include "berth/oci/error.hpp"
+#include "http/handlers.hpp"
+#include "http/router.hpp"
+
+using namespace berth::http;
+
+TEST_CASE("routes are matched from the right, so names may contain route words") {
+    auto route = [](const char* target) { return parse_target(target)->route; };
+    CHECK(route("/v2/").kind == RouteKind::base);
+    CHECK(route("/v2").kind == RouteKind::base);
+    CHECK(route("/v2/_catalog").kind == RouteKind::catalog);
+    auto tags = route("/v2/a/b/tags/list");
+    CHECK(tags.kind == RouteKind::tags);
+    CHECK(tags.name == "a/b");
+    auto manifest = route("/v2/blobs/manifests/latest");
+    CHECK(manifest.kind == RouteKind::manifest);
+    CHECK(manifest.name == "blobs");
+    CHECK(manifest.reference == "latest");
+    CHECK(route("/v2/x/blobs/uploads/").kind == RouteKind::upload_start);
+    CHECK(route("/v2/x/blobs/uploads").kind == RouteKind::upload_start);
+    auto upload = route("/v2/x/y/blobs/uploads/abc");
+    CHECK(upload.kind == RouteKind::upload);
+    CHECK(upload.name == "x/y");
+    CHECK(upload.reference == "abc");
+    auto blob = route("/v2/x/blobs/sha256%3Aab");
+    CHECK(blob.kind == RouteKind::blob);
+    CHECK(blob.reference == "sha256:ab");
+    CHECK(route("/v2/x/referrers/sha256:ab").kind == RouteKind::referrers);
+    CHECK(route("/v2/x").kind == RouteKind::unknown);
+    CHECK(route("/healthz").kind == RouteKind::healthz);
+    CHECK(route("/other").kind == RouteKind::unknown);
+}
+
+TEST_CASE("an encoded slash stays inside its segment") {
+    auto route = parse_target("/v2/a%2Fb/manifests/x")->route;
+    CHECK(route.kind == RouteKind::manifest);
+    CHECK(route.name == "a/b");  // decoded after splitting; the registry then checks the name
+    CHECK_FALSE(parse_target("/v2/a%2/manifests/x"));
+    CHECK_FALSE(parse_target("http://host/v2/"));
+    CHECK_FALSE(parse_target("*"));
+}
+
+TEST_CASE("query parameters decode and repeat") {
+    auto target = parse_target("/v2/x/manifests/sha256:a?tag=a&tag=b%2Bc&n=5&empty=&flag")->query;
+    CHECK(target.all("tag") == std::vector<std::string>{"a", "b+c"});
+    CHECK(target.get("n") == "5");
+    CHECK(target.get("empty") == "");
+    CHECK(target.get("flag") == "");
+    CHECK_FALSE(target.get("missing"));
+}
+
+TEST_CASE("Range headers: single ranges served, others ignored, out of bounds refused") {
+    auto r = parse_range("bytes=0-0", 10);
+    REQUIRE(r);
+    CHECK(r->first == 0);
+    CHECK(r->length == 1);
+    r = parse_range("bytes=5-", 10);
+    CHECK((r && r->first == 5 && r->length == 5));
+    r = parse_range("bytes=-3", 10);
+    CHECK((r && r->first == 7 && r->length == 3));
+    r = parse_range("bytes=-30", 10);
+    CHECK((r && r->first == 0 && r->length == 10));
+    r = parse_range("bytes=2-100", 10);
+    CHECK((r && r->first == 2 && r->length == 8));
+    CHECK_FALSE(parse_range("bytes=0-1,3-4", 10));
+    CHECK_FALSE(parse_range("items=0-1", 10));
+    CHECK_FALSE(parse_range("bytes=5-2", 10));
+    CHECK_FALSE(parse_range("bytes=a-b", 10));
+    CHECK_FALSE(parse_range("bytes=99999999999999999999-", 10));
+    CHECK_THROWS_AS(parse_range("bytes=10-", 10), berth::oci::Error);
+    CHECK_THROWS_AS(parse_range("bytes=-0", 10), berth::oci::Error);
+}
+
+TEST_CASE("Content-Range of upload chunks") {
+    auto c = parse_content_range("0-21");
+    CHECK((c && c->first == 0 && c->last == 21));
+    c = parse_content_range("bytes 22-41/42");
+    CHECK((c && c->first == 22 && c->last == 41));
+    c = parse_content_range("bytes 22-41/*");
+    CHECK((c && c->first == 22 && c->last == 41));
+    CHECK_FALSE(parse_content_range("5-4"));
+    CHECK_FALSE(parse_content_range("-4"));
+    CHECK_FALSE(parse_content_range("x"));
+}

@@ -1,0 +1,225 @@
+#include <catch2/catch.hpp>
+
+#include "berth/oci/error.hpp"
+#include "berth/registry/registry.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "temp_dir.hpp"
+
+using namespace berth;
+using oci::ErrorCode;
+
+namespace {
+
+// A registry on real stores in a temp dir, with a wall clock the test moves.
+struct Fixture {
+    TempDir dir;
+    std::uint64_t now_ms = 1'000'000;
+    storage::BlobStore blobs{dir.path()};
+    storage::MetaStore meta{dir.path() / "meta"};
+    storage::HybridClock clock{[this] { return now_ms; }};
+    registry::Registry reg{options(), blobs, meta, clock, [this] { return now_ms; }};
+
+    static registry::Options options() {
+        registry::Options o;
+        o.replica_id = "test";
+        o.max_uploads = 4;
+        o.max_page = 3;
+        o.upload_idle_ttl = std::chrono::seconds(60);
+        return o;
+    }
+
+    std::string push_blob(const std::string& repo, const std::string& content) {
+        auto session = reg.start_upload(repo);
+        reg.append(repo, session.id, 0)->write(content.data(), content.size());
+        auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, content).str();
+        CHECK(reg.finish_upload(repo, session.id, digest).str() == digest);
+        return digest;
+    }
+
+    std::string image(const std::string& repo, const std::string& seed, const std::string& subject = "") {
+        auto config = push_blob(repo, "config-" + seed);
+        auto layer = push_blob(repo, "layer-" + seed);
+        std::string body = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
+                           R"("config":{"mediaType":"application/vnd.example.config","digest":")" + config +
+                           R"(","size":)" + std::to_string(7 + seed.size()) +
+                           R"(},"layers":[{"mediaType":"application/octet-stream","digest":")" + layer +
+                           R"(","size":)" + std::to_string(6 + seed.size()) + "}]";
+        if (!subject.empty())
+            body += R"(,"subject":{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" + subject +
+                    R"(","size":1})";
+        return body + "}";
+    }
+};
+
+ErrorCode code_of(const std::function<void()>& call) {
+    try {
+        call();
+    } catch (const oci::Error& error) {
+        return error.code();
+    }
+    FAIL("expected an oci::Error");
+    return ErrorCode::internal;
+}
+
+}  // namespace
+
+TEST_CASE("a blob is visible only in the repositories it was pushed or mounted to") {
+    Fixture f;
+    auto digest = f.push_blob("a", "hello");
+    CHECK(f.reg.stat_blob("a", digest).size == 5);
+    CHECK(code_of([&] { f.reg.stat_blob("b", digest); }) == ErrorCode::blob_unknown);
+    CHECK(code_of([&] { f.reg.mount_blob("b", digest, "Bad"); }) == ErrorCode::name_invalid);
+    auto unmounted = f.reg.mount_blob("b", digest, "");  // no `from`: a session, never a mount
+    CHECK_FALSE(unmounted.mounted);
+    CHECK_FALSE(unmounted.upload_id.empty());
+    auto mounted = f.reg.mount_blob("b", digest, "a");
+    REQUIRE(mounted.mounted);
+    CHECK(f.reg.stat_blob("b", digest).size == 5);
+    f.reg.delete_blob("a", digest);
+    CHECK(code_of([&] { f.reg.stat_blob("a", digest); }) == ErrorCode::blob_unknown);
+    CHECK(f.reg.stat_blob("b", digest).size == 5);
+    CHECK(code_of([&] { f.reg.delete_blob("a", digest); }) == ErrorCode::blob_unknown);
+}
+
+TEST_CASE("uploads check chunk offsets and digests") {
+    Fixture f;
+    auto session = f.reg.start_upload("r");
+    f.reg.append("r", session.id, 0)->write("abc", 3);
+    CHECK(code_of([&] { f.reg.append("r", session.id, 0); }) == ErrorCode::upload_range_invalid);
+    {
+        auto appender = f.reg.append("r", session.id, 3);
+        CHECK(code_of([&] { f.reg.append("r", session.id, std::nullopt); }) == ErrorCode::upload_range_invalid);
+        appender->write("def", 3);
+    }
+    CHECK(f.reg.upload_status("r", session.id).offset == 6);
+    CHECK(code_of([&] { f.reg.upload_status("other", session.id); }) == ErrorCode::blob_upload_unknown);
+    auto wrong = oci::Digest::of(oci::DigestAlgorithm::sha256, "abcdeX").str();
+    CHECK(code_of([&] { f.reg.finish_upload("r", session.id, wrong); }) == ErrorCode::digest_invalid);
+    CHECK(code_of([&] { f.reg.upload_status("r", session.id); }) == ErrorCode::blob_upload_unknown);
+    CHECK(code_of([&] { f.reg.stat_blob("r", wrong); }) == ErrorCode::blob_unknown);
+    CHECK(code_of([&] { f.reg.upload_status("r", "../../etc/passwd"); }) == ErrorCode::blob_upload_unknown);
+}
+
+TEST_CASE("a session hashed in sha256 can be closed with a sha512 digest") {
+    Fixture f;
+    auto session = f.reg.start_upload("r");
+    f.reg.append("r", session.id, 0)->write("data", 4);
+    auto sha512 = oci::Digest::of(oci::DigestAlgorithm::sha512, "data").str();
+    CHECK(f.reg.finish_upload("r", session.id, sha512).str() == sha512);
+    CHECK(f.reg.stat_blob("r", sha512).size == 4);
+}
+
+TEST_CASE("upload sessions are capped and idle ones purged") {
+    Fixture f;
+    std::vector<std::string> ids;
+    for (int i = 0; i < 4; ++i) ids.push_back(f.reg.start_upload("r").id);
+    CHECK(code_of([&] { f.reg.start_upload("r"); }) == ErrorCode::too_many_requests);
+    f.now_ms += 30'000;
+    f.reg.append("r", ids[0], 0)->write("x", 1);  // activity keeps a session
+    f.now_ms += 40'000;
+    CHECK(f.reg.purge_idle_uploads() == 3);
+    CHECK(f.reg.upload_status("r", ids[0]).offset == 1);
+    CHECK(code_of([&] { f.reg.upload_status("r", ids[1]); }) == ErrorCode::blob_upload_unknown);
+    CHECK(std::distance(std::filesystem::directory_iterator(f.blobs.scratch_dir()), {}) == 1);
+}
+
+TEST_CASE("manifests need their blobs, keep their bytes, and move tags") {
+    Fixture f;
+    auto body = f.image("r", "1");
+    CHECK(code_of([&] { f.reg.put_manifest("other", "v1", "", body); }) == ErrorCode::manifest_blob_unknown);
+    auto result = f.reg.put_manifest("r", "v1", "application/vnd.oci.image.manifest.v1+json", body, {"x", "y"});
+    CHECK(result.tags == std::vector<std::string>{"v1", "x", "y"});
+    auto by_tag = f.reg.get_manifest("r", "v1");
+    CHECK(by_tag.bytes == body);
+    CHECK(by_tag.digest == result.digest);
+    CHECK(f.reg.get_manifest("r", result.digest.str()).media_type == "application/vnd.oci.image.manifest.v1+json");
+
+    CHECK(code_of([&] { f.reg.get_manifest("r", ".INVALID"); }) == ErrorCode::manifest_unknown);
+    CHECK(code_of([&] { f.reg.put_manifest("r", ".INVALID", "", body); }) == ErrorCode::tag_invalid);
+    CHECK(code_of([&] { f.reg.get_manifest("nope", "v1"); }) == ErrorCode::name_unknown);
+    auto wrong_digest = oci::Digest::of(oci::DigestAlgorithm::sha256, "x").str();
+    CHECK(code_of([&] { f.reg.put_manifest("r", wrong_digest, "", body); }) == ErrorCode::digest_invalid);
+
+    auto body2 = f.image("r", "2");
+    auto second = f.reg.put_manifest("r", "v1", "", body2);
+    CHECK(f.reg.get_manifest("r", "v1").digest == second.digest);
+}
+
+TEST_CASE("an index needs its child manifests") {
+    Fixture f;
+    auto child = f.reg.put_manifest("r", "child", "", f.image("r", "c"));
+    auto size = f.reg.get_manifest("r", "child").bytes.size();
+    auto index = [&](const std::string& digest) {
+        return R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)"
+               R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" + digest +
+               R"(","size":)" + std::to_string(size) + "}]}";
+    };
+    CHECK(code_of([&] { f.reg.put_manifest("r", "i", "", index("sha256:" + std::string(64, 'e'))); }) ==
+          ErrorCode::manifest_blob_unknown);
+    f.reg.put_manifest("r", "i", "", index(child.digest.str()));
+    CHECK(f.reg.get_manifest("r", "i").media_type == "application/vnd.oci.image.index.v1+json");
+}
+
+TEST_CASE("deleting a manifest removes it, its tags and its referrer entry") {
+    Fixture f;
+    auto subject = "sha256:" + std::string(64, 'c');
+    auto referrer = f.reg.put_manifest("r", "ref", "", f.image("r", "s", subject));
+    CHECK(referrer.subject == subject);
+    CHECK(f.reg.referrers("r", subject, "").find(referrer.digest.str()) != std::string::npos);
+    CHECK(f.reg.referrers("r", subject, "application/vnd.example.config").find(referrer.digest.str()) !=
+          std::string::npos);
+    CHECK(f.reg.referrers("r", subject, "other/type").find(referrer.digest.str()) == std::string::npos);
+    CHECK(f.reg.referrers("elsewhere", subject, "").find(referrer.digest.str()) == std::string::npos);
+
+    f.reg.delete_manifest("r", referrer.digest.str());
+    CHECK(code_of([&] { f.reg.get_manifest("r", "ref"); }) == ErrorCode::manifest_unknown);
+    CHECK(code_of([&] { f.reg.get_manifest("r", referrer.digest.str()); }) == ErrorCode::manifest_unknown);
+    CHECK(f.reg.referrers("r", subject, "").find(referrer.digest.str()) == std::string::npos);
+    CHECK(code_of([&] { f.reg.delete_manifest("r", referrer.digest.str()); }) == ErrorCode::manifest_unknown);
+    // Pushing it again after a delete works.
+    f.reg.put_manifest("r", "again", "", f.image("r", "s", subject));
+    CHECK(f.reg.get_manifest("r", "again").digest == referrer.digest);
+}
+
+TEST_CASE("deleting a tag keeps the manifest") {
+    Fixture f;
+    auto pushed = f.reg.put_manifest("r", "a", "", f.image("r", "t"), {"b"});
+    f.reg.delete_manifest("r", "a");
+    CHECK(code_of([&] { f.reg.get_manifest("r", "a"); }) == ErrorCode::manifest_unknown);
+    CHECK(f.reg.get_manifest("r", "b").digest == pushed.digest);
+    CHECK(f.reg.list_tags("r", std::nullopt, "").items == std::vector<std::string>{"b"});
+}
+
+TEST_CASE("tag lists page in byte order and clamp n") {
+    Fixture f;
+    auto body = f.image("r", "p");
+    f.reg.put_manifest("r", "d", "", body, {"b", "a", "C", "c"});
+    auto page = f.reg.list_tags("r", 2, "");
+    CHECK(page.items == std::vector<std::string>{"C", "a"});
+    CHECK(page.more);
+    page = f.reg.list_tags("r", 2, "a");
+    CHECK(page.items == std::vector<std::string>{"b", "c"});
+    CHECK(page.more);
+    page = f.reg.list_tags("r", 1000000, "");  // clamped to max_page = 3
+    CHECK(page.items.size() == 3);
+    CHECK(page.more);
+    CHECK(f.reg.list_tags("r", 0, "").items.empty());
+    CHECK(code_of([&] { f.reg.list_tags("missing", 1, ""); }) == ErrorCode::name_unknown);
+    CHECK(f.reg.catalog(std::nullopt, "").items == std::vector<std::string>{"r"});
+}
+
+TEST_CASE("deletes can be disabled") {
+    Fixture f;
+    registry::Options options = Fixture::options();
+    options.deletes_enabled = false;
+    registry::Registry reg(options, f.blobs, f.meta, f.clock);
+    auto digest = f.push_blob("r", "x");
+    CHECK(code_of([&] { reg.delete_blob("r", digest); }) == ErrorCode::unsupported);
+}
+
+TEST_CASE("manifests over the size limit are refused") {
+    Fixture f;
+    CHECK(code_of([&] { f.reg.put_manifest("r", "big", "", std::string(5 << 20, ' ')); }) ==
+          ErrorCode::payload_too_large);
+}
