@@ -114,7 +114,9 @@ class Berth:
 
     def __init__(self, config=None, root=None, extra_args=(), use_listen_flag=True):
         self.tmp = tempfile.mkdtemp(prefix="berth-test-")
-        self.root = root or os.path.join(self.tmp, "root")
+        # The root sits a few levels down in the temp dir, so a path that climbs out of it
+        # (../..) still lands inside the temp dir, where outside_root() sees it.
+        self.root = root or os.path.join(self.tmp, "j1", "j2", "j3", "root")
         self.config = dict(config or {})
         self.extra_args = list(extra_args)
         self.use_listen_flag = use_listen_flag
@@ -226,6 +228,23 @@ class Berth:
 
     def __exit__(self, *exc):
         self.cleanup()
+
+    def outside_root(self):
+        """Files under the temp dir that are neither inside the root nor berth's own config/logs."""
+        out = []
+        for dirpath, _, files in os.walk(self.tmp):
+            for name in files:
+                full = os.path.join(dirpath, name)
+                if os.path.commonpath([full, self.root]) == self.root:
+                    continue
+                if dirpath == self.tmp and (name == "config.json" or name.startswith("stderr.")):
+                    continue
+                out.append(os.path.relpath(full, self.tmp))
+        return sorted(out)
+
+    def log_lines(self):
+        """berth's stderr parsed as JSON lines (raises ValueError on a line that is not JSON)."""
+        return [json.loads(line) for line in self.stderr().splitlines() if line.strip()]
 
     def stderr(self):
         try:
