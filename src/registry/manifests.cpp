@@ -7,7 +7,7 @@
 #include "berth/registry/registry.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
-#include "events.hpp"
+#include "berth/storage/events.hpp"
 #include "validate.hpp"
 
 namespace berth::registry {
@@ -87,10 +87,10 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
         batch.put_referrer(repo, record.subject, digest_text, record.referrer_json);
     }
     batch.put_manifest(repo, digest_text, record);
-    batch.log(events::manifest(repo, digest_text, stamp));
+    batch.log({storage::Event::Type::manifest, repo, digest_text, {}, stamp});
     for (auto& tag : tags) {
         batch.put_tag(repo, tag, {digest_text, stamp});
-        batch.log(events::tag(repo, tag, digest_text, stamp));
+        batch.log({storage::Event::Type::tag, repo, digest_text, tag, stamp});
     }
     meta_.commit(batch);
     return {digest, record.subject, tags};
@@ -127,7 +127,7 @@ void Registry::delete_manifest(const std::string& repo, const std::string& refer
         auto record = meta_.tag(repo, *tag);
         if (!record || record->deleted()) throw Error(ErrorCode::manifest_unknown, "tag unknown", *tag);
         batch.put_tag(repo, *tag, {"", stamp});
-        batch.log(events::tag_deleted(repo, *tag, stamp));
+        batch.log({storage::Event::Type::tag_deleted, repo, {}, *tag, stamp});
     } else {
         const auto digest_text = std::get<oci::Digest>(ref).str();
         auto record = meta_.manifest(repo, digest_text);
@@ -135,12 +135,12 @@ void Registry::delete_manifest(const std::string& repo, const std::string& refer
         if (!record->subject.empty()) batch.remove_referrer(repo, record->subject, digest_text);
         for (auto& tag : meta_.tags_of(repo, digest_text)) {
             batch.put_tag(repo, tag, {"", stamp});
-            batch.log(events::tag_deleted(repo, tag, stamp));
+            batch.log({storage::Event::Type::tag_deleted, repo, {}, tag, stamp});
         }
         // A tombstone, not an erase: a replica must not bring the manifest back.
         storage::ManifestRecord tombstone{record->media_type, record->subject, {}, {}, stamp, true};
         batch.put_manifest(repo, digest_text, tombstone);
-        batch.log(events::manifest_deleted(repo, digest_text, stamp));
+        batch.log({storage::Event::Type::manifest_deleted, repo, digest_text, {}, stamp});
     }
     meta_.commit(batch);
 }

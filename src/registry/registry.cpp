@@ -4,7 +4,7 @@
 #include "berth/oci/names.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
-#include "events.hpp"
+#include "berth/storage/events.hpp"
 #include "upload_table.hpp"
 #include "validate.hpp"
 
@@ -36,9 +36,10 @@ void Registry::delete_blob(const std::string& repo, const std::string& digest_te
     auto digest = oci::Digest::parse_or_throw(digest_text);
     if (!options_.deletes_enabled) throw Error(ErrorCode::unsupported, "deletes are disabled");
     if (!meta_.has_link(repo, digest.str())) throw Error(ErrorCode::blob_unknown, "blob unknown to registry");
+    const auto stamp = this->stamp();
     storage::MetaStore::Batch batch;
-    batch.remove_link(repo, digest.str());
-    batch.log(events::unlink(repo, digest.str(), stamp()));
+    batch.put_link(repo, digest.str(), {stamp, true});
+    batch.log({storage::Event::Type::unlink, repo, digest.str(), {}, stamp});
     meta_.commit(batch);
 }
 
@@ -61,10 +62,11 @@ MountResult Registry::mount_blob(const std::string& repo, const std::string& dig
     if (!from.empty()) {
         require_name(from);
         if (meta_.has_link(from, digest.str()) && blobs_.size(digest)) {
+            const auto stamp = this->stamp();
             storage::MetaStore::Batch batch;
             batch.add_repository(repo);
-            batch.put_link(repo, digest.str());
-            batch.log(events::link(repo, digest.str(), stamp()));
+            batch.put_link(repo, digest.str(), {stamp, false});
+            batch.log({storage::Event::Type::link, repo, digest.str(), {}, stamp});
             meta_.commit(batch);
             return {digest, {}};
         }
@@ -105,9 +107,10 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     }
     blobs_.commit(state->path, actual);
     uploads_->erase(state);
+    const auto stamp = this->stamp();
     batch.add_repository(repo);
-    batch.put_link(repo, actual.str());
-    batch.log(events::link(repo, actual.str(), stamp()));
+    batch.put_link(repo, actual.str(), {stamp, false});
+    batch.log({storage::Event::Type::link, repo, actual.str(), {}, stamp});
     meta_.commit(batch);
     return actual;
 }

@@ -72,6 +72,12 @@ ManifestRecord decode_manifest(const std::string& v) {
     return r;
 }
 
+std::string encode(const LinkRecord& r) { return json{{"s", stamp_json(r.stamp)}, {"del", r.deleted}}.dump(); }
+LinkRecord decode_link(const std::string& v) {
+    auto j = json::parse(v);
+    return {stamp_of(j.at("s")), j.at("del").get<bool>()};
+}
+
 std::string encode(const UploadRecord& r) {
     return json{{"repo", r.repository}, {"alg", r.algorithm}, {"created", r.created_ms}}.dump();
 }
@@ -103,11 +109,8 @@ void MetaStore::Batch::put_manifest(const std::string& repo, const std::string& 
 void MetaStore::Batch::put_tag(const std::string& repo, const std::string& tag, const TagRecord& r) {
     impl_->ops.push_back({cf_tags, key(repo, tag), encode(r)});
 }
-void MetaStore::Batch::put_link(const std::string& repo, const std::string& digest) {
-    impl_->ops.push_back({cf_links, key(repo, digest), ""});
-}
-void MetaStore::Batch::remove_link(const std::string& repo, const std::string& digest) {
-    impl_->ops.push_back({cf_links, key(repo, digest), std::nullopt});
+void MetaStore::Batch::put_link(const std::string& repo, const std::string& digest, const LinkRecord& r) {
+    impl_->ops.push_back({cf_links, key(repo, digest), encode(r)});
 }
 void MetaStore::Batch::put_referrer(const std::string& repo, const std::string& subject, const std::string& digest,
                                     const std::string& descriptor_json) {
@@ -121,7 +124,8 @@ void MetaStore::Batch::put_upload(const std::string& id, const UploadRecord& r) 
     impl_->ops.push_back({cf_uploads, id, encode(r)});
 }
 void MetaStore::Batch::remove_upload(const std::string& id) { impl_->ops.push_back({cf_uploads, id, std::nullopt}); }
-void MetaStore::Batch::log(std::string event_json) { impl_->events.push_back(std::move(event_json)); }
+void MetaStore::Batch::log(const Event& event) { impl_->events.push_back(event.json()); }
+bool MetaStore::Batch::empty() const { return impl_->ops.empty() && impl_->events.empty(); }
 
 struct MetaStore::Impl {
     std::unique_ptr<rocksdb::DB> db;
@@ -209,8 +213,15 @@ std::optional<TagRecord> MetaStore::tag(const std::string& repo, const std::stri
     return decode_tag(*value);
 }
 
+std::optional<LinkRecord> MetaStore::link(const std::string& repo, const std::string& digest) const {
+    auto value = impl_->get(cf_links, key(repo, digest));
+    if (!value) return std::nullopt;
+    return decode_link(*value);
+}
+
 bool MetaStore::has_link(const std::string& repo, const std::string& digest) const {
-    return impl_->get(cf_links, key(repo, digest)).has_value();
+    auto record = link(repo, digest);
+    return record && !record->deleted;
 }
 
 bool MetaStore::has_repository(const std::string& repo) const { return impl_->get(cf_repos, repo).has_value(); }
@@ -282,6 +293,37 @@ std::vector<LogEntry> MetaStore::read_log(std::uint64_t after, std::size_t limit
 std::uint64_t MetaStore::log_head() const {
     std::lock_guard lock(impl_->commit_mutex);
     return impl_->head;
+}
+
+std::uint64_t MetaStore::visit_state(StateVisitor& visitor) const {
+    const rocksdb::Snapshot* snapshot;
+    std::uint64_t head;
+    {
+        std::lock_guard lock(impl_->commit_mutex);  // the head and the snapshot describe the same moment
+        snapshot = impl_->db->GetSnapshot();
+        head = impl_->head;
+    }
+    rocksdb::ReadOptions options;
+    options.snapshot = snapshot;
+    auto each = [&](int family, auto visit) {
+        std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(options, impl_->cf(family)));
+        for (it->SeekToFirst(); it->Valid(); it->Next()) {
+            auto k = it->key().ToString();
+            auto nul = k.find('\0');
+            visit(k.substr(0, nul), k.substr(nul + 1), it->value().ToString());
+        }
+        check(it->status(), "rocksdb iterate state");
+    };
+    try {
+        each(cf_manifests, [&](auto repo, auto digest, auto v) { visitor.manifest(repo, digest, decode_manifest(v)); });
+        each(cf_tags, [&](auto repo, auto tag, auto v) { visitor.tag(repo, tag, decode_tag(v)); });
+        each(cf_links, [&](auto repo, auto digest, auto v) { visitor.link(repo, digest, decode_link(v)); });
+    } catch (...) {
+        impl_->db->ReleaseSnapshot(snapshot);
+        throw;
+    }
+    impl_->db->ReleaseSnapshot(snapshot);
+    return head;
 }
 
 std::optional<std::string> MetaStore::setting(const std::string& k) const { return impl_->get(cf_settings, k); }

@@ -39,8 +39,8 @@ TEST_CASE("meta store batches commit atomically with ordered log events") {
         batch.put_tag("r", "a", {"sha256:x", {5, "a"}});
         batch.put_tag("r", "c", {"", {6, "a"}});  // tombstone
         batch.put_tag("r2", "z", {"sha256:y", {5, "a"}});
-        batch.log("one");
-        batch.log("two");
+        batch.log({Event::Type::tag, "r", "sha256:x", "a", {5, "a"}});
+        batch.log({Event::Type::tag_deleted, "r", "", "c", {6, "a"}});
         CHECK(meta.commit(batch) == 2);
         CHECK(meta.log_head() == 2);
         CHECK(meta.tags("r", "", 10) == std::vector<std::string>{"a", "b"});
@@ -58,7 +58,13 @@ TEST_CASE("meta store batches commit atomically with ordered log events") {
     auto log = reopened.read_log(1, 10);
     REQUIRE(log.size() == 1);
     CHECK(log[0].sequence == 2);
-    CHECK(log[0].event == "two");
+    auto event = Event::parse(log[0].event);
+    REQUIRE(event);
+    CHECK(event->type == Event::Type::tag_deleted);
+    CHECK(event->tag == "c");
+    CHECK(event->stamp == Stamp{6, "a"});
+    CHECK_FALSE(Event::parse("{}"));
+    CHECK_FALSE(Event::parse(R"({"type":"bogus","repo":"r","clock":1,"origin":"a"})"));
     CHECK(reopened.has_repository("r"));
     CHECK_FALSE(reopened.has_repository("q"));
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "berth/storage/events.hpp"
 #include "berth/storage/records.hpp"
 
 namespace berth::storage {
@@ -33,15 +34,15 @@ public:
         void add_repository(const std::string& repo);
         void put_manifest(const std::string& repo, const std::string& digest, const ManifestRecord& record);
         void put_tag(const std::string& repo, const std::string& tag, const TagRecord& record);
-        void put_link(const std::string& repo, const std::string& digest);
-        void remove_link(const std::string& repo, const std::string& digest);
+        void put_link(const std::string& repo, const std::string& digest, const LinkRecord& record);
         void put_referrer(const std::string& repo, const std::string& subject, const std::string& digest,
                           const std::string& descriptor_json);
         void remove_referrer(const std::string& repo, const std::string& subject, const std::string& digest);
         void put_upload(const std::string& id, const UploadRecord& record);
         void remove_upload(const std::string& id);
         // The log sequence is assigned at commit, in commit order.
-        void log(std::string event_json);
+        void log(const Event& event);
+        bool empty() const;
 
     private:
         friend class MetaStore;
@@ -54,6 +55,7 @@ public:
 
     std::optional<ManifestRecord> manifest(const std::string& repo, const std::string& digest) const;
     std::optional<TagRecord> tag(const std::string& repo, const std::string& tag) const;
+    std::optional<LinkRecord> link(const std::string& repo, const std::string& digest) const;
     bool has_link(const std::string& repo, const std::string& digest) const;
     bool has_repository(const std::string& repo) const;
     std::optional<UploadRecord> upload(const std::string& id) const;
@@ -68,6 +70,16 @@ public:
 
     std::vector<LogEntry> read_log(std::uint64_t after, std::size_t limit) const;
     std::uint64_t log_head() const;
+
+    // Every manifest, tag and link record, tombstones included, as of one
+    // consistent moment; returns the log head at that moment.
+    struct StateVisitor {
+        virtual ~StateVisitor() = default;
+        virtual void manifest(const std::string& repo, const std::string& digest, const ManifestRecord& r) = 0;
+        virtual void tag(const std::string& repo, const std::string& tag, const TagRecord& r) = 0;
+        virtual void link(const std::string& repo, const std::string& digest, const LinkRecord& r) = 0;
+    };
+    std::uint64_t visit_state(StateVisitor& visitor) const;
 
     std::optional<std::string> setting(const std::string& key) const;
     void put_setting(const std::string& key, const std::string& value);

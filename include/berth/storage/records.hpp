@@ -27,6 +27,12 @@ struct ManifestRecord {
     bool deleted = false;
 };
 
+// A repository's claim on a blob; unlinking leaves a tombstone.
+struct LinkRecord {
+    Stamp stamp;
+    bool deleted = false;
+};
+
 struct UploadRecord {
     std::string repository;
     std::string algorithm;

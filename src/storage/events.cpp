@@ -1,0 +1,43 @@
+#include "berth/storage/events.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace berth::storage {
+namespace {
+
+constexpr const char* type_names[] = {"link", "unlink", "manifest", "manifest_deleted", "tag", "tag_deleted"};
+
+}  // namespace
+
+std::string Event::json() const {
+    nlohmann::json out = {{"type", type_names[static_cast<int>(type)]}, {"repo", repo}, {"clock", stamp.clock},
+                          {"origin", stamp.replica}};
+    if (!digest.empty()) out["digest"] = digest;
+    if (!tag.empty()) out["tag"] = tag;
+    return out.dump();
+}
+
+std::optional<Event> Event::parse(const std::string& text) {
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object()) return std::nullopt;
+    try {
+        Event event{};
+        auto type = j.at("type").get<std::string>();
+        bool known = false;
+        for (int i = 0; i < 6; ++i)
+            if (type == type_names[i]) {
+                event.type = static_cast<Type>(i);
+                known = true;
+            }
+        if (!known) return std::nullopt;
+        event.repo = j.at("repo").get<std::string>();
+        event.stamp = {j.at("clock").get<std::uint64_t>(), j.at("origin").get<std::string>()};
+        event.digest = j.value("digest", "");
+        event.tag = j.value("tag", "");
+        return event;
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace berth::storage
