@@ -1,4 +1,5 @@
 // berth: wires the layers together and runs the command line.
+#include <netdb.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "berth/http/server.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/registry/registry.hpp"
+#include "berth/replication/replicator.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/meta_store.hpp"
@@ -83,14 +85,30 @@ int serve(const std::vector<std::string>& args) {
     auto config = config_file ? berth::config::load_config(*config_file) : berth::config::Config{};
     if (listen) berth::config::set_listen(config, *listen);
     if (root) config.root = *root;
+    // Before anything is created on disk: an address we cannot listen on is a configuration error.
+    addrinfo* resolved = nullptr;
+    if (getaddrinfo(config.server.host.c_str(), nullptr, nullptr, &resolved) != 0)
+        throw berth::config::ConfigError("listen: cannot resolve host \"" + config.server.host + "\"");
+    freeaddrinfo(resolved);
 
     berth::storage::BlobStore blobs(config.root);
     berth::storage::MetaStore meta(config.root / "meta");
     berth::storage::HybridClock clock(berth::storage::system_wall_clock());
     config.registry.replica_id = replica_id(config, meta);
     berth::registry::Registry registry(config.registry, blobs, meta, clock);
-    berth::http::Server server(config.server, registry);
-    server.bind();
+    std::unique_ptr<berth::replication::Replicator> replicator;
+    if (config.replication.enabled()) {
+        replicator = std::make_unique<berth::replication::Replicator>(config.replication, config.registry.replica_id,
+                                                                     blobs, meta, clock);
+        registry.set_replicator(replicator.get());
+    }
+    berth::http::Server server(config.server, registry, replicator.get());
+    try {
+        server.bind();
+    } catch (const std::exception& error) {
+        throw berth::config::ConfigError("listen: cannot listen on " + config.server.host + ":" +
+                                         std::to_string(config.server.port) + ": " + error.what());
+    }
     server.every(config.upload_purge_interval, [&registry] {
         if (auto purged = registry.purge_idle_uploads())
             berth::observe::log("info", "purged idle uploads", {{"count", purged}});
@@ -98,7 +116,9 @@ int serve(const std::vector<std::string>& args) {
     berth::observe::log("info", "starting",
                         {{"version", BERTH_VERSION}, {"root", config.root.string()},
                          {"replica_id", config.registry.replica_id}});
+    if (replicator) replicator->start();
     server.run();
+    if (replicator) replicator->stop();
     return 0;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cctype>
 #include <set>
 #include <sstream>
 
@@ -18,10 +20,23 @@ public:
         if (!value_.is_object()) throw ConfigError(where("") + " must be an object");
     }
 
-    void string(const char* key, std::string& out) {
+    void string(const char* key, std::string& out, bool may_be_empty = true) {
         if (auto* v = find(key)) {
             if (!v->is_string()) throw ConfigError(where(key) + " must be a string");
+            if (!may_be_empty && v->get<std::string>().empty()) throw ConfigError(where(key) + " must not be empty");
             out = v->get<std::string>();
+        }
+    }
+
+    void strings(const char* key, std::vector<std::string>& out) {
+        if (auto* v = find(key)) {
+            if (!v->is_array()) throw ConfigError(where(key) + " must be an array of strings");
+            out.clear();
+            for (auto& item : *v) {
+                if (!item.is_string() || item.get<std::string>().empty())
+                    throw ConfigError(where(key) + " must be an array of non-empty strings");
+                out.push_back(item.get<std::string>());
+            }
         }
     }
 
@@ -86,6 +101,8 @@ void set_listen(Config& config, const std::string& address) {
         throw ConfigError("listen address must be HOST:PORT, got \"" + address + "\"");
     auto host = address.substr(0, colon);
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    else if (host.find(':') != std::string::npos)
+        throw ConfigError("listen address must be HOST:PORT (IPv6 in brackets), got \"" + address + "\"");
     auto port_text = address.substr(colon + 1);
     if (port_text.find_first_not_of("0123456789") != std::string::npos || port_text.size() > 5 ||
         std::stoul(port_text) > 65535)
@@ -100,9 +117,9 @@ Config parse_config(const std::string& text) {
     Config config;
     Section top(doc, "");
     std::string listen, root;
-    top.string("listen", listen);
+    top.string("listen", listen, false);
     if (!listen.empty()) set_listen(config, listen);
-    top.string("root", root);
+    top.string("root", root, false);
     if (!root.empty()) config.root = root;
     top.string("replica_id", config.replica_id);
     top.boolean("deletes", config.registry.deletes_enabled);
@@ -126,6 +143,35 @@ Config parse_config(const std::string& text) {
         s.seconds("purge_interval_seconds", config.upload_purge_interval);
     });
     top.section("log", [&](Section& s) { s.boolean("access", config.server.access_log); });
+    std::string secret_file, quorum = "quorum";
+    top.section("replication", [&](Section& s) {
+        s.strings("peers", config.replication.peers);
+        s.string("peer_dns", config.replication.peer_dns);
+        s.string("secret_file", secret_file);
+        s.string("write_quorum", quorum);
+        std::uint64_t timeout = 10, poll = 100;
+        s.number("quorum_timeout_seconds", timeout, 3600);
+        s.number("poll_interval_ms", poll, 60000);
+        s.number("bootstrap_parallelism", config.replication.bootstrap_parallelism, 256);
+        config.replication.quorum_timeout = std::chrono::seconds(timeout);
+        config.replication.poll_interval = std::chrono::milliseconds(std::max<std::uint64_t>(poll, 10));
+    });
+    if (quorum == "local") config.replication.write_quorum = replication::WriteQuorum::local;
+    else if (quorum == "quorum") config.replication.write_quorum = replication::WriteQuorum::quorum;
+    else if (quorum == "all") config.replication.write_quorum = replication::WriteQuorum::all;
+    else throw ConfigError("replication.write_quorum must be \"local\", \"quorum\" or \"all\"");
+    for (auto& peer : config.replication.peers)
+        if (peer.rfind(':') == std::string::npos) throw ConfigError("replication.peers entries must be HOST:PORT");
+    if (config.replication.enabled()) {
+        if (secret_file.empty()) throw ConfigError("replication.secret_file is required when peers are configured");
+        std::ifstream in(secret_file);
+        if (!in) throw ConfigError("replication.secret_file: cannot read " + secret_file);
+        std::getline(in, config.replication.secret);
+        while (!config.replication.secret.empty() && std::isspace(static_cast<unsigned char>(config.replication.secret.back())))
+            config.replication.secret.pop_back();
+        if (config.replication.secret.size() < 16)
+            throw ConfigError("replication.secret_file must hold a secret of at least 16 characters");
+    }
     top.finish();
     if (config.server.max_header_bytes < 1024) throw ConfigError("limits.max_header_bytes must be at least 1024");
     if (config.upload_purge_interval.count() == 0) throw ConfigError("uploads.purge_interval_seconds must be at least 1");

@@ -3,16 +3,17 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "berth/http/server.hpp"
+#include "message.hpp"
 
 namespace berth::http {
 
 // What every connection shares.
 struct ServerContext {
-    ServerContext(ServerOptions opts, registry::Registry& reg, unsigned workers)
-        : options(std::move(opts)), registry(reg), worker_pool(workers) {}
+    ServerContext(ServerOptions opts, Services svc, unsigned workers)
+        : options(std::move(opts)), services(svc), worker_pool(workers) {}
 
     ServerOptions options;
-    registry::Registry& registry;
+    Services services;
     boost::asio::thread_pool worker_pool;
     std::atomic<std::size_t> connections{0};
     std::atomic<std::size_t> in_flight{0};

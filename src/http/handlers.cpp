@@ -6,6 +6,8 @@
 
 #include "berth/oci/media_types.hpp"
 #include "berth/registry/registry.hpp"
+#include "berth/registry/upload.hpp"
+#include "berth/replication/replicator.hpp"
 
 namespace berth::http {
 namespace {
@@ -19,6 +21,18 @@ Plan immediate(Response response) {
     plan.blocking = false;
     plan.finish = [response = std::move(response)](std::string&, std::uint64_t) mutable { return std::move(response); };
     return plan;
+}
+
+std::string method_name(Method method) {
+    switch (method) {
+        case Method::get: return "GET";
+        case Method::head: return "HEAD";
+        case Method::put: return "PUT";
+        case Method::post: return "POST";
+        case Method::patch: return "PATCH";
+        case Method::del: return "DELETE";
+        default: return "GET";
+    }
 }
 
 Response status_only(int status) { return Response{status, {}, {}, {}, {}}; }
@@ -68,10 +82,20 @@ std::string next_link(const std::string& path, std::size_t n, const std::string&
     return "<" + path + "?n=" + std::to_string(n) + "&last=" + percent_encode_query(last) + ">; rel=\"next\"";
 }
 
+class UploadSink : public BodySink {
+public:
+    explicit UploadSink(std::unique_ptr<registry::UploadAppender> appender) : appender_(std::move(appender)) {}
+    void write(const char* data, std::size_t size) override { appender_->write(data, size); }
+    std::uint64_t offset() const override { return appender_->offset(); }
+
+private:
+    std::unique_ptr<registry::UploadAppender> appender_;
+};
+
 // Beginning an append checks the chunk's place in the session before any byte is read.
 Plan append_plan(Registry& registry, const Request& request, const std::string& name, const std::string& id) {
     Plan plan;
-    plan.body = Plan::Body::upload;
+    plan.body = Plan::Body::stream;
     std::optional<std::uint64_t> start;
     if (!request.content_range.empty()) {
         auto range = parse_content_range(request.content_range);
@@ -82,7 +106,7 @@ Plan append_plan(Registry& registry, const Request& request, const std::string& 
         start = range->first;
         plan.expected_bytes = length;
     }
-    plan.appender = registry.append(name, id, start);
+    plan.sink = std::make_unique<UploadSink>(registry.append(name, id, start));
     return plan;
 }
 
@@ -146,7 +170,15 @@ Plan blob_route(Registry& registry, Request& request) {
             }
             FileBody file{-1, 0, blob.size};
             if (!request.range.empty()) {
-                if (auto range = parse_range(request.range, blob.size)) {
+                std::optional<ByteRange> range;
+                try {
+                    range = parse_range(request.range, blob.size);
+                } catch (const Error& error) {
+                    auto refused = error_response(error);
+                    refused.set("Content-Range", "bytes */" + std::to_string(blob.size));
+                    return immediate(std::move(refused));
+                }
+                if (range) {
                     response.status = 206;
                     response.set("Content-Range", "bytes " + std::to_string(range->first) + "-" +
                                                       std::to_string(range->first + range->length - 1) + "/" +
@@ -188,8 +220,21 @@ Plan upload_start_route(Registry& registry, Request& request) {
             throw;
         }
         plan.finish = [&registry, name = route.name, id = session.id, digest](std::string&, std::uint64_t) {
-            return blob_created(name, registry.finish_upload(name, id, digest.str()));
+            try {
+                return blob_created(name, registry.finish_upload(name, id, digest.str()));
+            } catch (const Error& error) {
+                // A digest mismatch already ended the session; anything else must not leave it behind.
+                if (error.code() != ErrorCode::digest_invalid) {
+                    try {
+                        registry.cancel_upload(name, id);
+                    } catch (const Error&) {
+                    }
+                }
+                throw;
+            }
         };
+        // The client never learns this session's id, so nobody else could finish it.
+        plan.abort = [&registry, name = route.name, id = session.id] { registry.cancel_upload(name, id); };
         return plan;
     }
     auto session = registry.start_upload(route.name, query.get("digest-algorithm").value_or(""));
@@ -268,19 +313,42 @@ Response error_response(oci::ErrorCode code, const std::string& message, const s
 
 Response error_response(const oci::Error& error) { return error_response(error.code(), error.what(), error.detail()); }
 
-Plan plan_request(Registry& registry, Request& request) {
+Plan plan_request(Services& services, Request& request) {
+    auto& registry = services.registry;
     switch (request.target.route.kind) {
         case RouteKind::base:
             if (request.method != Method::get && request.method != Method::head) not_allowed();
             return immediate(json_response(200, "{}"));
-        case RouteKind::healthz:
-        case RouteKind::readyz: return immediate(json_response(200, R"({"status":"ok"})"));
+        case RouteKind::healthz: return immediate(json_response(200, R"({"status":"ok"})"));
+        case RouteKind::readyz:
+            if (services.replicator && !services.replicator->ready())
+                return immediate(json_response(503, R"({"status":"catching up with peers"})"));
+            return immediate(json_response(200, R"({"status":"ready"})"));
+        case RouteKind::metrics: {
+            auto response = json_response(200, services.replicator ? services.replicator->metrics_text() : "",
+                                          "text/plain; version=0.0.4");
+            return immediate(std::move(response));
+        }
+        case RouteKind::peer:
+            if (!services.replicator || !services.replicator->authorized(request.peer_secret))
+                return immediate(error_response(ErrorCode::unauthorized, "peer authentication required"));
+            return plan_peer_request(*services.replicator, request);
         case RouteKind::catalog: return catalog_route(registry, request);
         case RouteKind::tags: return tags_route(registry, request);
         case RouteKind::manifest: return manifest_route(registry, request);
         case RouteKind::blob: return blob_route(registry, request);
         case RouteKind::upload_start: return upload_start_route(registry, request);
-        case RouteKind::upload: return upload_route(registry, request);
+        case RouteKind::upload: {
+            // Sessions live on the replica that opened them; others pass requests on.
+            const auto& id = request.target.route.reference;
+            auto owner = id.substr(0, id.find('_'));
+            if (services.replicator && !request.forwarded && owner != services.replicator->self_id())
+                if (auto address = services.replicator->address_of(owner))
+                    return plan_forward(*address, services.replicator->secret(), request, method_name(request.method),
+                                        "/v2/" + request.target.route.name + "/blobs/uploads/" + id +
+                                            request.target.raw_query);
+            return upload_route(registry, request);
+        }
         case RouteKind::referrers: return referrers_route(registry, request);
         case RouteKind::unknown: break;
     }

@@ -3,13 +3,14 @@
 // render the answer. Errors thrown here become the spec's error JSON.
 #include "message.hpp"
 
-namespace berth::registry {
-class Registry;
-}
-
 namespace berth::http {
 
-Plan plan_request(registry::Registry& registry, Request& request);
+Plan plan_request(Services& services, Request& request);
+// The /_berth/v1/ peer API; the caller has checked the peer secret.
+Plan plan_peer_request(replication::Replicator& replicator, Request& request);
+// Sends an upload request on to the replica that owns the session.
+Plan plan_forward(const std::string& address, const std::string& secret, Request& request,
+                  const std::string& method, const std::string& target);
 
 // Range: a single "bytes=a-b", "bytes=a-" or "bytes=-n". nullopt means serve the
 // whole blob (no header, or one we may ignore); an unsatisfiable range throws.

@@ -13,7 +13,10 @@
 #include "router.hpp"
 
 namespace berth::registry {
-class UploadAppender;
+class Registry;
+}
+namespace berth::replication {
+class Replicator;
 }
 
 namespace berth::http {
@@ -28,6 +31,23 @@ struct Request {
     std::string range;
     std::optional<std::uint64_t> content_length;
     bool has_body = false;
+    std::string peer_secret;  // Berth-Peer-Secret, from another replica
+    std::string peer_origin;  // Berth-Replica: the id of the replica calling
+    bool forwarded = false;   // Berth-Forwarded: already sent on by a replica
+};
+
+// What the handlers work with.
+struct Services {
+    registry::Registry& registry;
+    replication::Replicator* replicator;  // null without peers
+};
+
+// Where a streamed request body goes, chunk by chunk, as it arrives.
+class BodySink {
+public:
+    virtual ~BodySink() = default;
+    virtual void write(const char* data, std::size_t size) = 0;
+    virtual std::uint64_t offset() const = 0;
 };
 
 struct FileBody {
@@ -52,14 +72,16 @@ Response error_response(oci::ErrorCode code, const std::string& message, const s
 
 // What the session should do with the request body, then how to answer.
 struct Plan {
-    enum class Body { none, buffer, upload } body = Body::none;
+    enum class Body { none, buffer, stream } body = Body::none;
     std::size_t buffer_limit = 0;
-    std::unique_ptr<registry::UploadAppender> appender;
+    std::unique_ptr<BodySink> sink;
     // Bytes a Content-Range promised, checked once the body is in.
     std::optional<std::uint64_t> expected_bytes;
-    // Runs once the body is in, with the buffered body (empty for uploads) and,
-    // for uploads, the session's offset after the appender has let go of it.
+    // Runs once the body is in, with the buffered body (empty when streamed) and
+    // the sink's offset after the sink has been released.
     std::function<Response(std::string& body, std::uint64_t upload_offset)> finish;
+    // Undoes what planning began when the request fails before finish runs.
+    std::function<void()> abort;
     // True when finish may block (fsync, large writes) and must stay off the I/O threads.
     bool blocking = true;
 };

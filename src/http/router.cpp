@@ -106,10 +106,15 @@ std::optional<Target> parse_target(std::string_view target) {
     auto question = target.find('?');
     auto path = target.substr(0, question);
     Target out;
-    if (question != std::string_view::npos) out.query = Query::parse(target.substr(question + 1));
+    if (question != std::string_view::npos) {
+        out.query = Query::parse(target.substr(question + 1));
+        out.raw_query = std::string(target.substr(question));
+    }
 
     if (path == "/healthz") out.route.kind = RouteKind::healthz;
     else if (path == "/readyz") out.route.kind = RouteKind::readyz;
+    else if (path == "/metrics") out.route.kind = RouteKind::metrics;
+    else if (path.starts_with("/_berth/v1/")) out.route = {RouteKind::peer, {}, std::string(path.substr(11))};
     else if (path == "/v2") out.route.kind = RouteKind::base;
     else if (path.starts_with("/v2/")) {
         std::vector<std::string> segments;

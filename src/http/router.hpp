@@ -10,7 +10,12 @@
 
 namespace berth::http {
 
-enum class RouteKind { base, catalog, tags, manifest, blob, upload_start, upload, referrers, healthz, readyz, unknown };
+enum class RouteKind {
+    base, catalog, tags, manifest, blob, upload_start, upload, referrers,
+    healthz, readyz, metrics,
+    peer,  // /_berth/v1/<reference>
+    unknown
+};
 
 struct Route {
     RouteKind kind = RouteKind::unknown;
@@ -31,6 +36,7 @@ private:
 struct Target {
     Route route;
     Query query;
+    std::string raw_query;  // "?..." as received, or empty
 };
 
 // nullopt when the target is not a path (absolute-form, '*', bad escapes).

@@ -26,8 +26,9 @@ unsigned cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 }  // namespace
 
 struct Server::Impl {
-    Impl(ServerOptions options, registry::Registry& registry)
-        : context(options, registry, options.worker_threads ? options.worker_threads : 4 * cores()),
+    Impl(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator)
+        : context(options, Services{registry, replicator},
+                  options.worker_threads ? options.worker_threads : 4 * cores()),
           io(static_cast<int>(options.io_threads ? options.io_threads : cores())),
           acceptor(io), signals(io, SIGINT, SIGTERM) {}
 
@@ -100,8 +101,8 @@ struct Server::Impl {
     }
 };
 
-Server::Server(ServerOptions options, registry::Registry& registry)
-    : impl_(std::make_unique<Impl>(std::move(options), registry)) {}
+Server::Server(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator)
+    : impl_(std::make_unique<Impl>(std::move(options), registry, replicator)) {}
 
 Server::~Server() {
     impl_->io.stop();
@@ -110,7 +111,8 @@ Server::~Server() {
 
 void Server::bind() {
     auto& options = impl_->context.options;
-    tcp::endpoint endpoint(asio::ip::make_address(options.host), options.port);
+    tcp::resolver resolver(impl_->io);
+    tcp::endpoint endpoint = resolver.resolve(options.host, std::to_string(options.port)).begin()->endpoint();
     auto& acceptor = impl_->acceptor;
     acceptor.open(endpoint.protocol());
     acceptor.set_option(asio::socket_base::reuse_address(true));

@@ -13,7 +13,6 @@
 #include <optional>
 
 #include "berth/observe/log.hpp"
-#include "berth/registry/upload.hpp"
 #include "context.hpp"
 #include "handlers.hpp"
 
@@ -89,7 +88,7 @@ private:
 
     void on_header(beast::error_code ec, std::size_t) {
         if (ec) {
-            if (ec == bhttp::error::header_limit)
+            if (ec == bhttp::error::header_limit || ec == bhttp::error::buffer_overflow)
                 return reject(431, oci::ErrorCode::bad_request, "request header fields too large");
             if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
                 ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
@@ -112,11 +111,17 @@ private:
         request_.range = std::string(head[bhttp::field::range]);
         if (auto length = parser_->content_length()) request_.content_length = *length;
         request_.has_body = !parser_->is_done();
+        request_.peer_secret = std::string(head["Berth-Peer-Secret"]);
+        request_.peer_origin = std::string(head["Berth-Replica"]);
+        request_.forwarded = !head["Berth-Forwarded"].empty();
         expect_continue_ = beast::iequals(head[bhttp::field::expect], "100-continue");
 
-        // Reads are index lookups and answer on the I/O thread; anything that
-        // writes may fsync and goes to the workers.
-        if (request_.method == Method::get || request_.method == Method::head) {
+        // Reads are index lookups and answer on the I/O thread. Anything that
+        // writes may fsync, and with peers a read may wait on the network, so
+        // those go to the workers.
+        const bool read = request_.method == Method::get || request_.method == Method::head;
+        const auto kind = request_.target.route.kind;
+        if (read && !context_.services.replicator && kind != RouteKind::peer) {
             auto error = make_plan();
             return error ? respond(std::move(*error)) : on_plan();
         }
@@ -130,7 +135,7 @@ private:
 
     std::optional<Response> make_plan() {
         try {
-            plan_ = plan_request(context_.registry, request_);
+            plan_ = plan_request(context_.services, request_);
             return std::nullopt;
         } catch (...) {
             return guarded([]() -> Response { throw; });
@@ -163,13 +168,18 @@ private:
 
     void on_body(beast::error_code ec, std::size_t) {
         if (ec == bhttp::error::need_buffer) ec = {};
-        if (ec) return close();  // the client went away or stalled; a session keeps what it got
         const std::size_t got = chunk_.size() - parser_->get().body().size;
         try {
             consume(got);
         } catch (...) {
             keep_alive_ = false;
-            return respond(guarded([]() -> Response { throw; }));
+            return abort_then_respond(guarded([]() -> Response { throw; }));
+        }
+        if (ec) {
+            // The client went away or stalled. An upload session keeps what
+            // arrived, for the client to resume; a one-shot request is undone.
+            abort_plan();
+            return close();
         }
         if (parser_->is_done()) return finish();
         read_body();
@@ -179,8 +189,8 @@ private:
         body_bytes_ += got;
         if (plan_.expected_bytes && body_bytes_ > *plan_.expected_bytes)
             throw oci::Error(oci::ErrorCode::blob_upload_invalid, "body is longer than its Content-Range");
-        if (plan_.body == Plan::Body::upload) {
-            plan_.appender->write(chunk_.data(), got);
+        if (plan_.body == Plan::Body::stream) {
+            plan_.sink->write(chunk_.data(), got);
         } else {
             if (body_.size() + got > plan_.buffer_limit)
                 throw oci::Error(oci::ErrorCode::payload_too_large, "request body too large");
@@ -188,11 +198,40 @@ private:
         }
     }
 
+    // A request that will never reach finish undoes what its plan began.
+    void abort_plan(std::function<void()> then = nullptr) {
+        plan_.sink.reset();
+        auto abort = std::move(plan_.abort);
+        plan_.abort = nullptr;
+        if (!abort) {
+            if (then) then();
+            return;
+        }
+        asio::post(context_.worker_pool, [self = shared_from_this(), abort = std::move(abort), then = std::move(then)] {
+            try {
+                abort();
+            } catch (const std::exception& error) {
+                // Usually nothing to undo any more (purged, or finished elsewhere).
+                observe::log("info", "undoing a failed request", {{"error", error.what()}});
+            }
+            if (then) asio::post(self->stream_.get_executor(), then);
+        });
+    }
+
+    // The client hears of the failure only once it has been undone.
+    void abort_then_respond(Response response) {
+        abort_plan([self = shared_from_this(), response = std::move(response)]() mutable {
+            self->respond(std::move(response));
+        });
+    }
+
     void finish() {
         if (plan_.expected_bytes && body_bytes_ != *plan_.expected_bytes)
-            return respond(error_response(oci::ErrorCode::blob_upload_invalid, "body is shorter than its Content-Range"));
-        std::uint64_t offset = plan_.appender ? plan_.appender->offset() : 0;
-        plan_.appender.reset();  // let go of the session before finishing it
+            return abort_then_respond(
+                error_response(oci::ErrorCode::blob_upload_invalid, "body is shorter than its Content-Range"));
+        plan_.abort = nullptr;  // finish owns the outcome now
+        std::uint64_t offset = plan_.sink ? plan_.sink->offset() : 0;
+        plan_.sink.reset();  // let go of the upload session before finishing it
         if (!plan_.blocking) return respond(guarded([&] { return plan_.finish(body_, offset); }));
         asio::post(context_.worker_pool, [self = shared_from_this(), offset] {
             auto response = guarded([&] { return self->plan_.finish(self->body_, offset); });
@@ -212,7 +251,7 @@ private:
     }
 
     void respond(Response response) {
-        plan_.appender.reset();
+        plan_.sink.reset();
         if (parser_ && !parser_->is_done()) keep_alive_ = false;  // unread body: the stream is out of step
         if (context_.draining) keep_alive_ = false;
         if (request_.method == Method::head && !response.head_length) {
@@ -330,7 +369,8 @@ private:
     }
 
     void close() {
-        plan_.appender.reset();
+        if (in_request_) abort_plan();
+        plan_.sink.reset();
         close_file();
         end_request();
         beast::error_code ec;
@@ -341,7 +381,7 @@ private:
     beast::tcp_stream stream_;
     ServerContext& context_;
     asio::steady_timer wait_timer_;
-    beast::flat_buffer buffer_{8192};
+    beast::flat_buffer buffer_;  // bounded by the parser's header limit and the body chunk size
     std::optional<bhttp::request_parser<bhttp::buffer_body>> parser_;
     std::vector<char> chunk_;
     std::string body_;

@@ -5,6 +5,7 @@
 #include "berth/oci/manifest.hpp"
 #include "berth/oci/media_types.hpp"
 #include "berth/registry/registry.hpp"
+#include "berth/replication/replicator.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/events.hpp"
@@ -54,7 +55,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
     auto parsed = oci::parse_manifest(body, media_type_without_parameters(content_type));
     auto check_blob = [&](const oci::Descriptor& d) {
         if (d.has_urls && d.media_type == oci::media_type::docker_foreign_layer) return;
-        auto size = meta_.has_link(repo, d.digest.str()) ? blobs_.size(d.digest) : std::nullopt;
+        auto size = has_blob(repo, d.digest) ? blobs_.size(d.digest) : std::nullopt;
         if (!size) missing(d, "blob");
         if (*size != static_cast<std::uint64_t>(d.size))
             throw Error(ErrorCode::manifest_invalid, "descriptor size does not match the blob", d.digest.str());
@@ -63,6 +64,8 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
     for (auto& layer : parsed.layers) check_blob(layer);
     for (auto& child : parsed.manifests) {
         auto record = meta_.manifest(repo, child.digest.str());
+        if (!record && replicator_ && replicator_->fetch_manifest(repo, child.digest.str()))
+            record = meta_.manifest(repo, child.digest.str());
         if (!record || record->deleted) missing(child, "manifest");
         if (record->bytes.size() != static_cast<std::size_t>(child.size))
             throw Error(ErrorCode::manifest_invalid, "descriptor size does not match the manifest",
@@ -76,9 +79,11 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
         if (std::find(tags.begin(), tags.end(), tag) == tags.end()) tags.push_back(tag);
     }
 
+    auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
     const auto digest_text = digest.str();
     storage::ManifestRecord record{parsed.media_type, {}, {}, std::move(body), stamp, false};
+    std::vector<storage::Event> events;
     storage::MetaStore::Batch batch;
     batch.add_repository(repo);
     if (parsed.subject) {
@@ -87,12 +92,13 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
         batch.put_referrer(repo, record.subject, digest_text, record.referrer_json);
     }
     batch.put_manifest(repo, digest_text, record);
-    batch.log({storage::Event::Type::manifest, repo, digest_text, {}, stamp});
+    events.push_back({storage::Event::Type::manifest, repo, digest_text, {}, stamp});
     for (auto& tag : tags) {
         batch.put_tag(repo, tag, {digest_text, stamp});
-        batch.log({storage::Event::Type::tag, repo, digest_text, tag, stamp});
+        events.push_back({storage::Event::Type::tag, repo, digest_text, tag, stamp});
     }
-    meta_.commit(batch);
+    for (auto& event : events) batch.log(event);
+    commit_replicated(lock, batch, events);
     return {digest, record.subject, tags};
 }
 
@@ -103,15 +109,22 @@ Manifest Registry::get_manifest(const std::string& repo, const std::string& refe
         if (!meta_.has_repository(repo)) return Error(ErrorCode::name_unknown, "repository name not known to registry");
         return Error(ErrorCode::manifest_unknown, "manifest unknown", reference);
     };
+    // Read-through only for what this replica has no record of at all: a
+    // tombstone here is an answer, not a gap.
+    auto fetched = [&](const std::string& reference_text) {
+        return replicator_ && replicator_->fetch_manifest(repo, reference_text);
+    };
     std::string digest_text;
     if (auto* tag = std::get_if<std::string>(&ref)) {
         auto record = meta_.tag(repo, *tag);
+        if (!record && fetched(*tag)) record = meta_.tag(repo, *tag);
         if (!record || record->deleted()) throw unknown();
         digest_text = record->digest;
     } else {
         digest_text = std::get<oci::Digest>(ref).str();
     }
     auto record = meta_.manifest(repo, digest_text);
+    if (!record && fetched(digest_text)) record = meta_.manifest(repo, digest_text);
     if (!record || record->deleted) throw unknown();
     return {*oci::Digest::parse(digest_text), record->media_type, std::move(record->bytes)};
 }
@@ -121,13 +134,15 @@ void Registry::delete_manifest(const std::string& repo, const std::string& refer
     auto ref = parse_reference(reference, Access::read);
     if (!options_.deletes_enabled) throw Error(ErrorCode::unsupported, "deletes are disabled");
     if (!meta_.has_repository(repo)) throw Error(ErrorCode::name_unknown, "repository name not known to registry");
+    auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
+    std::vector<storage::Event> events;
     storage::MetaStore::Batch batch;
     if (auto* tag = std::get_if<std::string>(&ref)) {
         auto record = meta_.tag(repo, *tag);
         if (!record || record->deleted()) throw Error(ErrorCode::manifest_unknown, "tag unknown", *tag);
         batch.put_tag(repo, *tag, {"", stamp});
-        batch.log({storage::Event::Type::tag_deleted, repo, {}, *tag, stamp});
+        events.push_back({storage::Event::Type::tag_deleted, repo, {}, *tag, stamp});
     } else {
         const auto digest_text = std::get<oci::Digest>(ref).str();
         auto record = meta_.manifest(repo, digest_text);
@@ -135,14 +150,15 @@ void Registry::delete_manifest(const std::string& repo, const std::string& refer
         if (!record->subject.empty()) batch.remove_referrer(repo, record->subject, digest_text);
         for (auto& tag : meta_.tags_of(repo, digest_text)) {
             batch.put_tag(repo, tag, {"", stamp});
-            batch.log({storage::Event::Type::tag_deleted, repo, {}, tag, stamp});
+            events.push_back({storage::Event::Type::tag_deleted, repo, {}, tag, stamp});
         }
         // A tombstone, not an erase: a replica must not bring the manifest back.
         storage::ManifestRecord tombstone{record->media_type, record->subject, {}, {}, stamp, true};
         batch.put_manifest(repo, digest_text, tombstone);
-        batch.log({storage::Event::Type::manifest_deleted, repo, digest_text, {}, stamp});
+        events.push_back({storage::Event::Type::manifest_deleted, repo, digest_text, {}, stamp});
     }
-    meta_.commit(batch);
+    for (auto& event : events) batch.log(event);
+    commit_replicated(lock, batch, events);
 }
 
 }  // namespace berth::registry

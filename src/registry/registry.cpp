@@ -2,6 +2,7 @@
 
 #include "berth/oci/error.hpp"
 #include "berth/oci/names.hpp"
+#include "berth/replication/replicator.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/events.hpp"
@@ -23,11 +24,27 @@ Registry::~Registry() = default;
 
 storage::Stamp Registry::stamp() { return {clock_.now(), options_.replica_id}; }
 
+bool Registry::has_blob(const std::string& repo, const oci::Digest& digest) {
+    auto live = [&] { return meta_.has_link(repo, digest.str()) && blobs_.size(digest); };
+    if (live()) return true;
+    // Read-through only when this replica knows nothing of the link: an unlink
+    // here must not be undone by a peer that has not seen it yet.
+    return replicator_ && !meta_.link(repo, digest.str()) && replicator_->fetch_blob(repo, digest) && live();
+}
+
+void Registry::commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch,
+                                 const std::vector<storage::Event>& events) {
+    meta_.commit(batch);
+    lock.unlock();  // committed here; waiting for peers needs no lock
+    if (replicator_) replicator_->replicate(events);
+}
+
 BlobInfo Registry::stat_blob(const std::string& repo, const std::string& digest_text) {
     require_name(repo);
     auto digest = oci::Digest::parse_or_throw(digest_text);
-    if (meta_.has_link(repo, digest.str()))
+    if (has_blob(repo, digest)) {
         if (auto size = blobs_.size(digest)) return {digest, *size, blobs_.path(digest)};
+    }
     throw Error(ErrorCode::blob_unknown, "blob unknown to registry", digest.str());
 }
 
@@ -35,6 +52,7 @@ void Registry::delete_blob(const std::string& repo, const std::string& digest_te
     require_name(repo);
     auto digest = oci::Digest::parse_or_throw(digest_text);
     if (!options_.deletes_enabled) throw Error(ErrorCode::unsupported, "deletes are disabled");
+    auto lock = meta_.lock_writes();
     if (!meta_.has_link(repo, digest.str())) throw Error(ErrorCode::blob_unknown, "blob unknown to registry");
     const auto stamp = this->stamp();
     storage::MetaStore::Batch batch;
@@ -61,7 +79,8 @@ MountResult Registry::mount_blob(const std::string& repo, const std::string& dig
     // content in repositories the client may not read.
     if (!from.empty()) {
         require_name(from);
-        if (meta_.has_link(from, digest.str()) && blobs_.size(digest)) {
+        if (has_blob(from, digest)) {
+            auto lock = meta_.lock_writes();
             const auto stamp = this->stamp();
             storage::MetaStore::Batch batch;
             batch.add_repository(repo);
@@ -107,6 +126,7 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     }
     blobs_.commit(state->path, actual);
     uploads_->erase(state);
+    auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
     batch.add_repository(repo);
     batch.put_link(repo, actual.str(), {stamp, false});

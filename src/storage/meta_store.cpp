@@ -131,6 +131,7 @@ struct MetaStore::Impl {
     std::unique_ptr<rocksdb::DB> db;
     std::vector<rocksdb::ColumnFamilyHandle*> families;
     std::mutex commit_mutex;  // log sequences follow commit order
+    std::mutex write_mutex;   // see lock_writes()
     std::uint64_t head = 0;
 
     rocksdb::ColumnFamilyHandle* cf(int f) const { return families[f]; }
@@ -200,6 +201,8 @@ std::uint64_t MetaStore::commit(Batch& batch) {
     impl_->head = head;
     return head;
 }
+
+std::unique_lock<std::mutex> MetaStore::lock_writes() { return std::unique_lock(impl_->write_mutex); }
 
 std::optional<ManifestRecord> MetaStore::manifest(const std::string& repo, const std::string& digest) const {
     auto value = impl_->get(cf_manifests, key(repo, digest));

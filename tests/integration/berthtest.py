@@ -112,14 +112,14 @@ class Resp:
 class Berth:
     """One berth process on a free loopback port with its own root (a temp dir by default)."""
 
-    def __init__(self, config=None, root=None, extra_args=(), use_listen_flag=True):
+    def __init__(self, config=None, root=None, extra_args=(), use_flags=True):
         self.tmp = tempfile.mkdtemp(prefix="berth-test-")
         # The root sits a few levels down in the temp dir, so a path that climbs out of it
         # (../..) still lands inside the temp dir, where outside_root() sees it.
         self.root = root or os.path.join(self.tmp, "j1", "j2", "j3", "root")
         self.config = dict(config or {})
         self.extra_args = list(extra_args)
-        self.use_listen_flag = use_listen_flag
+        self.use_flags = use_flags  # False: listen and root go in the config file instead
         self.proc = None
         self.port = None
         self.stderr_path = None
@@ -145,13 +145,13 @@ class Berth:
 
     def _spawn(self):
         self._starts += 1
-        args = [BIN, "serve", "--root", self.root]
-        if self.use_listen_flag:
-            args += ["--listen", f"127.0.0.1:{self.port}"]
-        if self.config:
+        args = [BIN, "serve"]
+        if self.use_flags:
+            args += ["--root", self.root, "--listen", f"127.0.0.1:{self.port}"]
+        if self.config or not self.use_flags:
             cfg = dict(self.config)
-            if not self.use_listen_flag:
-                cfg["listen"] = f"127.0.0.1:{self.port}"
+            if not self.use_flags:
+                cfg["listen"], cfg["root"] = f"127.0.0.1:{self.port}", self.root
             path = os.path.join(self.tmp, "config.json")
             with open(path, "w") as f:
                 json.dump(cfg, f)

@@ -7,6 +7,7 @@
 
 #include "berth/http/server.hpp"
 #include "berth/registry/options.hpp"
+#include "berth/replication/options.hpp"
 
 namespace berth::config {
 
@@ -15,6 +16,7 @@ struct Config {
     std::string replica_id;  // empty: remembered from the first start, or the host name
     http::ServerOptions server;
     registry::Options registry;
+    replication::Options replication;
     std::chrono::seconds upload_purge_interval{60};
 };
 

@@ -10,6 +10,9 @@
 namespace berth::registry {
 class Registry;
 }
+namespace berth::replication {
+class Replicator;
+}
 
 namespace berth::http {
 
@@ -28,7 +31,8 @@ struct ServerOptions {
 
 class Server {
 public:
-    Server(ServerOptions options, registry::Registry& registry);
+    // replicator may be null: a single registry without peers.
+    Server(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator = nullptr);
     ~Server();
 
     // Binds; after this port() is the real port (useful with port 0).

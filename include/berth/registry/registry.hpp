@@ -14,12 +14,17 @@
 #include "berth/registry/upload.hpp"
 
 #include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/meta_store.hpp"
 #include "berth/storage/records.hpp"
 
 namespace berth::storage {
 class BlobStore;
 class MetaStore;
 }  // namespace berth::storage
+
+namespace berth::replication {
+class Replicator;
+}
 
 namespace berth::registry {
 
@@ -65,6 +70,9 @@ public:
     ~Registry();
 
     const Options& options() const { return options_; }
+    // With a replicator, content missing here is fetched from peers on read,
+    // and manifest writes wait for the configured write quorum.
+    void set_replicator(replication::Replicator* replicator) { replicator_ = replicator; }
 
     // Blobs
     BlobInfo stat_blob(const std::string& repo, const std::string& digest);
@@ -98,12 +106,17 @@ public:
 
 private:
     storage::Stamp stamp();
+    bool has_blob(const std::string& repo, const oci::Digest& digest);
+    // Commits under the write lock with fresh stamps, then waits for the write quorum.
+    void commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch,
+                           const std::vector<storage::Event>& events);
 
     Options options_;
     storage::BlobStore& blobs_;
     storage::MetaStore& meta_;
     storage::HybridClock& clock_;
     std::unique_ptr<UploadTable> uploads_;
+    replication::Replicator* replicator_ = nullptr;
 };
 
 }  // namespace berth::registry

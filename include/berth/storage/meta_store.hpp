@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,9 @@ public:
 
     // Atomic and fsynced; returns the sequence of the last log event (or the current head).
     std::uint64_t commit(Batch& batch);
+    // Held around read-compare-commit of stamped records, so that a write
+    // carrying an older stamp can never overwrite a newer one.
+    std::unique_lock<std::mutex> lock_writes();
 
     std::optional<ManifestRecord> manifest(const std::string& repo, const std::string& digest) const;
     std::optional<TagRecord> tag(const std::string& repo, const std::string& tag) const;

@@ -1,0 +1,1121 @@
+// berth-bench: a load generator for OCI distribution-spec registries.
+//
+// One blocking HTTP/1.1 keep-alive connection per worker thread (POSIX sockets),
+// SHA-256 through OpenSSL EVP. Every blob's content and digest are prepared before
+// the clock starts: a small pool of random buffers supplies the bulk of each blob
+// and a unique random 64-byte trailer makes every blob distinct. Because the
+// trailer comes last, the SHA-256 state after each pool buffer is computed once and
+// cloned per blob, so even millions of 100 MiB blob digests cost almost nothing.
+//
+// Run `berth-bench --help` for the workloads and flags.
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::uint64_t MiB = 1ull << 20;
+constexpr std::uint64_t GiB = 1ull << 30;
+constexpr const char* kManifestType = "application/vnd.oci.image.manifest.v1+json";
+constexpr const char* kConfigType = "application/vnd.oci.image.config.v1+json";
+constexpr const char* kLayerType = "application/vnd.oci.image.layer.v1.tar";
+
+// ---------------------------------------------------------------------------
+// Options
+
+struct Options {
+    std::string url = "http://127.0.0.1:5000";
+    std::string workload = "push-monolithic";
+    std::uint64_t size = MiB;
+    int concurrency = 1;
+    double seconds = 0;
+    std::uint64_t ops = 0;
+    std::uint64_t chunk = 5 * MiB;
+    int images = 0;  // pull/mixed: distinct images to pull from (0: automatic)
+    int tags = 100;  // tags-list: tags in the listed repository
+    long server_pid = 0;
+    bool json = false;
+    bool setup_only = false;
+    bool quiet = false;
+    double timeout = 120;
+};
+
+[[noreturn]] void usage(int code) {
+    std::fprintf(code ? stderr : stdout, R"(Usage: berth-bench [flags]
+
+Workloads (--workload NAME):
+  push-monolithic  POST /blobs/uploads/, then PUT ?digest= with the whole blob
+  push-post        single POST /blobs/uploads/?digest= with the blob as body
+                   (a 202 answer falls back to PUT with the body, per the spec;
+                   fallbacks are counted)
+  push-chunked     POST, PATCH chunks of --chunk bytes with Content-Range, PUT ?digest=
+                   (every push also PUTs a small OCI manifest referencing the blob
+                   under a new tag)
+  pull             GET manifest by tag, then GET the blob it names; bytes verified
+  mixed            alternate ops: push-monolithic, pull
+  manifest-get     GET a manifest by tag
+  manifest-head    HEAD a manifest by tag
+  tags-list        GET /v2/<repo>/tags/list of a repository with --tags tags
+
+Flags:
+  --url URL            registry base URL (default http://127.0.0.1:5000)
+  --workload NAME      see above (default push-monolithic)
+  --size BYTES         blob size; suffixes K, M, G = KiB, MiB, GiB (default 1M)
+  --concurrency N      connections, one thread each (default 1)
+  --seconds S          stop starting ops after S seconds
+  --ops N              stop after N ops (default: 10 s if neither is given)
+  --chunk BYTES        push-chunked chunk size (default 5M)
+  --images N           pull/mixed: distinct images to pull (default: automatic)
+  --tags N             tags-list: tags in the repository (default 100)
+  --server-pid PID     sample the server's CPU time and RSS from /proc
+  --timeout S          socket send/receive timeout (default 120)
+  --setup-only         do the setup (manifest-*/tags-list) and print repo/tag as JSON
+  --json               print the result as one JSON line (after the text unless --quiet)
+  --quiet              no human-readable output
+)");
+    std::exit(code);
+}
+
+std::uint64_t parse_size(const std::string& text) {
+    char* end = nullptr;
+    double value = std::strtod(text.c_str(), &end);
+    std::string suffix(end);
+    std::uint64_t mult = 1;
+    if (suffix == "K" || suffix == "k" || suffix == "KiB") mult = 1ull << 10;
+    else if (suffix == "M" || suffix == "m" || suffix == "MiB") mult = MiB;
+    else if (suffix == "G" || suffix == "g" || suffix == "GiB") mult = GiB;
+    else if (!suffix.empty()) throw std::invalid_argument("bad size: " + text);
+    if (value < 0) throw std::invalid_argument("bad size: " + text);
+    return static_cast<std::uint64_t>(value * mult);
+}
+
+Options parse_options(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "%s needs a value\n", a.c_str());
+                usage(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--help" || a == "-h") usage(0);
+        else if (a == "--url") o.url = next();
+        else if (a == "--workload") o.workload = next();
+        else if (a == "--size") o.size = parse_size(next());
+        else if (a == "--concurrency" || a == "-c") o.concurrency = std::stoi(next());
+        else if (a == "--seconds") o.seconds = std::stod(next());
+        else if (a == "--ops") o.ops = std::stoull(next());
+        else if (a == "--chunk") o.chunk = parse_size(next());
+        else if (a == "--images") o.images = std::stoi(next());
+        else if (a == "--tags") o.tags = std::stoi(next());
+        else if (a == "--server-pid") o.server_pid = std::stol(next());
+        else if (a == "--timeout") o.timeout = std::stod(next());
+        else if (a == "--setup-only") o.setup_only = true;
+        else if (a == "--json") o.json = true;
+        else if (a == "--quiet") o.quiet = true;
+        else {
+            std::fprintf(stderr, "unknown flag %s\n", a.c_str());
+            usage(2);
+        }
+    }
+    static const char* known[] = {"push-monolithic", "push-post", "push-chunked", "pull", "mixed",
+                                  "manifest-get",    "manifest-head", "tags-list"};
+    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return o.workload == k; }) ==
+        std::end(known)) {
+        std::fprintf(stderr, "unknown workload %s\n", o.workload.c_str());
+        usage(2);
+    }
+    if (o.concurrency < 1) o.concurrency = 1;
+    if (o.chunk == 0) o.chunk = 5 * MiB;
+    if (o.seconds <= 0 && o.ops == 0) o.seconds = 10;
+    if (o.size == 0) o.size = 1;
+    return o;
+}
+
+// ---------------------------------------------------------------------------
+// Random content and digests
+
+struct SplitMix {
+    std::uint64_t s;
+    std::uint64_t next() {
+        std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    void fill(unsigned char* p, std::size_t n) {
+        while (n >= 8) {
+            std::uint64_t v = next();
+            std::memcpy(p, &v, 8);
+            p += 8;
+            n -= 8;
+        }
+        if (n) {
+            std::uint64_t v = next();
+            std::memcpy(p, &v, n);
+        }
+    }
+};
+
+std::string hex(const unsigned char* p, std::size_t n) {
+    static const char* digits = "0123456789abcdef";
+    std::string out(n * 2, '0');
+    for (std::size_t i = 0; i < n; ++i) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    return out;
+}
+
+std::string sha256_digest(const void* data, std::size_t n) {
+    unsigned char md[32];
+    unsigned int len = 0;
+    EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr);
+    return "sha256:" + hex(md, 32);
+}
+
+// A blob = pool[pool_index][0, prefix) followed by its own trailer (up to 64 bytes).
+struct Blob {
+    std::uint32_t pool_index = 0;
+    unsigned char trailer[64];
+    std::string digest;
+};
+
+class BlobSet {
+public:
+    BlobSet(std::uint64_t size, std::uint64_t seed) : size_(size), rng_{seed} {
+        trailer_len_ = std::min<std::uint64_t>(64, size);
+        prefix_len_ = size - trailer_len_;
+        std::size_t n_pool = prefix_len_ == 0 ? 1 : std::clamp<std::uint64_t>((256 * MiB) / size, 1, 8);
+        if (size >= 64 * MiB) n_pool = 2;
+        pool_.resize(n_pool);
+        for (auto& buf : pool_) {
+            buf.reset(new unsigned char[prefix_len_ ? prefix_len_ : 1]);
+            rng_.fill(buf.get(), prefix_len_);
+            EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+            EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+            EVP_DigestUpdate(ctx, buf.get(), prefix_len_);
+            prefix_ctx_.push_back(ctx);
+        }
+    }
+    ~BlobSet() {
+        for (auto* c : prefix_ctx_) EVP_MD_CTX_free(c);
+    }
+    BlobSet(const BlobSet&) = delete;
+    BlobSet& operator=(const BlobSet&) = delete;
+
+    Blob make() {
+        Blob b;
+        b.pool_index = static_cast<std::uint32_t>(counter_++ % pool_.size());
+        rng_.fill(b.trailer, sizeof b.trailer);
+        EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+        EVP_MD_CTX_copy_ex(ctx, prefix_ctx_[b.pool_index]);
+        EVP_DigestUpdate(ctx, b.trailer, trailer_len_);
+        unsigned char md[32];
+        unsigned int len = 0;
+        EVP_DigestFinal_ex(ctx, md, &len);
+        EVP_MD_CTX_free(ctx);
+        b.digest = "sha256:" + hex(md, 32);
+        return b;
+    }
+
+    // iovecs covering [offset, offset + length) of the blob.
+    std::vector<iovec> range(const Blob& b, std::uint64_t offset, std::uint64_t length) const {
+        std::vector<iovec> out;
+        std::uint64_t end = offset + length;
+        if (offset < prefix_len_) {
+            std::uint64_t e = std::min(end, prefix_len_);
+            out.push_back({pool_[b.pool_index].get() + offset, static_cast<std::size_t>(e - offset)});
+        }
+        if (end > prefix_len_) {
+            std::uint64_t s = std::max(offset, prefix_len_) - prefix_len_;
+            out.push_back({const_cast<unsigned char*>(b.trailer) + s, static_cast<std::size_t>(end - prefix_len_ - s)});
+        }
+        return out;
+    }
+    std::uint64_t size() const { return size_; }
+
+private:
+    std::uint64_t size_, prefix_len_, trailer_len_;
+    SplitMix rng_;
+    std::uint64_t counter_ = 0;
+    std::vector<std::unique_ptr<unsigned char[]>> pool_;
+    std::vector<EVP_MD_CTX*> prefix_ctx_;
+};
+
+// ---------------------------------------------------------------------------
+// HTTP/1.1 client
+
+enum class Failure { none, status, connection, short_read, verify };
+
+struct NetError : std::runtime_error {
+    Failure kind;
+    NetError(Failure k, const std::string& what) : std::runtime_error(what), kind(k) {}
+};
+
+struct Response {
+    int status = 0;
+    std::map<std::string, std::string> headers;  // lower-case names
+    std::string body;                            // kept only when asked
+    std::uint64_t body_bytes = 0;
+    std::string header(const std::string& name) const {
+        auto it = headers.find(name);
+        return it == headers.end() ? std::string() : it->second;
+    }
+};
+
+struct Endpoint {
+    std::string host;
+    int port = 80;
+    std::string host_header;
+    sockaddr_storage addr{};
+    socklen_t addr_len = 0;
+};
+
+Endpoint parse_url(const std::string& url) {
+    Endpoint ep;
+    std::string rest = url;
+    if (rest.rfind("http://", 0) == 0) rest = rest.substr(7);
+    else if (rest.find("://") != std::string::npos) throw std::invalid_argument("only http:// URLs are supported");
+    auto slash = rest.find('/');
+    if (slash != std::string::npos) rest = rest.substr(0, slash);
+    ep.host_header = rest;
+    auto colon = rest.rfind(':');
+    if (colon != std::string::npos && rest.find(']') == std::string::npos) {
+        ep.host = rest.substr(0, colon);
+        ep.port = std::stoi(rest.substr(colon + 1));
+    } else if (colon != std::string::npos && rest.back() != ']') {
+        ep.host = rest.substr(1, rest.rfind(']') - 1);
+        ep.port = std::stoi(rest.substr(colon + 1));
+    } else {
+        ep.host = rest;
+    }
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_socktype = SOCK_STREAM;
+    std::string port = std::to_string(ep.port);
+    if (getaddrinfo(ep.host.c_str(), port.c_str(), &hints, &res) != 0 || !res)
+        throw std::invalid_argument("cannot resolve " + ep.host);
+    std::memcpy(&ep.addr, res->ai_addr, res->ai_addrlen);
+    ep.addr_len = res->ai_addrlen;
+    freeaddrinfo(res);
+    return ep;
+}
+
+struct Request {
+    const char* method = "GET";
+    std::string target;
+    std::string headers;                 // extra header lines, each ending in \r\n
+    std::vector<iovec> body;             // may be empty
+    std::uint64_t body_len = 0;
+    bool keep_body = true;               // false: count and discard
+};
+
+class Conn {
+public:
+    Conn(const Endpoint& ep, double timeout) : ep_(ep), timeout_(timeout), scratch_(1 << 20) {}
+    ~Conn() { close(); }
+
+    void close() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+        buf_.clear();
+        pos_ = 0;
+    }
+
+    void connect() {
+        close();
+        fd_ = ::socket(ep_.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd_ < 0) throw NetError(Failure::connection, std::string("socket: ") + std::strerror(errno));
+        int one = 1;
+        setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        timeval tv{};
+        tv.tv_sec = static_cast<long>(timeout_);
+        tv.tv_usec = static_cast<long>((timeout_ - tv.tv_sec) * 1e6);
+        setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (::connect(fd_, reinterpret_cast<const sockaddr*>(&ep_.addr), ep_.addr_len) != 0) {
+            int e = errno;
+            close();
+            throw NetError(Failure::connection, std::string("connect: ") + std::strerror(e));
+        }
+    }
+
+    Response request(const Request& rq, bool head = false) {
+        if (fd_ < 0) connect();
+        std::string head_text;
+        head_text.reserve(256 + rq.target.size() + rq.headers.size());
+        head_text += rq.method;
+        head_text += ' ';
+        head_text += rq.target;
+        head_text += " HTTP/1.1\r\nHost: ";
+        head_text += ep_.host_header;
+        head_text += "\r\nUser-Agent: berth-bench\r\n";
+        head_text += rq.headers;
+        bool has_body = !rq.body.empty() || rq.body_len > 0 || std::strcmp(rq.method, "PUT") == 0 ||
+                        std::strcmp(rq.method, "POST") == 0 || std::strcmp(rq.method, "PATCH") == 0;
+        if (has_body) head_text += "Content-Length: " + std::to_string(rq.body_len) + "\r\n";
+        head_text += "\r\n";
+        std::vector<iovec> iov;
+        iov.reserve(rq.body.size() + 1);
+        iov.push_back({head_text.data(), head_text.size()});
+        for (auto& v : rq.body)
+            if (v.iov_len) iov.push_back(v);
+        try {
+            send_all(iov);
+        } catch (const NetError&) {
+            // The server may have answered early (e.g. an error) and closed; try to read that answer.
+            try {
+                Response r = read_response(rq.keep_body, head);
+                close();
+                return r;
+            } catch (const NetError&) {
+                close();
+                throw;
+            }
+        }
+        try {
+            return read_response(rq.keep_body, head);
+        } catch (const NetError&) {
+            close();
+            throw;
+        }
+    }
+
+private:
+    void send_all(std::vector<iovec>& iov) {
+        std::size_t idx = 0;
+        while (idx < iov.size()) {
+            int cnt = static_cast<int>(std::min<std::size_t>(iov.size() - idx, IOV_MAX));
+            ssize_t n = ::writev(fd_, iov.data() + idx, cnt);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                throw NetError(Failure::connection, std::string("send: ") + std::strerror(errno));
+            }
+            std::size_t left = static_cast<std::size_t>(n);
+            while (idx < iov.size() && left >= iov[idx].iov_len) {
+                left -= iov[idx].iov_len;
+                ++idx;
+            }
+            if (left) {
+                iov[idx].iov_base = static_cast<char*>(iov[idx].iov_base) + left;
+                iov[idx].iov_len -= left;
+            }
+        }
+    }
+
+    // Appends received bytes to buf_; false on orderly close.
+    bool fill() {
+        if (pos_ > 0 && pos_ == buf_.size()) {
+            buf_.clear();
+            pos_ = 0;
+        } else if (pos_ > (1 << 16)) {
+            buf_.erase(0, pos_);
+            pos_ = 0;
+        }
+        char tmp[65536];
+        for (;;) {
+            ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+            if (n > 0) {
+                buf_.append(tmp, static_cast<std::size_t>(n));
+                return true;
+            }
+            if (n == 0) return false;
+            if (errno == EINTR) continue;
+            throw NetError(Failure::connection, std::string("recv: ") + std::strerror(errno));
+        }
+    }
+
+    std::string read_line() {
+        for (;;) {
+            auto e = buf_.find("\r\n", pos_);
+            if (e != std::string::npos) {
+                std::string line = buf_.substr(pos_, e - pos_);
+                pos_ = e + 2;
+                return line;
+            }
+            if (buf_.size() - pos_ > 65536) throw NetError(Failure::connection, "line too long");
+            if (!fill()) throw NetError(Failure::short_read, "connection closed mid-line");
+        }
+    }
+
+    // Reads n body bytes, keeping them in *out when given.
+    void read_body(std::uint64_t n, std::string* out, Response& r) {
+        std::size_t avail = std::min<std::uint64_t>(n, buf_.size() - pos_);
+        if (out) out->append(buf_, pos_, avail);
+        pos_ += avail;
+        n -= avail;
+        r.body_bytes += avail;
+        while (n > 0) {
+            ssize_t got;
+            if (out) {
+                std::size_t want = std::min<std::uint64_t>(n, scratch_.size());
+                got = ::recv(fd_, scratch_.data(), want, 0);
+                if (got > 0) out->append(scratch_.data(), static_cast<std::size_t>(got));
+            } else {
+                std::size_t want = std::min<std::uint64_t>(n, scratch_.size());
+                got = ::recv(fd_, scratch_.data(), want, 0);
+            }
+            if (got == 0) throw NetError(Failure::short_read, "connection closed with " + std::to_string(n) + " body bytes missing");
+            if (got < 0) {
+                if (errno == EINTR) continue;
+                throw NetError(Failure::short_read, std::string("recv body: ") + std::strerror(errno));
+            }
+            n -= static_cast<std::uint64_t>(got);
+            r.body_bytes += static_cast<std::uint64_t>(got);
+        }
+    }
+
+    Response read_response(bool keep_body, bool head) {
+        Response r;
+        for (;;) {
+            std::string status = read_line();
+            if (status.rfind("HTTP/1.", 0) != 0 || status.size() < 12)
+                throw NetError(Failure::connection, "bad status line: " + status.substr(0, 80));
+            r.status = std::atoi(status.c_str() + 9);
+            r.headers.clear();
+            for (;;) {
+                std::string line = read_line();
+                if (line.empty()) break;
+                auto colon = line.find(':');
+                if (colon == std::string::npos) continue;
+                std::string name = line.substr(0, colon);
+                for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+                std::size_t v = colon + 1;
+                while (v < line.size() && (line[v] == ' ' || line[v] == '\t')) ++v;
+                r.headers[name] = line.substr(v);
+            }
+            if (r.status >= 200) break;  // skip 1xx interim answers
+        }
+        bool close_after = false;
+        std::string connection = r.header("connection");
+        for (auto& ch : connection) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        if (connection.find("close") != std::string::npos) close_after = true;
+        std::string* out = keep_body ? &r.body : nullptr;
+        if (head || r.status == 204 || r.status == 304) {
+            // no body
+        } else if (r.header("transfer-encoding").find("chunked") != std::string::npos) {
+            for (;;) {
+                std::string line = read_line();
+                std::uint64_t n = std::strtoull(line.c_str(), nullptr, 16);
+                if (n == 0) {
+                    while (!read_line().empty()) {
+                    }
+                    break;
+                }
+                read_body(n, out, r);
+                read_line();
+            }
+        } else if (!r.header("content-length").empty()) {
+            read_body(std::strtoull(r.header("content-length").c_str(), nullptr, 10), out, r);
+        } else {
+            // Body delimited by close.
+            if (out) out->append(buf_, pos_, std::string::npos);
+            r.body_bytes += buf_.size() - pos_;
+            pos_ = buf_.size();
+            while (fill()) {
+                if (out) out->append(buf_, pos_, std::string::npos);
+                r.body_bytes += buf_.size() - pos_;
+                pos_ = buf_.size();
+            }
+            close_after = true;
+        }
+        if (close_after) close();
+        return r;
+    }
+
+    const Endpoint& ep_;
+    double timeout_;
+    int fd_ = -1;
+    std::string buf_;
+    std::size_t pos_ = 0;
+    std::vector<char> scratch_;
+};
+
+// ---------------------------------------------------------------------------
+// Registry operations
+
+struct OpError : std::runtime_error {
+    Failure kind;
+    OpError(Failure k, const std::string& what) : std::runtime_error(what), kind(k) {}
+};
+
+void expect(const Response& r, std::initializer_list<int> ok, const std::string& what) {
+    for (int s : ok)
+        if (r.status == s) return;
+    std::string body = r.body.substr(0, 200);
+    for (auto& ch : body)
+        if (ch == '\n' || ch == '\r') ch = ' ';
+    throw OpError(Failure::status, what + ": HTTP " + std::to_string(r.status) + " " + body);
+}
+
+// Location header → request target (strip scheme and authority of an absolute URL).
+std::string location_target(const Response& r, const std::string& what) {
+    std::string loc = r.header("location");
+    if (loc.empty()) throw OpError(Failure::status, what + ": no Location header");
+    auto scheme = loc.find("://");
+    if (scheme != std::string::npos) {
+        auto slash = loc.find('/', scheme + 3);
+        loc = slash == std::string::npos ? "/" : loc.substr(slash);
+    }
+    return loc;
+}
+
+std::string with_query(const std::string& target, const std::string& kv) {
+    return target + (target.find('?') == std::string::npos ? "?" : "&") + kv;
+}
+
+struct Counters {
+    std::atomic<std::uint64_t> status{0}, connection{0}, short_read{0}, verify{0};
+    std::atomic<std::uint64_t> post_fallbacks{0};
+    std::mutex mu;
+    std::vector<std::string> samples;  // first few error messages
+    void record(Failure kind, const std::string& msg) {
+        switch (kind) {
+            case Failure::status: ++status; break;
+            case Failure::connection: ++connection; break;
+            case Failure::short_read: ++short_read; break;
+            case Failure::verify: ++verify; break;
+            case Failure::none: break;
+        }
+        std::lock_guard lock(mu);
+        if (samples.size() < 5) samples.push_back(msg);
+    }
+    std::uint64_t total() const { return status + connection + short_read + verify; }
+};
+
+struct Image {
+    std::string repo, tag, blob_digest;
+    std::uint64_t blob_size = 0;
+};
+
+class Client {
+public:
+    Client(const Endpoint& ep, const Options& o, Counters& counters) : o_(o), conn_(ep, o.timeout), counters_(counters) {}
+
+    Conn& conn() { return conn_; }
+
+    // Monolithic upload of a blob given as iovecs.
+    void upload_monolithic(const std::string& repo, const std::string& digest, std::vector<iovec> body,
+                           std::uint64_t len) {
+        Request post;
+        post.method = "POST";
+        post.target = "/v2/" + repo + "/blobs/uploads/";
+        Response r = conn_.request(post);
+        expect(r, {202}, "POST upload");
+        Request put;
+        put.method = "PUT";
+        put.target = with_query(location_target(r, "POST upload"), "digest=" + digest);
+        put.headers = "Content-Type: application/octet-stream\r\n";
+        put.body = std::move(body);
+        put.body_len = len;
+        r = conn_.request(put);
+        expect(r, {201}, "PUT blob");
+    }
+
+    void upload_post(const std::string& repo, const std::string& digest, std::vector<iovec> body, std::uint64_t len) {
+        Request post;
+        post.method = "POST";
+        post.target = "/v2/" + repo + "/blobs/uploads/?digest=" + digest;
+        post.headers = "Content-Type: application/octet-stream\r\n";
+        post.body = body;
+        post.body_len = len;
+        Response r = conn_.request(post);
+        if (r.status == 201) return;
+        expect(r, {202}, "POST upload ?digest=");
+        ++counters_.post_fallbacks;  // single POST not supported: continue with PUT, as the spec says
+        Request put;
+        put.method = "PUT";
+        put.target = with_query(location_target(r, "POST upload ?digest="), "digest=" + digest);
+        put.headers = "Content-Type: application/octet-stream\r\n";
+        put.body = std::move(body);
+        put.body_len = len;
+        r = conn_.request(put);
+        expect(r, {201}, "PUT blob after POST ?digest=");
+    }
+
+    void upload_chunked(const std::string& repo, const BlobSet& set, const Blob& blob) {
+        Request post;
+        post.method = "POST";
+        post.target = "/v2/" + repo + "/blobs/uploads/";
+        Response r = conn_.request(post);
+        expect(r, {202}, "POST upload");
+        std::string loc = location_target(r, "POST upload");
+        for (std::uint64_t off = 0; off < set.size(); off += o_.chunk) {
+            std::uint64_t n = std::min(o_.chunk, set.size() - off);
+            Request patch;
+            patch.method = "PATCH";
+            patch.target = loc;
+            patch.headers = "Content-Type: application/octet-stream\r\nContent-Range: " + std::to_string(off) + "-" +
+                            std::to_string(off + n - 1) + "\r\n";
+            patch.body = set.range(blob, off, n);
+            patch.body_len = n;
+            r = conn_.request(patch);
+            expect(r, {202}, "PATCH chunk");
+            loc = location_target(r, "PATCH chunk");
+        }
+        Request put;
+        put.method = "PUT";
+        put.target = with_query(loc, "digest=" + blob.digest);
+        r = conn_.request(put);
+        expect(r, {201}, "PUT ?digest= (chunked)");
+    }
+
+    void put_manifest(const std::string& repo, const std::string& tag, const std::string& manifest) {
+        Request put;
+        put.method = "PUT";
+        put.target = "/v2/" + repo + "/manifests/" + tag;
+        put.headers = std::string("Content-Type: ") + kManifestType + "\r\n";
+        put.body = {iovec{const_cast<char*>(manifest.data()), manifest.size()}};
+        put.body_len = manifest.size();
+        Response r = conn_.request(put);
+        expect(r, {201}, "PUT manifest");
+    }
+
+    std::string get_manifest(const std::string& repo, const std::string& tag) {
+        Request get;
+        get.target = "/v2/" + repo + "/manifests/" + tag;
+        get.headers = std::string("Accept: ") + kManifestType + "\r\n";
+        Response r = conn_.request(get);
+        expect(r, {200}, "GET manifest");
+        return std::move(r.body);
+    }
+
+    void head_manifest(const std::string& repo, const std::string& tag) {
+        Request head;
+        head.method = "HEAD";
+        head.target = "/v2/" + repo + "/manifests/" + tag;
+        head.headers = std::string("Accept: ") + kManifestType + "\r\n";
+        Response r = conn_.request(head, true);
+        expect(r, {200}, "HEAD manifest");
+        if (r.header("docker-content-digest").empty()) throw OpError(Failure::verify, "HEAD manifest: no Docker-Content-Digest");
+    }
+
+    std::uint64_t get_blob(const std::string& repo, const std::string& digest, std::uint64_t expected) {
+        Request get;
+        get.target = "/v2/" + repo + "/blobs/" + digest;
+        get.keep_body = false;
+        Response r = conn_.request(get);
+        expect(r, {200}, "GET blob");
+        if (r.body_bytes != expected)
+            throw OpError(Failure::verify, "GET blob: " + std::to_string(r.body_bytes) + " bytes, expected " +
+                                               std::to_string(expected));
+        return r.body_bytes;
+    }
+
+    std::string tags_list(const std::string& repo) {
+        Request get;
+        get.target = "/v2/" + repo + "/tags/list";
+        Response r = conn_.request(get);
+        expect(r, {200}, "GET tags/list");
+        return std::move(r.body);
+    }
+
+private:
+    const Options& o_;
+    Conn conn_;
+    Counters& counters_;
+};
+
+std::string make_manifest(const std::string& config_digest, std::uint64_t config_size, const std::string& layer_digest,
+                          std::uint64_t layer_size) {
+    std::string m;
+    m.reserve(512);
+    m += R"({"schemaVersion":2,"mediaType":")";
+    m += kManifestType;
+    m += R"(","config":{"mediaType":")";
+    m += kConfigType;
+    m += R"(","digest":")" + config_digest + R"(","size":)" + std::to_string(config_size);
+    m += R"(},"layers":[{"mediaType":")";
+    m += kLayerType;
+    m += R"(","digest":")" + layer_digest + R"(","size":)" + std::to_string(layer_size) + "}]}";
+    return m;
+}
+
+// First layer digest of a manifest (enough JSON handling for what we push).
+std::string first_layer_digest(const std::string& manifest) {
+    auto layers = manifest.find("\"layers\"");
+    if (layers == std::string::npos) return {};
+    auto key = manifest.find("\"digest\"", layers);
+    if (key == std::string::npos) return {};
+    auto q1 = manifest.find('"', manifest.find(':', key + 8));
+    auto q2 = manifest.find('"', q1 + 1);
+    if (q1 == std::string::npos || q2 == std::string::npos) return {};
+    return manifest.substr(q1 + 1, q2 - q1 - 1);
+}
+
+// ---------------------------------------------------------------------------
+// /proc sampling
+
+struct ProcSample {
+    double cpu_seconds = -1;
+    std::uint64_t rss_kib = 0, hwm_kib = 0;
+};
+
+double proc_cpu_seconds(long pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    auto rp = text.rfind(')');
+    if (rp == std::string::npos) return -1;
+    std::istringstream in(text.substr(rp + 2));
+    std::string field;
+    std::vector<std::string> fields;
+    while (in >> field) fields.push_back(field);
+    // fields[0] is state (field 3); utime is field 14, stime field 15.
+    if (fields.size() < 13) return -1;
+    double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+    return (std::stod(fields[11]) + std::stod(fields[12])) / ticks;
+}
+
+std::uint64_t proc_status_kib(long pid, const char* key) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    std::size_t klen = std::strlen(key);
+    while (std::getline(f, line))
+        if (line.compare(0, klen, key) == 0 && line.size() > klen && line[klen] == ':')
+            return std::strtoull(line.c_str() + klen + 1, nullptr, 10);
+    return 0;
+}
+
+class Sampler {
+public:
+    explicit Sampler(long pid) : pid_(pid) {
+        if (!pid_) return;
+        max_rss_ = proc_status_kib(pid_, "VmRSS");
+        thread_ = std::thread([this] {
+            std::unique_lock lock(mu_);
+            while (!stop_) {
+                cv_.wait_for(lock, std::chrono::milliseconds(20));
+                max_rss_ = std::max(max_rss_, proc_status_kib(pid_, "VmRSS"));
+            }
+        });
+    }
+    std::uint64_t finish() {
+        if (!pid_) return 0;
+        {
+            std::lock_guard lock(mu_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+        return std::max(max_rss_, proc_status_kib(pid_, "VmRSS"));
+    }
+
+private:
+    long pid_;
+    std::thread thread_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool stop_ = false;
+    std::uint64_t max_rss_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// The run
+
+struct WorkerResult {
+    std::vector<double> latencies_us;
+    std::uint64_t ops = 0, bytes = 0;
+};
+
+std::string json_escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+double percentile(const std::vector<double>& sorted, double p) {
+    if (sorted.empty()) return 0;
+    double idx = p / 100.0 * (sorted.size() - 1);
+    auto lo = static_cast<std::size_t>(std::floor(idx));
+    auto hi = static_cast<std::size_t>(std::ceil(idx));
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (idx - lo);
+}
+
+int run(const Options& o) {
+    Endpoint ep = parse_url(o.url);
+    std::random_device rd;
+    std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
+                         static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+    char runid[16];
+    std::snprintf(runid, sizeof runid, "%08llx", static_cast<unsigned long long>(SplitMix{seed}.next() & 0xffffffffull));
+    const std::string base = std::string("bench-") + runid;
+    const std::string& w = o.workload;
+    const bool is_push = w.rfind("push-", 0) == 0;
+    const bool is_pull = w == "pull";
+    const bool is_mixed = w == "mixed";
+    const bool is_manifest = w == "manifest-get" || w == "manifest-head";
+    const bool is_tags = w == "tags-list";
+    const bool moves_blobs = is_push || is_pull || is_mixed;
+
+    Counters counters;
+    auto setup_fail = [&](const std::exception& e) {
+        std::fprintf(stderr, "berth-bench: setup failed: %s\n", e.what());
+        if (o.json)
+            std::printf("{\"workload\":\"%s\",\"setup_error\":\"%s\"}\n", w.c_str(), json_escape(e.what()).c_str());
+        return 1;
+    };
+
+    // Content for every blob, digests included, before the clock starts.
+    std::unique_ptr<BlobSet> blobs;
+    std::vector<Blob> plan;  // pushed during the run, indexed by op number
+    std::uint64_t planned = 0;
+    if (moves_blobs || is_manifest || is_tags) {
+        std::uint64_t sz = moves_blobs ? o.size : std::min<std::uint64_t>(o.size, 4096);
+        blobs = std::make_unique<BlobSet>(sz, seed);
+    }
+    if (is_push || is_mixed) {
+        if (o.ops) planned = o.ops;
+        else {
+            double bound = o.seconds * (8.0 * GiB) / static_cast<double>(o.size) + 1000;
+            planned = static_cast<std::uint64_t>(std::min(bound, 2e6));
+        }
+        plan.reserve(planned);
+        for (std::uint64_t i = 0; i < planned; ++i) plan.push_back(blobs->make());
+    }
+
+    // Setup: connections, config blobs, images to pull, manifests to get, tags to list.
+    std::vector<std::unique_ptr<Client>> clients;
+    for (int i = 0; i < o.concurrency; ++i) clients.push_back(std::make_unique<Client>(ep, o, counters));
+    const std::string config_json = std::string(R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]},"bench":")") + runid + "\"}";
+    const std::string config_digest = sha256_digest(config_json.data(), config_json.size());
+    auto push_config = [&](Client& c, const std::string& repo) {
+        c.upload_monolithic(repo, config_digest, {iovec{const_cast<char*>(config_json.data()), config_json.size()}},
+                            config_json.size());
+    };
+    std::vector<std::string> worker_repo(o.concurrency);
+    std::vector<Image> images;
+    const std::string shared_repo = base + "/shared";
+    try {
+        for (int i = 0; i < o.concurrency; ++i) {
+            clients[i]->conn().connect();
+            if (is_push || is_mixed) {
+                worker_repo[i] = base + "/w" + std::to_string(i);
+                push_config(*clients[i], worker_repo[i]);
+            }
+        }
+        Client& c0 = *clients[0];
+        if (is_pull || is_mixed || is_manifest || is_tags) push_config(c0, shared_repo);
+        if (is_pull || is_mixed) {
+            int n = o.images;
+            if (n <= 0) n = static_cast<int>(std::clamp<std::uint64_t>((256 * MiB + o.size - 1) / o.size, 1, 32));
+            for (int k = 0; k < n; ++k) {
+                Blob b = blobs->make();
+                c0.upload_monolithic(shared_repo, b.digest, blobs->range(b, 0, blobs->size()), blobs->size());
+                Image img{shared_repo, "pull-" + std::to_string(k), b.digest, blobs->size()};
+                c0.put_manifest(shared_repo, img.tag, make_manifest(config_digest, config_json.size(), b.digest, blobs->size()));
+                images.push_back(img);
+            }
+        }
+        if (is_manifest || is_tags) {
+            Blob b = blobs->make();
+            c0.upload_monolithic(shared_repo, b.digest, blobs->range(b, 0, blobs->size()), blobs->size());
+            std::string m = make_manifest(config_digest, config_json.size(), b.digest, blobs->size());
+            c0.put_manifest(shared_repo, "latest", m);
+            if (is_tags)
+                for (int t = 1; t < o.tags; ++t) c0.put_manifest(shared_repo, "tag-" + std::to_string(t), m);
+            images.push_back(Image{shared_repo, "latest", b.digest, blobs->size()});
+        }
+    } catch (const std::exception& e) {
+        return setup_fail(e);
+    }
+    if (o.setup_only) {
+        std::printf("{\"repo\":\"%s\",\"tag\":\"%s\",\"manifest_path\":\"/v2/%s/manifests/%s\",\"tags_path\":\"/v2/%s/tags/list\"}\n",
+                    shared_repo.c_str(), images.empty() ? "" : images[0].tag.c_str(), shared_repo.c_str(),
+                    images.empty() ? "" : images[0].tag.c_str(), shared_repo.c_str());
+        return 0;
+    }
+
+    // The timed part.
+    std::atomic<std::uint64_t> next_op{0};
+    std::atomic<bool> plan_exhausted{false};
+    std::vector<WorkerResult> results(o.concurrency);
+    const auto seconds = std::chrono::duration<double>(o.seconds);
+
+    double cpu0 = o.server_pid ? proc_cpu_seconds(o.server_pid) : -1;
+    Sampler sampler(o.server_pid);
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(seconds);
+
+    auto worker = [&](int id) {
+        Client& c = *clients[id];
+        WorkerResult& res = results[id];
+        res.latencies_us.reserve(o.ops ? o.ops / o.concurrency + 16 : 100000);
+        std::uint64_t tagno = 0;
+        for (;;) {
+            if (o.seconds > 0 && Clock::now() >= deadline) break;
+            std::uint64_t i = next_op.fetch_add(1);
+            if (o.ops && i >= o.ops) break;
+            const bool push_op = is_push || (is_mixed && i % 2 == 0);
+            if (push_op && i >= plan.size()) {
+                plan_exhausted = true;
+                break;
+            }
+            auto t0 = Clock::now();
+            std::uint64_t moved = 0;
+            try {
+                if (push_op) {
+                    const Blob& b = plan[i];
+                    const std::string& repo = worker_repo[id];
+                    if (w == "push-chunked") c.upload_chunked(repo, *blobs, b);
+                    else if (w == "push-post") c.upload_post(repo, b.digest, blobs->range(b, 0, blobs->size()), blobs->size());
+                    else c.upload_monolithic(repo, b.digest, blobs->range(b, 0, blobs->size()), blobs->size());
+                    c.put_manifest(repo, "t" + std::to_string(tagno++),
+                                   make_manifest(config_digest, config_json.size(), b.digest, blobs->size()));
+                    moved = blobs->size();
+                } else if (is_pull || is_mixed) {
+                    const Image& img = images[(i / (is_mixed ? 2 : 1) + id) % images.size()];
+                    std::string m = c.get_manifest(img.repo, img.tag);
+                    std::string d = first_layer_digest(m);
+                    if (d != img.blob_digest) throw OpError(Failure::verify, "manifest names layer " + d + ", expected " + img.blob_digest);
+                    moved = c.get_blob(img.repo, d, img.blob_size);
+                } else if (w == "manifest-get") {
+                    std::string m = c.get_manifest(images[0].repo, images[0].tag);
+                    if (m.empty()) throw OpError(Failure::verify, "empty manifest");
+                    moved = m.size();
+                } else if (w == "manifest-head") {
+                    c.head_manifest(images[0].repo, images[0].tag);
+                } else if (is_tags) {
+                    std::string body = c.tags_list(shared_repo);
+                    if (body.find("\"latest\"") == std::string::npos) throw OpError(Failure::verify, "tags list lacks latest");
+                    moved = body.size();
+                }
+                auto t1 = Clock::now();
+                res.latencies_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+                ++res.ops;
+                res.bytes += moved;
+            } catch (const OpError& e) {
+                counters.record(e.kind, e.what());
+            } catch (const NetError& e) {
+                counters.record(e.kind, e.what());
+                c.conn().close();
+            } catch (const std::exception& e) {
+                counters.record(Failure::connection, e.what());
+                c.conn().close();
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (int i = 0; i < o.concurrency; ++i) threads.emplace_back(worker, i);
+    for (auto& t : threads) t.join();
+    const auto end = Clock::now();
+    const std::uint64_t max_rss_kib = sampler.finish();
+    double cpu1 = o.server_pid ? proc_cpu_seconds(o.server_pid) : -1;
+    std::uint64_t hwm_kib = o.server_pid ? proc_status_kib(o.server_pid, "VmHWM") : 0;
+
+    std::vector<double> lat;
+    std::uint64_t ops = 0, bytes = 0;
+    for (auto& r : results) {
+        lat.insert(lat.end(), r.latencies_us.begin(), r.latencies_us.end());
+        ops += r.ops;
+        bytes += r.bytes;
+    }
+    std::sort(lat.begin(), lat.end());
+    const double elapsed = std::chrono::duration<double>(end - start).count();
+    const double ops_s = ops / elapsed;
+    const double mib_s = bytes / elapsed / MiB;
+    const double p50 = percentile(lat, 50) / 1000, p90 = percentile(lat, 90) / 1000, p99 = percentile(lat, 99) / 1000;
+    const double pmax = lat.empty() ? 0 : lat.back() / 1000;
+    const double cpu = (o.server_pid && cpu0 >= 0 && cpu1 >= 0) ? cpu1 - cpu0 : -1;
+    const double cpu_per_gib = (cpu >= 0 && bytes > 0) ? cpu / (static_cast<double>(bytes) / GiB) : -1;
+    const double cpu_us_per_op = (cpu >= 0 && ops > 0) ? cpu * 1e6 / ops : -1;
+    const std::uint64_t errors = counters.total();
+
+    if (!o.quiet) {
+        std::printf("workload %s  size %llu  concurrency %d  url %s\n", w.c_str(),
+                    static_cast<unsigned long long>(o.size), o.concurrency, o.url.c_str());
+        std::printf("  ops %llu in %.2f s  %.1f ops/s  %.1f MiB/s  latency p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  max %.3f ms\n",
+                    static_cast<unsigned long long>(ops), elapsed, ops_s, mib_s, p50, p90, p99, pmax);
+        std::printf("  errors %llu (status %llu, connection %llu, short read %llu, verify %llu)",
+                    static_cast<unsigned long long>(errors), static_cast<unsigned long long>(counters.status.load()),
+                    static_cast<unsigned long long>(counters.connection.load()),
+                    static_cast<unsigned long long>(counters.short_read.load()),
+                    static_cast<unsigned long long>(counters.verify.load()));
+        if (counters.post_fallbacks) std::printf("  single-POST fallbacks %llu", static_cast<unsigned long long>(counters.post_fallbacks.load()));
+        std::printf("\n");
+        for (auto& s : counters.samples) std::printf("    error: %s\n", s.c_str());
+        if (plan_exhausted) std::printf("  note: the pre-generated blob plan ran out (%llu blobs)\n", static_cast<unsigned long long>(planned));
+        if (o.server_pid)
+            std::printf("  server pid %ld: cpu %.2f s (%.1f%% of one core)  cpu-s/GiB %.2f  cpu us/op %.1f  max VmRSS %.1f MiB  VmHWM %.1f MiB\n",
+                        o.server_pid, cpu, elapsed > 0 ? 100 * cpu / elapsed : 0, cpu_per_gib, cpu_us_per_op,
+                        max_rss_kib / 1024.0, hwm_kib / 1024.0);
+    }
+    if (o.json) {
+        std::string samples;
+        for (auto& s : counters.samples) samples += (samples.empty() ? "\"" : ",\"") + json_escape(s) + "\"";
+        std::printf("{\"workload\":\"%s\",\"size\":%llu,\"concurrency\":%d,\"ops\":%llu,\"bytes\":%llu,\"seconds\":%.4f,"
+                    "\"ops_per_s\":%.3f,\"mib_per_s\":%.3f,\"p50_ms\":%.4f,\"p90_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f,"
+                    "\"errors\":%llu,\"errors_status\":%llu,\"errors_connection\":%llu,\"errors_short_read\":%llu,"
+                    "\"errors_verify\":%llu,\"post_fallbacks\":%llu,\"plan_exhausted\":%s,\"server_cpu_s\":%.4f,"
+                    "\"server_cpu_s_per_gib\":%.4f,\"server_cpu_us_per_op\":%.3f,\"server_max_rss_kib\":%llu,"
+                    "\"server_vmhwm_kib\":%llu,\"error_samples\":[%s]}\n",
+                    w.c_str(), static_cast<unsigned long long>(o.size), o.concurrency,
+                    static_cast<unsigned long long>(ops), static_cast<unsigned long long>(bytes), elapsed, ops_s, mib_s,
+                    p50, p90, p99, pmax, static_cast<unsigned long long>(errors),
+                    static_cast<unsigned long long>(counters.status.load()),
+                    static_cast<unsigned long long>(counters.connection.load()),
+                    static_cast<unsigned long long>(counters.short_read.load()),
+                    static_cast<unsigned long long>(counters.verify.load()),
+                    static_cast<unsigned long long>(counters.post_fallbacks.load()), plan_exhausted ? "true" : "false",
+                    cpu, cpu_per_gib, cpu_us_per_op, static_cast<unsigned long long>(max_rss_kib),
+                    static_cast<unsigned long long>(hwm_kib), samples.c_str());
+    }
+    std::fflush(stdout);
+    return errors ? 3 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    signal(SIGPIPE, SIG_IGN);
+    try {
+        return run(parse_options(argc, argv));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "berth-bench: %s\n", e.what());
+        return 2;
+    }
+}

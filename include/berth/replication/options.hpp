@@ -1,0 +1,25 @@
+#pragma once
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace berth::replication {
+
+enum class WriteQuorum { local, quorum, all };
+
+struct Options {
+    // HOST:PORT of every replica; this replica may be listed too (it is
+    // recognised by its replica id and skipped).
+    std::vector<std::string> peers;
+    // HOST:PORT resolved on every round, e.g. the headless Service of a StatefulSet.
+    std::string peer_dns;
+    std::string secret;  // shared by all replicas; empty disables the peer API
+    WriteQuorum write_quorum = WriteQuorum::quorum;
+    std::chrono::milliseconds quorum_timeout{10000};
+    std::chrono::milliseconds poll_interval{100};
+    unsigned bootstrap_parallelism = 8;
+
+    bool enabled() const { return !peers.empty() || !peer_dns.empty(); }
+};
+
+}  // namespace berth::replication

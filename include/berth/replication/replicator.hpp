@@ -1,0 +1,78 @@
+#pragma once
+// Peer replication: follows every peer's change log and applies it, serves
+// this replica's log, state and content to peers, fetches what is missing on
+// read, and waits for a write quorum. Everything a peer can ask for requires
+// the shared secret.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "berth/oci/digest.hpp"
+#include "berth/replication/options.hpp"
+#include "berth/storage/events.hpp"
+
+namespace berth::storage {
+class BlobStore;
+class MetaStore;
+class HybridClock;
+}  // namespace berth::storage
+
+namespace berth::replication {
+
+class Replicator {
+public:
+    Replicator(Options options, std::string self_id, storage::BlobStore& blobs, storage::MetaStore& meta,
+               storage::HybridClock& clock);
+    ~Replicator();
+
+    void start();
+    void stop();
+
+    const std::string& self_id() const;
+    bool authorized(std::string_view secret) const;
+    // True once this replica has caught up with every peer it could reach.
+    bool ready() const;
+    std::string status_json() const;
+    std::string metrics_text() const;
+
+    // Serving peers. These read this replica's own state only, never through
+    // to other peers, so two replicas missing the same thing cannot ask each other forever.
+    std::string log_json(std::uint64_t after, std::size_t limit) const;
+    std::string snapshot_json() const;
+    struct BlobFile {
+        std::filesystem::path path;
+        std::uint64_t size;
+    };
+    std::optional<BlobFile> blob_file(const std::string& digest) const;
+    // (media type, bytes) of a live manifest.
+    std::optional<std::pair<std::string, std::string>> manifest_content(const std::string& repo,
+                                                                        const std::string& digest) const;
+    // {"clock","origin"[,"digest"]} of a live record: kind is link, manifest or tag.
+    std::optional<std::string> record_json(const std::string& repo, const std::string& kind,
+                                           const std::string& key) const;
+    // Applies events another replica pushed for its write quorum, fetching
+    // content from it (or any peer); returns once they are durable here.
+    void apply_pushed(const std::string& origin, const std::vector<storage::Event>& events);
+
+    // Read-through: fetch what is missing here from a peer. True when it is now local.
+    bool fetch_blob(const std::string& repo, const oci::Digest& digest);
+    bool fetch_manifest(const std::string& repo, const std::string& reference);
+
+    // Waits until the configured quorum of replicas holds these events' results;
+    // throws oci::Error(unavailable) when that does not happen in time.
+    void replicate(const std::vector<storage::Event>& events);
+
+    // HOST:PORT of the replica with that id, when known.
+    std::optional<std::string> address_of(const std::string& replica_id) const;
+    const std::string& secret() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace berth::replication

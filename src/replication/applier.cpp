@@ -1,0 +1,220 @@
+#include "applier.hpp"
+
+#include <openssl/rand.h>
+
+#include "berth/oci/error.hpp"
+#include "berth/oci/manifest.hpp"
+#include "berth/oci/media_types.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/meta_store.hpp"
+
+namespace berth::replication {
+
+using storage::Event;
+
+namespace {
+
+std::string scratch_name() {
+    unsigned char bytes[8];
+    RAND_bytes(bytes, sizeof bytes);
+    std::string out = "fetch-";
+    for (auto b : bytes) {
+        static constexpr char hex[] = "0123456789abcdef";
+        out += hex[b >> 4];
+        out += hex[b & 15];
+    }
+    return out;
+}
+
+// A failure to reach one source leaves the answer open; only when every
+// source said "not here" is the content gone.
+struct Outcome {
+    bool reached_all = true;
+    void failed() { reached_all = false; }
+    ApplyResult missing() const { return reached_all ? ApplyResult::gone : ApplyResult::unavailable; }
+};
+
+}  // namespace
+
+Applier::Applier(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock)
+    : blobs_(blobs), meta_(meta), clock_(clock) {}
+
+ApplyResult Applier::ensure_blob(const oci::Digest& digest, const std::vector<PeerClient*>& sources) {
+    if (blobs_.size(digest)) return ApplyResult::skipped;
+    Outcome outcome;
+    for (auto* source : sources) {
+        const auto scratch = blobs_.scratch_dir() / scratch_name();
+        try {
+            oci::Hasher hasher(digest.algorithm());
+            int status = source->download("/_berth/v1/blobs/" + digest.str(), scratch, hasher);
+            if (status == 200 && hasher.peek() == digest) {
+                bytes_fetched_ += std::filesystem::file_size(scratch);
+                blobs_.commit(scratch, digest);
+                return ApplyResult::applied;
+            }
+            if (status != 404) outcome.failed();  // a corrupt or refused copy is not proof of absence
+        } catch (const std::exception&) {
+            outcome.failed();
+        }
+        std::error_code ec;
+        std::filesystem::remove(scratch, ec);
+    }
+    return outcome.missing();
+}
+
+ApplyResult Applier::apply(const Event& event, const std::vector<PeerClient*>& sources) {
+    clock_.observe(event.stamp.clock);
+    switch (event.type) {
+        case Event::Type::link:
+        case Event::Type::unlink: return apply_link(event, sources);
+        case Event::Type::manifest: return apply_manifest(event.repo, event.digest, event.stamp, std::nullopt, sources);
+        case Event::Type::tag: return apply_tag(event, sources);
+        case Event::Type::manifest_deleted:
+        case Event::Type::tag_deleted: return apply_deletion(event);
+    }
+    return ApplyResult::skipped;
+}
+
+ApplyResult Applier::apply_link(const Event& event, const std::vector<PeerClient*>& sources) {
+    auto newer_here = [&] {
+        auto local = meta_.link(event.repo, event.digest);
+        return local && local->stamp >= event.stamp;
+    };
+    if (newer_here()) return ApplyResult::skipped;
+    const bool deleted = event.type == Event::Type::unlink;
+    if (!deleted) {
+        auto digest = oci::Digest::parse(event.digest);
+        if (!digest) return ApplyResult::gone;
+        auto result = ensure_blob(*digest, sources);
+        if (result == ApplyResult::gone || result == ApplyResult::unavailable) return result;
+    }
+    auto lock = meta_.lock_writes();
+    if (newer_here()) return ApplyResult::skipped;
+    storage::MetaStore::Batch batch;
+    batch.add_repository(event.repo);
+    batch.put_link(event.repo, event.digest, {event.stamp, deleted});
+    batch.log(event);
+    meta_.commit(batch);
+    return ApplyResult::applied;
+}
+
+ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& digest_text,
+                                    const storage::Stamp& stamp, std::optional<ManifestContent> content,
+                                    const std::vector<PeerClient*>& sources, int depth) {
+    auto newer_here = [&] {
+        auto local = meta_.manifest(repo, digest_text);
+        return local && local->stamp >= stamp;
+    };
+    if (newer_here()) return ApplyResult::skipped;
+    auto digest = oci::Digest::parse(digest_text);
+    if (!digest || depth > 8) return ApplyResult::gone;
+
+    Outcome outcome;
+    for (std::size_t i = 0; !content && i < sources.size(); ++i) {
+        try {
+            auto response = sources[i]->request("GET", "/_berth/v1/manifests/" + digest_text + "?repo=" + repo);
+            if (response.status == 200 && oci::Digest::of(digest->algorithm(), response.body) == *digest)
+                content = ManifestContent{response.header("content-type"), std::move(response.body)};
+            else if (response.status != 404)
+                outcome.failed();
+        } catch (const std::exception&) {
+            outcome.failed();
+        }
+    }
+    if (!content) return outcome.missing();
+    if (oci::Digest::of(digest->algorithm(), content->bytes) != *digest) return ApplyResult::gone;
+
+    oci::ParsedManifest parsed;
+    try {
+        parsed = oci::parse_manifest(content->bytes, content->media_type);
+    } catch (const oci::Error&) {
+        return ApplyResult::gone;  // nothing valid to store under this digest
+    }
+
+    // Blobs before references: everything it points at is here before it is.
+    std::vector<oci::Descriptor> blobs = parsed.layers;
+    if (parsed.config) blobs.push_back(*parsed.config);
+    for (auto& blob : blobs) {
+        if (blob.has_urls && blob.media_type == oci::media_type::docker_foreign_layer) continue;
+        auto result = ensure_blob(blob.digest, sources);
+        if (result == ApplyResult::gone || result == ApplyResult::unavailable) return result;
+    }
+    for (auto& child : parsed.manifests) {
+        auto local = meta_.manifest(repo, child.digest.str());
+        if (local && !local->deleted) continue;
+        auto result = apply_manifest(repo, child.digest.str(), stamp, std::nullopt, sources, depth + 1);
+        if (result == ApplyResult::gone || result == ApplyResult::unavailable) return result;
+    }
+
+    auto lock = meta_.lock_writes();
+    if (newer_here()) return ApplyResult::skipped;
+    storage::MetaStore::Batch batch;
+    batch.add_repository(repo);
+    storage::ManifestRecord record{parsed.media_type, {}, {}, std::move(content->bytes), stamp, false};
+    if (parsed.subject) {
+        record.subject = parsed.subject->digest.str();
+        record.referrer_json = oci::referrer_descriptor_json(parsed, *digest, record.bytes.size());
+        batch.put_referrer(repo, record.subject, digest_text, record.referrer_json);
+    }
+    for (auto& blob : blobs) {
+        if (meta_.has_link(repo, blob.digest.str()) || !blobs_.size(blob.digest)) continue;
+        batch.put_link(repo, blob.digest.str(), {stamp, false});
+        batch.log({Event::Type::link, repo, blob.digest.str(), {}, stamp});
+    }
+    batch.put_manifest(repo, digest_text, record);
+    batch.log({Event::Type::manifest, repo, digest_text, {}, stamp});
+    meta_.commit(batch);
+    return ApplyResult::applied;
+}
+
+ApplyResult Applier::apply_tag(const Event& event, const std::vector<PeerClient*>& sources) {
+    auto newer_here = [&] {
+        auto local = meta_.tag(event.repo, event.tag);
+        return local && local->stamp >= event.stamp;
+    };
+    if (newer_here()) return ApplyResult::skipped;
+    auto manifest = meta_.manifest(event.repo, event.digest);
+    if (!manifest || manifest->deleted) {
+        auto result = apply_manifest(event.repo, event.digest, event.stamp, std::nullopt, sources);
+        if (result == ApplyResult::gone || result == ApplyResult::unavailable) return result;
+        manifest = meta_.manifest(event.repo, event.digest);
+        if (!manifest || manifest->deleted) return ApplyResult::skipped;  // deleted here later than this tag
+    }
+    auto lock = meta_.lock_writes();
+    if (newer_here()) return ApplyResult::skipped;
+    storage::MetaStore::Batch batch;
+    batch.add_repository(event.repo);
+    batch.put_tag(event.repo, event.tag, {event.digest, event.stamp});
+    batch.log(event);
+    meta_.commit(batch);
+    return ApplyResult::applied;
+}
+
+ApplyResult Applier::apply_deletion(const Event& event) {
+    auto lock = meta_.lock_writes();
+    storage::MetaStore::Batch batch;
+    if (event.type == Event::Type::tag_deleted) {
+        auto local = meta_.tag(event.repo, event.tag);
+        if (local && local->stamp >= event.stamp) return ApplyResult::skipped;
+        batch.put_tag(event.repo, event.tag, {"", event.stamp});
+    } else {
+        auto local = meta_.manifest(event.repo, event.digest);
+        if (local && local->stamp >= event.stamp) return ApplyResult::skipped;
+        storage::ManifestRecord tombstone{};
+        tombstone.stamp = event.stamp;
+        tombstone.deleted = true;
+        if (local) {
+            tombstone.media_type = local->media_type;
+            tombstone.subject = local->subject;
+            if (!local->subject.empty()) batch.remove_referrer(event.repo, local->subject, event.digest);
+        }
+        batch.put_manifest(event.repo, event.digest, tombstone);
+    }
+    batch.add_repository(event.repo);
+    batch.log(event);
+    meta_.commit(batch);
+    return ApplyResult::applied;
+}
+
+}  // namespace berth::replication

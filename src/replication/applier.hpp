@@ -1,0 +1,58 @@
+#pragma once
+// Applies change-log events from peers. Content comes first (blobs and child
+// manifests are fetched and verified before anything references them), then
+// the record, last writer wins by stamp. Applied events are logged again
+// unchanged, so a replica relays what it learned to the others.
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "berth/storage/events.hpp"
+#include "peer_client.hpp"
+
+namespace berth::storage {
+class BlobStore;
+class MetaStore;
+class HybridClock;
+}  // namespace berth::storage
+
+namespace berth::replication {
+
+enum class ApplyResult {
+    applied,
+    skipped,      // this replica already holds something as new or newer
+    gone,         // the sources no longer have the content: a later event explains why
+    unavailable,  // no source could be reached; try again later
+};
+
+struct ManifestContent {
+    std::string media_type;
+    std::string bytes;
+};
+
+class Applier {
+public:
+    Applier(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock);
+
+    // sources: the peer the event came from first, then any other peer.
+    ApplyResult apply(const storage::Event& event, const std::vector<PeerClient*>& sources);
+    ApplyResult apply_manifest(const std::string& repo, const std::string& digest, const storage::Stamp& stamp,
+                               std::optional<ManifestContent> content, const std::vector<PeerClient*>& sources,
+                               int depth = 0);
+    ApplyResult ensure_blob(const oci::Digest& digest, const std::vector<PeerClient*>& sources);
+
+    std::uint64_t bytes_fetched() const { return bytes_fetched_; }
+
+private:
+    ApplyResult apply_link(const storage::Event& event, const std::vector<PeerClient*>& sources);
+    ApplyResult apply_tag(const storage::Event& event, const std::vector<PeerClient*>& sources);
+    ApplyResult apply_deletion(const storage::Event& event);
+
+    storage::BlobStore& blobs_;
+    storage::MetaStore& meta_;
+    storage::HybridClock& clock_;
+    std::atomic<std::uint64_t> bytes_fetched_{0};
+};
+
+}  // namespace berth::replication

@@ -1,0 +1,445 @@
+#include "berth/replication/replicator.hpp"
+
+#include <netdb.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "applier.hpp"
+#include "berth/oci/error.hpp"
+#include "berth/observe/log.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "peer_client.hpp"
+#include "replicator_impl.hpp"
+
+namespace berth::replication {
+
+using nlohmann::json;
+using storage::Event;
+
+std::uint64_t now_ms() {
+    using namespace std::chrono;
+    return static_cast<std::uint64_t>(duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
+}
+
+std::string random_hex(std::size_t bytes) {
+    std::vector<unsigned char> data(bytes);
+    RAND_bytes(data.data(), static_cast<int>(bytes));
+    std::string out;
+    for (auto b : data) {
+        static constexpr char hex[] = "0123456789abcdef";
+        out += hex[b >> 4];
+        out += hex[b & 15];
+    }
+    return out;
+}
+
+namespace {
+
+json stamp_fields(const storage::Stamp& stamp) { return {{"clock", stamp.clock}, {"origin", stamp.replica}}; }
+
+}  // namespace
+
+void Replicator::Impl::follow(Peer& peer) {
+    bool first_contact = true;
+    while (!stopping) {
+        try {
+            auto response = peer.client.request(
+                "GET", "/_berth/v1/log?after=" + std::to_string(peer.cursor) + "&limit=500");
+            if (response.status != 200)
+                throw std::runtime_error("peer answered " + std::to_string(response.status) + " to /log");
+            auto doc = json::parse(response.body);
+            const auto id = doc.at("replica").get<std::string>();
+            const auto peer_epoch = doc.at("epoch").get<std::string>();
+            const auto head = doc.at("head").get<std::uint64_t>();
+            if (id == self_id) {
+                std::lock_guard lock(mutex);
+                peer.self = true;
+                peer.holds_readiness = false;
+                return;
+            }
+            if (first_contact || peer.id != id) {
+                peer.id = id;
+                load_cursor(peer);
+                first_contact = false;
+            }
+            if (peer.epoch != peer_epoch) {
+                // A peer that lost its volume starts a new log: begin it again.
+                peer.epoch = peer_epoch;
+                peer.cursor = 0;
+                save_cursor(peer);
+                continue;
+            }
+            {
+                std::lock_guard lock(mutex);
+                peer.reachable = true;
+                peer.head = head;
+                peer.last_contact_ms = now_ms();
+                if (!peer.target) peer.target = head;
+            }
+            if (peer.cursor == 0 && head > 0) {
+                bootstrap(peer);
+                continue;
+            }
+            bool stalled = false;
+            for (auto& entry : doc.at("entries")) {
+                auto event = Event::parse(entry.at("event").get<std::string>());
+                const auto sequence = entry.at("seq").get<std::uint64_t>();
+                if (event && applier.apply(*event, sources(&peer)) == ApplyResult::unavailable) {
+                    stalled = true;
+                    break;
+                }
+                peer.cursor = sequence;
+                std::lock_guard lock(mutex);
+                ++peer.applied;
+            }
+            save_cursor(peer);
+            {
+                std::lock_guard lock(mutex);
+                if (peer.target && peer.cursor >= *peer.target) peer.holds_readiness = false;
+                peer.oldest_unapplied_ms = peer.cursor >= peer.head ? 0 : (peer.oldest_unapplied_ms ? peer.oldest_unapplied_ms : now_ms());
+            }
+            if (stalled) sleep_for(std::chrono::seconds(1));
+            else if (peer.cursor >= head) sleep_for(options.poll_interval);
+        } catch (const std::exception& error) {
+            {
+                std::lock_guard lock(mutex);
+                if (!peer.target) peer.holds_readiness = false;  // unreachable at start: do not wait for it
+                peer.reachable = false;
+                ++peer.errors;
+                peer.last_error = error.what();
+            }
+            sleep_for(std::chrono::seconds(1));
+        }
+    }
+}
+
+// An empty or far-behind replica copies the peer's whole state at once: every
+// blob in parallel, then the records, then it follows the log from the head
+// the state was read at. Interrupted, it starts over and skips what it has.
+void Replicator::Impl::bootstrap(Peer& peer) {
+    observe::log("info", "bootstrapping from peer", {{"peer", peer.client.address()}, {"peer_id", peer.id}});
+    auto response = peer.client.request("GET", "/_berth/v1/snapshot", {}, std::chrono::minutes(5));
+    if (response.status != 200) throw std::runtime_error("snapshot answered " + std::to_string(response.status));
+    auto doc = json::parse(response.body);
+    response.body.clear();
+    auto stamp_of = [](const json& j) {
+        return storage::Stamp{j.at("clock").get<std::uint64_t>(), j.at("origin").get<std::string>()};
+    };
+
+    std::set<std::string> wanted;
+    for (auto& link : doc.at("links"))
+        if (!link.at("deleted").get<bool>()) wanted.insert(link.at("digest").get<std::string>());
+    std::vector<oci::Digest> missing;
+    for (auto& text : wanted)
+        if (auto digest = oci::Digest::parse(text); digest && !blobs.size(*digest)) missing.push_back(*digest);
+
+    std::atomic<std::size_t> next{0};
+    std::atomic<bool> unavailable{false};
+    std::vector<std::thread> workers;
+    for (unsigned i = 0; i < std::max(1u, options.bootstrap_parallelism); ++i)
+        workers.emplace_back([&] {
+            for (std::size_t n; !stopping && (n = next++) < missing.size();)
+                if (applier.ensure_blob(missing[n], sources(&peer)) == ApplyResult::unavailable) unavailable = true;
+        });
+    for (auto& worker : workers) worker.join();
+    if (unavailable || stopping) throw std::runtime_error("bootstrap interrupted while copying blobs");
+
+    auto src = sources(&peer);
+    for (auto& link : doc.at("links")) {
+        bool deleted = link.at("deleted").get<bool>();
+        applier.apply({deleted ? Event::Type::unlink : Event::Type::link, link.at("repo"), link.at("digest"), {},
+                       stamp_of(link)},
+                      src);
+    }
+    // Images before indexes, so an index finds its children already here.
+    for (int pass = 0; pass < 2; ++pass)
+        for (auto& m : doc.at("manifests")) {
+            const bool deleted = m.at("deleted").get<bool>();
+            const bool index = m.value("index", false);
+            if (deleted && pass == 0) {
+                applier.apply({Event::Type::manifest_deleted, m.at("repo"), m.at("digest"), {}, stamp_of(m)}, src);
+            } else if (!deleted && index == (pass == 1)) {
+                ManifestContent content{m.at("media_type"), m.at("bytes")};
+                if (applier.apply_manifest(m.at("repo"), m.at("digest"), stamp_of(m), std::move(content), src) ==
+                    ApplyResult::unavailable)
+                    throw std::runtime_error("bootstrap interrupted while copying manifests");
+            }
+        }
+    for (auto& t : doc.at("tags")) {
+        auto digest = t.at("digest").get<std::string>();
+        Event event{digest.empty() ? Event::Type::tag_deleted : Event::Type::tag, t.at("repo"), digest, t.at("tag"),
+                    stamp_of(t)};
+        if (applier.apply(event, src) == ApplyResult::unavailable)
+            throw std::runtime_error("bootstrap interrupted while copying tags");
+    }
+    peer.cursor = doc.at("head").get<std::uint64_t>();
+    save_cursor(peer);
+    observe::log("info", "bootstrap finished",
+                 {{"peer", peer.client.address()}, {"blobs_copied", missing.size()}, {"cursor", peer.cursor}});
+}
+
+void Replicator::Impl::resolve_dns() {
+    auto colon = options.peer_dns.rfind(':');
+    auto host = options.peer_dns.substr(0, colon);
+    auto port = colon == std::string::npos ? std::string("5000") : options.peer_dns.substr(colon + 1);
+    while (!stopping) {
+        addrinfo hints{};
+        hints.ai_socktype = SOCK_STREAM;
+        addrinfo* result = nullptr;
+        if (getaddrinfo(host.c_str(), port.c_str(), &hints, &result) == 0) {
+            for (auto* ai = result; ai; ai = ai->ai_next) {
+                char text[NI_MAXHOST];
+                if (getnameinfo(ai->ai_addr, ai->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0)
+                    continue;
+                std::string address = ai->ai_family == AF_INET6 ? "[" + std::string(text) + "]:" + port
+                                                                : std::string(text) + ":" + port;
+                std::lock_guard lock(mutex);
+                if (auto* peer = add_peer(address))
+                    peer->thread = std::thread([this, peer] { follow(*peer); });
+            }
+            freeaddrinfo(result);
+        }
+        sleep_for(std::chrono::seconds(15));
+    }
+}
+
+Replicator::Replicator(Options options, std::string self_id, storage::BlobStore& blobs, storage::MetaStore& meta,
+                       storage::HybridClock& clock)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(self_id), blobs, meta, clock)) {}
+
+Replicator::~Replicator() { stop(); }
+
+void Replicator::start() {
+    std::lock_guard lock(impl_->mutex);
+    impl_->started = true;
+    for (auto& peer : impl_->peers)
+        if (!peer->self) peer->thread = std::thread([this, p = peer.get()] { impl_->follow(*p); });
+    if (!impl_->options.peer_dns.empty()) impl_->discovery = std::thread([this] { impl_->resolve_dns(); });
+}
+
+void Replicator::stop() {
+    {
+        std::lock_guard lock(impl_->mutex);
+        impl_->stopping = true;
+    }
+    impl_->wake.notify_all();
+    if (impl_->discovery.joinable()) impl_->discovery.join();
+    std::vector<std::thread*> threads;
+    {
+        std::lock_guard lock(impl_->mutex);
+        for (auto& peer : impl_->peers) threads.push_back(&peer->thread);
+    }
+    for (auto* thread : threads)
+        if (thread->joinable()) thread->join();
+}
+
+const std::string& Replicator::self_id() const { return impl_->self_id; }
+const std::string& Replicator::secret() const { return impl_->options.secret; }
+
+bool Replicator::authorized(std::string_view secret) const {
+    const auto& expected = impl_->options.secret;
+    return !expected.empty() && secret.size() == expected.size() &&
+           CRYPTO_memcmp(secret.data(), expected.data(), expected.size()) == 0;
+}
+
+bool Replicator::ready() const {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->started) return false;
+    return std::none_of(impl_->peers.begin(), impl_->peers.end(), [](auto& p) { return p->holds_readiness; });
+}
+
+std::optional<std::string> Replicator::address_of(const std::string& replica_id) const {
+    std::lock_guard lock(impl_->mutex);
+    for (auto& peer : impl_->peers)
+        if (!peer->self && peer->id == replica_id) return peer->client.address();
+    return std::nullopt;
+}
+
+std::string Replicator::status_json() const {
+    std::lock_guard lock(impl_->mutex);
+    json peers = json::array();
+    for (auto& p : impl_->peers) {
+        if (p->self) continue;
+        peers.push_back({{"address", p->client.address()}, {"id", p->id}, {"reachable", p->reachable},
+                         {"caught_up", !p->holds_readiness}, {"cursor", p->cursor}, {"head", p->head},
+                         {"lag_events", p->head > p->cursor ? p->head - p->cursor : 0},
+                         {"lag_seconds", p->oldest_unapplied_ms ? (now_ms() - p->oldest_unapplied_ms) / 1000.0 : 0.0},
+                         {"applied", p->applied}, {"errors", p->errors}, {"last_error", p->last_error}});
+    }
+    bool ready = impl_->started && std::none_of(impl_->peers.begin(), impl_->peers.end(),
+                                                [](auto& p) { return p->holds_readiness; });
+    return json{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"log_head", impl_->meta.log_head()},
+                {"ready", ready}, {"bytes_fetched", impl_->applier.bytes_fetched()}, {"peers", peers}}
+        .dump();
+}
+
+std::string Replicator::metrics_text() const {
+    std::lock_guard lock(impl_->mutex);
+    std::string out =
+        "# HELP berth_replication_lag_events Change-log events of the peer not yet applied here.\n"
+        "# TYPE berth_replication_lag_events gauge\n";
+    std::string seconds = "# HELP berth_replication_lag_seconds Age of the oldest peer event not yet applied.\n"
+                          "# TYPE berth_replication_lag_seconds gauge\n";
+    std::string errors = "# HELP berth_replication_errors_total Failed requests to the peer.\n"
+                         "# TYPE berth_replication_errors_total counter\n";
+    std::string up = "# HELP berth_replication_peer_up Whether the last request to the peer succeeded.\n"
+                     "# TYPE berth_replication_peer_up gauge\n";
+    for (auto& p : impl_->peers) {
+        if (p->self) continue;
+        auto label = "{peer=\"" + p->client.address() + "\"} ";
+        out += "berth_replication_lag_events" + label + std::to_string(p->head > p->cursor ? p->head - p->cursor : 0) + "\n";
+        seconds += "berth_replication_lag_seconds" + label +
+                   std::to_string(p->oldest_unapplied_ms ? (now_ms() - p->oldest_unapplied_ms) / 1000.0 : 0.0) + "\n";
+        errors += "berth_replication_errors_total" + label + std::to_string(p->errors) + "\n";
+        up += "berth_replication_peer_up" + label + (p->reachable ? "1\n" : "0\n");
+    }
+    return out + seconds + errors + up +
+           "# HELP berth_replication_fetched_bytes_total Blob bytes copied from peers.\n"
+           "# TYPE berth_replication_fetched_bytes_total counter\n"
+           "berth_replication_fetched_bytes_total " + std::to_string(impl_->applier.bytes_fetched()) + "\n";
+}
+
+std::string Replicator::log_json(std::uint64_t after, std::size_t limit) const {
+    json entries = json::array();
+    for (auto& entry : impl_->meta.read_log(after, std::min<std::size_t>(limit, 1000)))
+        entries.push_back({{"seq", entry.sequence}, {"event", entry.event}});
+    return json{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"head", impl_->meta.log_head()},
+                {"entries", entries}}
+        .dump();
+}
+
+std::string Replicator::snapshot_json() const {
+    struct Collector : storage::MetaStore::StateVisitor {
+        json manifests = json::array(), tags = json::array(), links = json::array();
+        void manifest(const std::string& repo, const std::string& digest, const storage::ManifestRecord& r) override {
+            json m = stamp_fields(r.stamp);
+            m.update({{"repo", repo}, {"digest", digest}, {"deleted", r.deleted}, {"media_type", r.media_type}});
+            if (!r.deleted) {
+                m["bytes"] = r.bytes;
+                m["index"] = r.bytes.find("\"manifests\"") != std::string::npos;
+            }
+            manifests.push_back(std::move(m));
+        }
+        void tag(const std::string& repo, const std::string& tag, const storage::TagRecord& r) override {
+            json t = stamp_fields(r.stamp);
+            t.update({{"repo", repo}, {"tag", tag}, {"digest", r.digest}});
+            tags.push_back(std::move(t));
+        }
+        void link(const std::string& repo, const std::string& digest, const storage::LinkRecord& r) override {
+            json l = stamp_fields(r.stamp);
+            l.update({{"repo", repo}, {"digest", digest}, {"deleted", r.deleted}});
+            links.push_back(std::move(l));
+        }
+    } collector;
+    auto head = impl_->meta.visit_state(collector);
+    return json{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"head", head},
+                {"manifests", std::move(collector.manifests)}, {"tags", std::move(collector.tags)},
+                {"links", std::move(collector.links)}}
+        .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void Replicator::apply_pushed(const std::string& origin, const std::vector<Event>& events) {
+    Peer* source = nullptr;
+    {
+        std::lock_guard lock(impl_->mutex);
+        for (auto& peer : impl_->peers)
+            if (peer->id == origin) source = peer.get();
+    }
+    auto src = impl_->sources(source);
+    for (auto& event : events)
+        if (impl_->applier.apply(event, src) == ApplyResult::unavailable)
+            throw oci::Error(oci::ErrorCode::unavailable, "content for a replicated write could not be fetched");
+}
+
+bool Replicator::fetch_blob(const std::string& repo, const oci::Digest& digest) {
+    for (auto* source : impl_->sources(nullptr)) {
+        try {
+            auto response = source->request("GET", "/_berth/v1/record?repo=" + repo + "&link=" + digest.str(), {},
+                                            std::chrono::seconds(2));
+            if (response.status != 200) continue;
+            auto doc = json::parse(response.body);
+            Event event{Event::Type::link, repo, digest.str(), {}, {doc.at("clock"), doc.at("origin")}};
+            std::vector<PeerClient*> sources{source};
+            if (impl_->applier.apply(event, sources) != ApplyResult::unavailable && impl_->meta.has_link(repo, digest.str()))
+                return true;
+        } catch (const std::exception&) {
+        }
+    }
+    return false;
+}
+
+bool Replicator::fetch_manifest(const std::string& repo, const std::string& reference) {
+    const bool by_digest = reference.find(':') != std::string::npos;
+    for (auto* source : impl_->sources(nullptr)) {
+        try {
+            auto response = source->request(
+                "GET", "/_berth/v1/record?repo=" + repo + (by_digest ? "&manifest=" : "&tag=") + reference, {},
+                std::chrono::seconds(2));
+            if (response.status != 200) continue;
+            auto doc = json::parse(response.body);
+            storage::Stamp stamp{doc.at("clock"), doc.at("origin")};
+            std::vector<PeerClient*> sources{source};
+            if (by_digest) impl_->applier.apply_manifest(repo, reference, stamp, std::nullopt, sources);
+            else impl_->applier.apply({Event::Type::tag, repo, doc.at("digest"), reference, stamp}, sources);
+            return true;
+        } catch (const std::exception&) {
+        }
+    }
+    return false;
+}
+
+void Replicator::replicate(const std::vector<Event>& events) {
+    if (impl_->options.write_quorum == WriteQuorum::local || events.empty()) return;
+    std::vector<Peer*> targets;
+    {
+        std::lock_guard lock(impl_->mutex);
+        for (auto& peer : impl_->peers)
+            if (!peer->self) targets.push_back(peer.get());
+    }
+    const std::size_t replicas = targets.size() + 1;
+    const std::size_t needed =
+        impl_->options.write_quorum == WriteQuorum::all ? replicas : replicas / 2 + 1;
+    json body = {{"events", json::array()}};
+    for (auto& event : events) body["events"].push_back(json::parse(event.json()));
+    const auto text = body.dump();
+
+    struct Tally {
+        std::mutex mutex;
+        std::condition_variable done;
+        std::size_t acks = 1, answered = 0;  // this replica holds it already
+    };
+    auto tally = std::make_shared<Tally>();
+    for (auto* peer : targets) {
+        // Detached: a slow peer must not hold the client past the quorum.
+        std::thread([peer, tally, text, self = impl_->self_id, timeout = impl_->options.quorum_timeout] {
+            bool ok = false;
+            try {
+                ok = peer->client.request("POST", "/_berth/v1/apply", text, timeout, {{"Berth-Replica", self}})
+                         .status == 200;
+            } catch (const std::exception&) {
+            }
+            std::lock_guard lock(tally->mutex);
+            ++tally->answered;
+            if (ok) ++tally->acks;
+            tally->done.notify_all();
+        }).detach();
+    }
+    std::unique_lock lock(tally->mutex);
+    tally->done.wait_for(lock, impl_->options.quorum_timeout,
+                         [&] { return tally->acks >= needed || tally->answered == targets.size(); });
+    if (tally->acks < needed)
+        throw oci::Error(oci::ErrorCode::unavailable, "write quorum not reached",
+                         std::to_string(tally->acks) + " of " + std::to_string(needed) + " replicas hold the write");
+}
+
+}  // namespace berth::replication

@@ -1,0 +1,114 @@
+#pragma once
+// Replicator internals shared by its source files.
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "applier.hpp"
+#include "berth/replication/options.hpp"
+#include "berth/replication/replicator.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "peer_client.hpp"
+
+namespace berth::replication {
+
+std::uint64_t now_ms();
+std::string random_hex(std::size_t bytes);
+
+struct Peer {
+    explicit Peer(const std::string& address, const std::string& secret) : client(address, secret) {}
+    PeerClient client;
+    std::thread thread;
+
+    // Guarded by Impl::mutex.
+    std::string id;
+    bool self = false;
+    bool reachable = false;
+    bool holds_readiness = true;  // until caught up, or found unreachable at first contact
+    std::optional<std::uint64_t> target;  // the peer's head when we first reached it
+    std::string epoch;
+    std::uint64_t cursor = 0, head = 0, errors = 0, applied = 0;
+    std::uint64_t last_contact_ms = 0, oldest_unapplied_ms = 0;
+    std::string last_error;
+};
+
+struct Replicator::Impl {
+    Impl(Options o, std::string self, storage::BlobStore& b, storage::MetaStore& m, storage::HybridClock& c)
+        : options(std::move(o)), self_id(std::move(self)), blobs(b), meta(m), clock(c), applier(b, m, c) {
+        epoch = meta.setting("log_epoch").value_or("");
+        if (epoch.empty()) {
+            epoch = random_hex(8);
+            meta.put_setting("log_epoch", epoch);
+        }
+        for (auto& address : options.peers) add_peer(address);
+    }
+
+    Options options;
+    std::string self_id;
+    storage::BlobStore& blobs;
+    storage::MetaStore& meta;
+    storage::HybridClock& clock;
+    Applier applier;
+    std::string epoch;
+
+    mutable std::mutex mutex;
+    std::condition_variable wake;
+    std::vector<std::unique_ptr<Peer>> peers;
+    std::atomic<bool> stopping{false};
+    std::thread discovery;
+    bool started = false;
+
+    // A StatefulSet lists every member, itself included: berth-0.berth:5000 is
+    // recognised as self on replica berth-0 before any request is made.
+    bool looks_like_self(const std::string& address) const {
+        auto host = address.substr(0, address.rfind(':'));
+        return host == self_id || host.starts_with(self_id + ".");
+    }
+
+    Peer* add_peer(const std::string& address) {
+        for (auto& peer : peers)
+            if (peer->client.address() == address) return nullptr;
+        auto& peer = peers.emplace_back(std::make_unique<Peer>(address, options.secret));
+        if (looks_like_self(address)) {
+            peer->self = true;
+            peer->holds_readiness = false;
+        }
+        return peer.get();
+    }
+
+    std::vector<PeerClient*> sources(Peer* first) {
+        std::vector<PeerClient*> out;
+        if (first) out.push_back(&first->client);
+        std::lock_guard lock(mutex);
+        for (auto& peer : peers)
+            if (peer.get() != first && !peer->self && peer->reachable) out.push_back(&peer->client);
+        return out;
+    }
+
+    void sleep_for(std::chrono::milliseconds duration) {
+        std::unique_lock lock(mutex);
+        wake.wait_for(lock, duration, [&] { return stopping.load(); });
+    }
+
+    void save_cursor(Peer& peer) {
+        meta.put_setting("cursor/" + peer.id, peer.epoch + ":" + std::to_string(peer.cursor));
+    }
+
+    void load_cursor(Peer& peer) {
+        auto stored = meta.setting("cursor/" + peer.id).value_or("");
+        auto colon = stored.find(':');
+        if (colon == std::string::npos) return;
+        peer.epoch = stored.substr(0, colon);
+        peer.cursor = std::stoull(stored.substr(colon + 1));
+    }
+
+    void follow(Peer& peer);
+    void bootstrap(Peer& peer);
+    void resolve_dns();
+};
+
+}  // namespace berth::replication

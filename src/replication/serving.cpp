@@ -1,0 +1,49 @@
+// The parts of the peer API that read local state for another replica.
+#include <nlohmann/json.hpp>
+
+#include "berth/replication/replicator.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "replicator_impl.hpp"
+
+namespace berth::replication {
+
+std::optional<Replicator::BlobFile> Replicator::blob_file(const std::string& digest_text) const {
+    auto digest = oci::Digest::parse(digest_text);
+    if (!digest) return std::nullopt;
+    auto size = impl_->blobs.size(*digest);
+    if (!size) return std::nullopt;
+    return BlobFile{impl_->blobs.path(*digest), *size};
+}
+
+std::optional<std::pair<std::string, std::string>> Replicator::manifest_content(const std::string& repo,
+                                                                                const std::string& digest) const {
+    auto record = impl_->meta.manifest(repo, digest);
+    if (!record || record->deleted) return std::nullopt;
+    return std::pair{record->media_type, std::move(record->bytes)};
+}
+
+std::optional<std::string> Replicator::record_json(const std::string& repo, const std::string& kind,
+                                                   const std::string& key) const {
+    auto stamp = [](const storage::Stamp& s) { return nlohmann::json{{"clock", s.clock}, {"origin", s.replica}}; };
+    if (kind == "link") {
+        auto record = impl_->meta.link(repo, key);
+        if (!record || record->deleted || !blob_file(key)) return std::nullopt;
+        return stamp(record->stamp).dump();
+    }
+    if (kind == "manifest") {
+        auto record = impl_->meta.manifest(repo, key);
+        if (!record || record->deleted) return std::nullopt;
+        return stamp(record->stamp).dump();
+    }
+    if (kind == "tag") {
+        auto record = impl_->meta.tag(repo, key);
+        if (!record || record->deleted()) return std::nullopt;
+        auto out = stamp(record->stamp);
+        out["digest"] = record->digest;
+        return out.dump();
+    }
+    return std::nullopt;
+}
+
+}  // namespace berth::replication
