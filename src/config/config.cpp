@@ -111,7 +111,7 @@ void set_listen(Config& config, const std::string& address) {
     config.server.port = static_cast<std::uint16_t>(std::stoul(port_text));
 }
 
-Config parse_config(const std::string& text) {
+Config parse_config(const std::string& text, const std::filesystem::path& base) {
     json doc = json::parse(text, nullptr, false);
     if (doc.is_discarded()) throw ConfigError("the configuration is not valid JSON");
     Config config;
@@ -164,8 +164,10 @@ Config parse_config(const std::string& text) {
         if (peer.rfind(':') == std::string::npos) throw ConfigError("replication.peers entries must be HOST:PORT");
     if (config.replication.enabled()) {
         if (secret_file.empty()) throw ConfigError("replication.secret_file is required when peers are configured");
-        std::ifstream in(secret_file);
-        if (!in) throw ConfigError("replication.secret_file: cannot read " + secret_file);
+        std::filesystem::path secret_path(secret_file);
+        if (secret_path.is_relative()) secret_path = base / secret_path;
+        std::ifstream in(secret_path);
+        if (!in) throw ConfigError("replication.secret_file: cannot read " + secret_path.string());
         std::getline(in, config.replication.secret);
         while (!config.replication.secret.empty() && std::isspace(static_cast<unsigned char>(config.replication.secret.back())))
             config.replication.secret.pop_back();
@@ -184,7 +186,7 @@ Config load_config(const std::filesystem::path& file) {
     std::stringstream text;
     text << in.rdbuf();
     try {
-        return parse_config(text.str());
+        return parse_config(text.str(), file.parent_path());
     } catch (const ConfigError& error) {
         throw ConfigError(file.string() + ": " + error.what());
     }

@@ -241,6 +241,7 @@ void Replicator::stop() {
     }
     for (auto* thread : threads)
         if (thread->joinable()) thread->join();
+    while (impl_->pushes_in_flight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 const std::string& Replicator::self_id() const { return impl_->self_id; }
@@ -421,17 +422,23 @@ void Replicator::replicate(const std::vector<Event>& events) {
     auto tally = std::make_shared<Tally>();
     for (auto* peer : targets) {
         // Detached: a slow peer must not hold the client past the quorum.
-        std::thread([peer, tally, text, self = impl_->self_id, timeout = impl_->options.quorum_timeout] {
+        // stop() waits for these, as they use the peer's client.
+        ++impl_->pushes_in_flight;
+        std::thread([impl = impl_.get(), peer, tally, text, self = impl_->self_id,
+                     timeout = impl_->options.quorum_timeout] {
             bool ok = false;
             try {
                 ok = peer->client.request("POST", "/_berth/v1/apply", text, timeout, {{"Berth-Replica", self}})
                          .status == 200;
             } catch (const std::exception&) {
             }
-            std::lock_guard lock(tally->mutex);
-            ++tally->answered;
-            if (ok) ++tally->acks;
-            tally->done.notify_all();
+            {
+                std::lock_guard lock(tally->mutex);
+                ++tally->answered;
+                if (ok) ++tally->acks;
+                tally->done.notify_all();
+            }
+            --impl->pushes_in_flight;
         }).detach();
     }
     std::unique_lock lock(tally->mutex);

@@ -59,6 +59,7 @@ struct Replicator::Impl {
     std::condition_variable wake;
     std::vector<std::unique_ptr<Peer>> peers;
     std::atomic<bool> stopping{false};
+    std::atomic<int> pushes_in_flight{0};  // quorum pushes still talking to peers
     std::thread discovery;
     bool started = false;
 

@@ -25,7 +25,9 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-Config parse_config(const std::string& json_text);
+// Relative paths inside (the peer secret file) are taken from base, the
+// directory of the configuration file.
+Config parse_config(const std::string& json_text, const std::filesystem::path& base = ".");
 Config load_config(const std::filesystem::path& file);
 // "HOST:PORT" or "[v6]:PORT" into server.host and server.port.
 void set_listen(Config& config, const std::string& address);
