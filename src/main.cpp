@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "berth/auth/authorizer.hpp"
 #include "berth/config/config.hpp"
 #include "berth/http/server.hpp"
 #include "berth/observe/log.hpp"
@@ -102,7 +103,13 @@ int serve(const std::vector<std::string>& args) {
                                                                      blobs, meta, clock);
         registry.set_replicator(replicator.get());
     }
-    berth::http::Server server(config.server, registry, replicator.get());
+    std::unique_ptr<berth::auth::Authorizer> authorizer;
+    try {
+        if (config.auth.enabled()) authorizer = std::make_unique<berth::auth::Authorizer>(config.auth);
+    } catch (const std::exception& error) {
+        throw berth::config::ConfigError(std::string("auth: ") + error.what());
+    }
+    berth::http::Server server(config.server, registry, replicator.get(), authorizer.get());
     try {
         server.bind();
     } catch (const std::exception& error) {

@@ -1,5 +1,7 @@
 #include "berth/config/config.hpp"
 
+#include "berth/auth/authorizer.hpp"
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <algorithm>
@@ -60,6 +62,18 @@ public:
         std::uint64_t value = static_cast<std::uint64_t>(out.count());
         number(key, value, 365ull * 24 * 3600);
         out = std::chrono::seconds(value);
+    }
+
+    const json* object(const char* key) {
+        auto* v = find(key);
+        if (v && !v->is_object()) throw ConfigError(where(key) + " must be an object");
+        return v;
+    }
+
+    const json* array(const char* key) {
+        auto* v = find(key);
+        if (v && !v->is_array()) throw ConfigError(where(key) + " must be an array");
+        return v;
     }
 
     template <typename Read>
@@ -156,6 +170,61 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         config.replication.quorum_timeout = std::chrono::seconds(timeout);
         config.replication.poll_interval = std::chrono::milliseconds(std::max<std::uint64_t>(poll, 10));
     });
+    auto path_of = [&](const std::string& file) {
+        std::filesystem::path path(file);
+        return (path.is_relative() ? base / path : path).string();
+    };
+    top.section("auth", [&](Section& s) {
+        auto& a = config.auth;
+        s.string("htpasswd", a.htpasswd_file);
+        if (!a.htpasswd_file.empty()) a.htpasswd_file = path_of(a.htpasswd_file);
+        s.section("token", [&](Section& t) {
+            t.string("signing_key", a.token_signing_key_file);
+            if (!a.token_signing_key_file.empty()) a.token_signing_key_file = path_of(a.token_signing_key_file);
+            t.strings("verify_keys", a.token_verify_key_files);
+            for (auto& file : a.token_verify_key_files) file = path_of(file);
+            t.string("issuer", a.token_issuer, false);
+            t.string("service", a.token_service, false);
+            t.string("realm", a.token_realm);
+            t.seconds("ttl_seconds", a.token_ttl);
+        });
+        if (auto* groups = s.object("groups")) {
+            for (auto& [name, members] : groups->items()) {
+                if (!members.is_array()) throw ConfigError("auth.groups." + name + " must be an array of user names");
+                for (auto& member : members) {
+                    if (!member.is_string()) throw ConfigError("auth.groups." + name + " must be an array of user names");
+                    a.groups[name].push_back(member.get<std::string>());
+                }
+            }
+        }
+        if (auto* rules = s.array("rules")) {
+            for (std::size_t i = 0; i < rules->size(); ++i) {
+                Section r((*rules)[i], "auth.rules[" + std::to_string(i) + "]");
+                auth::Rule rule;
+                std::vector<std::string> actions;
+                r.string("repository", rule.repository, false);
+                r.strings("principals", rule.principals);
+                r.strings("actions", actions);
+                r.finish();
+                if (rule.repository.empty() || rule.principals.empty() || actions.empty())
+                    throw ConfigError("auth.rules[" + std::to_string(i) + "] needs repository, principals and actions");
+                for (auto& p : rule.principals)
+                    if (!(p == "anonymous" || p == "authenticated" || p.starts_with("user:") || p.starts_with("group:")))
+                        throw ConfigError("auth.rules[" + std::to_string(i) + "].principals: \"" + p +
+                                          "\" is not user:NAME, group:NAME, authenticated or anonymous");
+                for (auto& name : actions) {
+                    auto action = auth::parse_action(name);
+                    if (!action)
+                        throw ConfigError("auth.rules[" + std::to_string(i) + "].actions: \"" + name +
+                                          "\" is not pull, push or delete");
+                    rule.actions.push_back(*action);
+                }
+                a.rules.push_back(std::move(rule));
+            }
+        }
+    });
+    if (!config.auth.rules.empty() && !config.auth.enabled())
+        throw ConfigError("auth.rules need auth.htpasswd or auth.token to know who is asking");
     if (quorum == "local") config.replication.write_quorum = replication::WriteQuorum::local;
     else if (quorum == "quorum") config.replication.write_quorum = replication::WriteQuorum::quorum;
     else if (quorum == "all") config.replication.write_quorum = replication::WriteQuorum::all;

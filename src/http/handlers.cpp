@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
 
+#include "berth/auth/authorizer.hpp"
 #include "berth/oci/media_types.hpp"
+#include "berth/observe/log.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/registry/upload.hpp"
 #include "berth/replication/replicator.hpp"
@@ -15,6 +17,13 @@ namespace {
 using oci::Error;
 using oci::ErrorCode;
 using registry::Registry;
+
+// Pushes and deletes, with who did them, for the audit trail.
+void audit(const Request& request, const char* action, const std::string& reference) {
+    observe::log("info", "audit",
+                 {{"action", action}, {"principal", request.principal}, {"repository", request.target.route.name},
+                  {"reference", reference}});
+}
 
 Plan immediate(Response response) {
     Plan plan;
@@ -132,10 +141,11 @@ Plan manifest_route(Registry& registry, Request& request) {
             plan.body = Plan::Body::buffer;
             plan.buffer_limit = limit;
             auto extra_tags = request.target.query.all("tag");
-            plan.finish = [&registry, route, content_type = request.content_type, extra_tags](std::string& body,
-                                                                                                std::uint64_t) {
+            plan.finish = [&registry, route, request, content_type = request.content_type,
+                           extra_tags](std::string& body, std::uint64_t) {
                 auto result = registry.put_manifest(route.name, route.reference, content_type, std::move(body),
                                                     extra_tags);
+                audit(request, "push", route.reference + "@" + result.digest.str());
                 auto response = status_only(201);
                 response.set("Location", "/v2/" + route.name + "/manifests/" + result.digest.str());
                 response.set("Docker-Content-Digest", result.digest.str());
@@ -148,6 +158,7 @@ Plan manifest_route(Registry& registry, Request& request) {
         }
         case Method::del:
             registry.delete_manifest(route.name, route.reference);
+            audit(request, "delete manifest", route.reference);
             return immediate(status_only(202));
         default: not_allowed();
     }
@@ -194,6 +205,7 @@ Plan blob_route(Registry& registry, Request& request) {
         }
         case Method::del:
             registry.delete_blob(route.name, route.reference);
+            audit(request, "delete blob", route.reference);
             return immediate(status_only(202));
         default: not_allowed();
     }
@@ -286,10 +298,15 @@ Plan tags_route(Registry& registry, Request& request) {
     return immediate(std::move(response));
 }
 
-Plan catalog_route(Registry& registry, Request& request) {
+Plan catalog_route(Registry& registry, const auth::Authorizer* authorizer, Request& request) {
     if (request.method != Method::get && request.method != Method::head) not_allowed();
     auto n = page_size(request.target.query);
     auto page = registry.catalog(n, request.target.query.get("last").value_or(""));
+    if (authorizer) {
+        // Only what the caller may pull; a page may come out shorter than n.
+        std::erase_if(page.items, [&](auto& repo) { return !authorizer->may_pull({request.principal}, repo); });
+        if (page.items.empty()) page.more = false;
+    }
     auto response = json_response(200, nlohmann::json{{"repositories", page.items}}.dump());
     if (page.more) response.set("Link", next_link("/v2/_catalog", page.items.size(), page.items.back()));
     return immediate(std::move(response));
@@ -305,6 +322,33 @@ Plan referrers_route(Registry& registry, Request& request) {
     return immediate(std::move(response));
 }
 
+// What a /v2/ request needs to be allowed, by route and method.
+std::vector<auth::Need> needs_of(const Request& request) {
+    using auth::Action;
+    const auto& route = request.target.route;
+    auto need = [&](Action action) { return auth::Need{route.name, action, false}; };
+    const bool write = request.method != Method::get && request.method != Method::head;
+    switch (route.kind) {
+        case RouteKind::catalog: return {auth::Need{{}, Action::pull, true}};
+        case RouteKind::tags:
+        case RouteKind::referrers: return {need(Action::pull)};
+        case RouteKind::manifest:
+        case RouteKind::blob:
+            if (request.method == Method::del) return {need(Action::del)};
+            if (write) return {need(Action::push)};
+            return {need(Action::pull)};
+        case RouteKind::upload_start: {
+            std::vector<auth::Need> needs{need(Action::push)};
+            // A mount reads the source repository: that needs pull there too.
+            if (auto from = request.target.query.get("from"); from && request.target.query.get("mount"))
+                needs.push_back({*from, Action::pull, false});
+            return needs;
+        }
+        case RouteKind::upload: return {need(Action::push)};
+        default: return {};
+    }
+}
+
 }  // namespace
 
 Response error_response(oci::ErrorCode code, const std::string& message, const std::string& detail) {
@@ -315,7 +359,31 @@ Response error_response(const oci::Error& error) { return error_response(error.c
 
 Plan plan_request(Services& services, Request& request) {
     auto& registry = services.registry;
-    switch (request.target.route.kind) {
+    const auto kind = request.target.route.kind;
+    const bool v2 = kind == RouteKind::base || kind == RouteKind::catalog || kind == RouteKind::tags ||
+                    kind == RouteKind::manifest || kind == RouteKind::blob || kind == RouteKind::upload_start ||
+                    kind == RouteKind::upload || kind == RouteKind::referrers;
+    // A request forwarded by a peer was authorized where it arrived.
+    const bool from_peer = request.forwarded && services.replicator && services.replicator->authorized(request.peer_secret);
+    if (v2 && services.authorizer && services.authorizer->enabled() && !from_peer) {
+        auto decision = services.authorizer->check(request.authorization, needs_of(request), request.host, request.secure);
+        if (!decision.allowed) {
+            auto response = error_response(decision.status == 403 ? ErrorCode::denied : ErrorCode::unauthorized,
+                                           decision.message);
+            if (!decision.challenge.empty()) response.set("WWW-Authenticate", decision.challenge);
+            return immediate(std::move(response));
+        }
+        request.principal = decision.principal.name;
+    }
+    switch (kind) {
+        case RouteKind::token: {
+            if (!services.authorizer) return immediate(error_response(ErrorCode::name_unknown, "no such route"));
+            auto [status, body] = services.authorizer->issue_token(
+                request.authorization, request.target.query.get("service").value_or(""), request.target.query.all("scope"));
+            auto response = json_response(status, std::move(body));
+            if (status == 401) response.set("WWW-Authenticate", "Basic realm=\"berth\"");
+            return immediate(std::move(response));
+        }
         case RouteKind::base:
             if (request.method != Method::get && request.method != Method::head) not_allowed();
             return immediate(json_response(200, "{}"));
@@ -333,7 +401,7 @@ Plan plan_request(Services& services, Request& request) {
             if (!services.replicator || !services.replicator->authorized(request.peer_secret))
                 return immediate(error_response(ErrorCode::unauthorized, "peer authentication required"));
             return plan_peer_request(*services.replicator, request);
-        case RouteKind::catalog: return catalog_route(registry, request);
+        case RouteKind::catalog: return catalog_route(registry, services.authorizer, request);
         case RouteKind::tags: return tags_route(registry, request);
         case RouteKind::manifest: return manifest_route(registry, request);
         case RouteKind::blob: return blob_route(registry, request);

@@ -18,6 +18,9 @@ class Registry;
 namespace berth::replication {
 class Replicator;
 }
+namespace berth::auth {
+class Authorizer;
+}
 
 namespace berth::http {
 
@@ -31,6 +34,10 @@ struct Request {
     std::string range;
     std::optional<std::uint64_t> content_length;
     bool has_body = false;
+    std::string authorization;
+    std::string host;
+    bool secure = false;      // arrived over TLS
+    std::string principal;    // who made it, once authenticated ("" anonymous)
     std::string peer_secret;  // Berth-Peer-Secret, from another replica
     std::string peer_origin;  // Berth-Replica: the id of the replica calling
     bool forwarded = false;   // Berth-Forwarded: already sent on by a replica
@@ -40,6 +47,7 @@ struct Request {
 struct Services {
     registry::Registry& registry;
     replication::Replicator* replicator;  // null without peers
+    const auth::Authorizer* authorizer;   // null: everyone may do everything
 };
 
 // Where a streamed request body goes, chunk by chunk, as it arrives.

@@ -114,6 +114,7 @@ std::optional<Target> parse_target(std::string_view target) {
     if (path == "/healthz") out.route.kind = RouteKind::healthz;
     else if (path == "/readyz") out.route.kind = RouteKind::readyz;
     else if (path == "/metrics") out.route.kind = RouteKind::metrics;
+    else if (path == "/auth/token") out.route.kind = RouteKind::token;
     else if (path.starts_with("/_berth/v1/")) out.route = {RouteKind::peer, {}, std::string(path.substr(11))};
     else if (path == "/v2") out.route.kind = RouteKind::base;
     else if (path.starts_with("/v2/")) {

@@ -13,6 +13,7 @@ namespace berth::http {
 enum class RouteKind {
     base, catalog, tags, manifest, blob, upload_start, upload, referrers,
     healthz, readyz, metrics,
+    token,  // /auth/token, the built-in token endpoint
     peer,  // /_berth/v1/<reference>
     unknown
 };

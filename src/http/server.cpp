@@ -26,8 +26,9 @@ unsigned cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 }  // namespace
 
 struct Server::Impl {
-    Impl(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator)
-        : context(options, Services{registry, replicator},
+    Impl(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator,
+         const auth::Authorizer* authorizer)
+        : context(options, Services{registry, replicator, authorizer},
                   options.worker_threads ? options.worker_threads : 4 * cores()),
           io(static_cast<int>(options.io_threads ? options.io_threads : cores())),
           acceptor(io), signals(io, SIGINT, SIGTERM) {}
@@ -101,8 +102,9 @@ struct Server::Impl {
     }
 };
 
-Server::Server(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator)
-    : impl_(std::make_unique<Impl>(std::move(options), registry, replicator)) {}
+Server::Server(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator,
+               const auth::Authorizer* authorizer)
+    : impl_(std::make_unique<Impl>(std::move(options), registry, replicator, authorizer)) {}
 
 Server::~Server() {
     impl_->io.stop();

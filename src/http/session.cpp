@@ -111,6 +111,8 @@ private:
         request_.range = std::string(head[bhttp::field::range]);
         if (auto length = parser_->content_length()) request_.content_length = *length;
         request_.has_body = !parser_->is_done();
+        request_.authorization = std::string(head[bhttp::field::authorization]);
+        request_.host = std::string(head[bhttp::field::host]);
         request_.peer_secret = std::string(head["Berth-Peer-Secret"]);
         request_.peer_origin = std::string(head["Berth-Replica"]);
         request_.forwarded = !head["Berth-Forwarded"].empty();
@@ -121,7 +123,9 @@ private:
         // those go to the workers.
         const bool read = request_.method == Method::get || request_.method == Method::head;
         const auto kind = request_.target.route.kind;
-        if (read && !context_.services.replicator && kind != RouteKind::peer) {
+        // Basic credentials may cost a bcrypt check: never on an I/O thread.
+        const bool basic = request_.authorization.size() > 5 && beast::iequals(request_.authorization.substr(0, 6), "basic ");
+        if (read && !context_.services.replicator && kind != RouteKind::peer && kind != RouteKind::token && !basic) {
             auto error = make_plan();
             return error ? respond(std::move(*error)) : on_plan();
         }
@@ -252,6 +256,7 @@ private:
 
     void respond(Response response) {
         plan_.sink.reset();
+        principal_ = request_.principal;
         if (parser_ && !parser_->is_done()) keep_alive_ = false;  // unread body: the stream is out of step
         if (context_.draining) keep_alive_ = false;
         if (request_.method == Method::head && !response.head_length) {
@@ -359,7 +364,7 @@ private:
         auto micros = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_);
         observe::log("info", "request",
                      {{"request_id", request_id_}, {"peer", peer_}, {"method", method_text_}, {"target", target_text_},
-                      {"status", status_}, {"bytes_in", body_bytes_}, {"bytes_out", bytes_out_},
+                      {"status", status_}, {"principal", principal_}, {"bytes_in", body_bytes_}, {"bytes_out", bytes_out_},
                       {"duration_ms", static_cast<double>(micros.count()) / 1000.0}});
     }
 
@@ -397,7 +402,7 @@ private:
     std::optional<FileBody> file_;
 
     // For the access log.
-    std::string peer_, method_text_, target_text_;
+    std::string peer_, method_text_, target_text_, principal_;
     std::chrono::steady_clock::time_point started_;
     std::uint64_t request_id_ = 0, body_bytes_ = 0, bytes_out_ = 0;
     int status_ = 0;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "berth/auth/options.hpp"
 #include "berth/http/server.hpp"
 #include "berth/registry/options.hpp"
 #include "berth/replication/options.hpp"
@@ -17,6 +18,7 @@ struct Config {
     http::ServerOptions server;
     registry::Options registry;
     replication::Options replication;
+    auth::Options auth;
     std::chrono::seconds upload_purge_interval{60};
 };
 

@@ -13,6 +13,9 @@ class Registry;
 namespace berth::replication {
 class Replicator;
 }
+namespace berth::auth {
+class Authorizer;
+}
 
 namespace berth::http {
 
@@ -31,8 +34,10 @@ struct ServerOptions {
 
 class Server {
 public:
-    // replicator may be null: a single registry without peers.
-    Server(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator = nullptr);
+    // replicator may be null: a single registry without peers; authorizer
+    // null: no authentication.
+    Server(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator = nullptr,
+           const auth::Authorizer* authorizer = nullptr);
     ~Server();
 
     // Binds; after this port() is the real port (useful with port 0).

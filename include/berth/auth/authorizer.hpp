@@ -1,0 +1,60 @@
+#pragma once
+// Authentication (htpasswd Basic, Bearer JWTs) and per-repository
+// authorization. It sees headers as strings, never HTTP framing.
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "berth/auth/options.hpp"
+
+namespace berth::auth {
+
+struct Principal {
+    std::string name;  // empty for anonymous
+    bool anonymous() const { return name.empty(); }
+};
+
+// One thing a request needs, e.g. pull on "team/app".
+struct Need {
+    std::string repository;  // "" with catalog
+    Action action = Action::pull;
+    bool catalog = false;
+};
+
+struct Decision {
+    bool allowed = false;
+    int status = 200;          // 401 or 403 when refused
+    std::string challenge;     // WWW-Authenticate value for a 401
+    std::string message;
+    Principal principal;
+};
+
+class Authorizer {
+public:
+    explicit Authorizer(Options options);
+    ~Authorizer();
+
+    bool enabled() const;
+    // authorization: the Authorization header; host: the Host header (for the realm);
+    // secure: whether the request came over TLS.
+    Decision check(std::string_view authorization, const std::vector<Need>& needs, std::string_view host,
+                   bool secure) const;
+    // May principal pull from repository? (filters the catalog)
+    bool may_pull(const Principal& principal, const std::string& repository) const;
+
+    // The built-in token endpoint: GET /auth/token?service=&scope=...; returns
+    // the status and JSON body.
+    std::pair<int, std::string> issue_token(std::string_view authorization, const std::string& service,
+                                            const std::vector<std::string>& scopes) const;
+    bool issues_tokens() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+std::optional<Action> parse_action(std::string_view text);
+
+}  // namespace berth::auth

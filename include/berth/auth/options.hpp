@@ -1,0 +1,37 @@
+#pragma once
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace berth::auth {
+
+enum class Action { pull, push, del };
+
+// Who may do what where. `repository` is a glob: '*' stays within one path
+// component, '**' crosses them, and "${user}" stands for the caller's name.
+// principals: "user:NAME", "group:NAME", "authenticated", "anonymous".
+struct Rule {
+    std::string repository;
+    std::vector<std::string> principals;
+    std::vector<Action> actions;
+};
+
+struct Options {
+    std::string htpasswd_file;  // enables Basic authentication
+    // Bearer tokens (docker token spec). A signing key also enables the
+    // built-in token endpoint at /auth/token.
+    std::string token_signing_key_file;
+    std::vector<std::string> token_verify_key_files;  // an external issuer's public keys
+    std::string token_issuer = "berth";
+    std::string token_service = "berth";
+    std::string token_realm;  // absolute URL; empty: derived from the request's Host
+    std::chrono::seconds token_ttl{300};
+    std::map<std::string, std::vector<std::string>> groups;
+    std::vector<Rule> rules;
+
+    bool enabled() const { return !htpasswd_file.empty() || !token_signing_key_file.empty() || !token_verify_key_files.empty(); }
+    bool tokens() const { return !token_signing_key_file.empty() || !token_verify_key_files.empty(); }
+};
+
+}  // namespace berth::auth

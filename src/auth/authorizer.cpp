@@ -1,0 +1,281 @@
+#include "berth/auth/authorizer.hpp"
+
+#include <openssl/rand.h>
+
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "base64.hpp"
+#include "berth/oci/names.hpp"
+#include "htpasswd.hpp"
+#include "jwt.hpp"
+#include "rules.hpp"
+
+namespace berth::auth {
+
+using nlohmann::json;
+
+namespace {
+
+const char* action_name(Action action) {
+    switch (action) {
+        case Action::pull: return "pull";
+        case Action::push: return "push";
+        case Action::del: return "delete";
+    }
+    return "pull";
+}
+
+// Host goes into the realm URL a client will call with its password: only
+// plain host[:port] characters are accepted from the request.
+bool plain_host(std::string_view host) {
+    if (host.empty() || host.size() > 255) return false;
+    for (char c : host)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' || c == '[' || c == ']'))
+            return false;
+    return true;
+}
+
+struct Credentials {
+    enum class Kind { none, basic, bearer, malformed } kind = Kind::none;
+    std::string user, password, token;
+};
+
+Credentials parse_authorization(std::string_view header) {
+    Credentials out;
+    if (header.empty()) return out;
+    auto space = header.find(' ');
+    auto scheme = header.substr(0, space);
+    auto value = space == std::string_view::npos ? std::string_view{} : header.substr(space + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    auto is = [&](const char* name) {
+        return scheme.size() == std::strlen(name) &&
+               std::equal(scheme.begin(), scheme.end(), name, [](char a, char b) { return std::tolower(a) == std::tolower(b); });
+    };
+    out.kind = Credentials::Kind::malformed;
+    if (is("basic")) {
+        auto decoded = base64_decode(value);
+        if (!decoded) return out;
+        auto colon = decoded->find(':');
+        if (colon == std::string::npos) return out;
+        out.kind = Credentials::Kind::basic;
+        out.user = decoded->substr(0, colon);
+        out.password = decoded->substr(colon + 1);
+    } else if (is("bearer") && !value.empty()) {
+        out.kind = Credentials::Kind::bearer;
+        out.token = std::string(value);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::optional<Action> parse_action(std::string_view text) {
+    if (text == "pull") return Action::pull;
+    if (text == "push") return Action::push;
+    if (text == "delete") return Action::del;
+    return std::nullopt;
+}
+
+struct Authorizer::Impl {
+    Options options;
+    std::unique_ptr<Htpasswd> htpasswd;
+    std::shared_ptr<JwtKey> signing_key;
+    std::vector<std::shared_ptr<JwtKey>> verify_keys;
+
+    // Verified tokens, so each is checked cryptographically once.
+    mutable std::mutex cache_mutex;
+    mutable std::unordered_map<std::string, std::pair<json, long long>> verified;  // token -> (claims, exp)
+
+    std::optional<json> claims_of(const std::string& token) const {
+        const auto now = std::chrono::system_clock::now();
+        const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+        {
+            std::lock_guard lock(cache_mutex);
+            auto it = verified.find(token);
+            if (it != verified.end()) {
+                if (it->second.second >= now_s) return it->second.first;
+                verified.erase(it);
+                return std::nullopt;
+            }
+        }
+        std::string error;
+        auto claims = verify_jwt(token, verify_keys, {options.token_issuer, options.token_service, now}, error);
+        if (!claims) return std::nullopt;
+        std::lock_guard lock(cache_mutex);
+        if (verified.size() > 10000) verified.clear();
+        verified[token] = {*claims, (*claims)["exp"].get<long long>()};
+        return claims;
+    }
+
+    static bool token_grants(const json& claims, const Need& need) {
+        auto access = claims.find("access");
+        if (access == claims.end() || !access->is_array()) return false;
+        for (auto& entry : *access) {
+            if (!entry.is_object()) continue;
+            const auto type = entry.value("type", std::string());
+            const auto name = entry.value("name", std::string());
+            auto actions = entry.find("actions");
+            if (actions == entry.end() || !actions->is_array()) continue;
+            auto has = [&](const char* action) {
+                return std::any_of(actions->begin(), actions->end(),
+                                   [&](auto& a) { return a.is_string() && (a == action || a == "*"); });
+            };
+            if (need.catalog ? (type == "registry" && name == "catalog" && has("*"))
+                             : (type == "repository" && name == need.repository && has(action_name(need.action))))
+                return true;
+        }
+        return false;
+    }
+
+    bool rules_grant(const std::string& user, const Need& need) const {
+        if (need.catalog) return !user.empty();
+        return allowed_actions(options, user, need.repository).count(need.action) > 0;
+    }
+
+    std::string challenge(const std::vector<Need>& needs, std::string_view host, bool secure, bool insufficient) const {
+        if (!options.tokens()) return "Basic realm=\"berth\"";
+        std::string realm = options.token_realm;
+        if (realm.empty()) realm = std::string(secure ? "https://" : "http://") + std::string(plain_host(host) ? host : "localhost") + "/auth/token";
+        std::string out = "Bearer realm=\"" + realm + "\",service=\"" + options.token_service + "\"";
+        std::string scope;
+        for (auto& need : needs) {
+            if (!scope.empty()) scope += ' ';
+            if (need.catalog) scope += "registry:catalog:*";
+            else {
+                scope += "repository:" + need.repository + ":" + action_name(need.action);
+                if (need.action == Action::push) scope += ",pull";
+            }
+        }
+        if (!scope.empty()) out += ",scope=\"" + scope + "\"";
+        if (insufficient) out += ",error=\"insufficient_scope\"";
+        return out;
+    }
+};
+
+Authorizer::Authorizer(Options options) : impl_(std::make_unique<Impl>()) {
+    impl_->options = std::move(options);
+    auto& o = impl_->options;
+    if (!o.htpasswd_file.empty()) impl_->htpasswd = std::make_unique<Htpasswd>(o.htpasswd_file);
+    if (!o.token_signing_key_file.empty()) {
+        impl_->signing_key = JwtKey::load_private(o.token_signing_key_file);
+        impl_->verify_keys.push_back(impl_->signing_key);
+    }
+    for (auto& file : o.token_verify_key_files) impl_->verify_keys.push_back(JwtKey::load_public(file));
+}
+
+Authorizer::~Authorizer() = default;
+
+bool Authorizer::enabled() const { return impl_->options.enabled(); }
+bool Authorizer::issues_tokens() const { return impl_->signing_key != nullptr; }
+
+Decision Authorizer::check(std::string_view authorization, const std::vector<Need>& needs, std::string_view host,
+                           bool secure) const {
+    Decision decision;
+    if (!enabled()) {
+        decision.allowed = true;
+        return decision;
+    }
+    auto credentials = parse_authorization(authorization);
+    auto refuse = [&](int status, std::string message, bool insufficient = false) {
+        decision.status = status;
+        decision.message = std::move(message);
+        if (status == 401) decision.challenge = impl_->challenge(needs, host, secure, insufficient);
+        return decision;
+    };
+    using Kind = Credentials::Kind;
+    if (credentials.kind == Kind::malformed) return refuse(401, "malformed Authorization header");
+    if (credentials.kind == Kind::basic) {
+        if (!impl_->htpasswd || !impl_->htpasswd->verify(credentials.user, credentials.password))
+            return refuse(401, "invalid username or password");
+        decision.principal.name = credentials.user;
+    }
+    std::optional<json> claims;
+    if (credentials.kind == Kind::bearer) {
+        if (impl_->verify_keys.empty()) return refuse(401, "bearer tokens are not accepted here");
+        claims = impl_->claims_of(credentials.token);
+        if (!claims) return refuse(401, "invalid or expired token");
+        decision.principal.name = claims->value("sub", std::string());
+    }
+    for (auto& need : needs) {
+        bool granted = claims ? Impl::token_grants(*claims, need) : impl_->rules_grant(decision.principal.name, need);
+        if (granted) continue;
+        if (claims) return refuse(401, "token does not grant this access", true);
+        if (decision.principal.anonymous()) return refuse(401, "authentication required");
+        return refuse(403, "access denied");
+    }
+    if (needs.empty() && decision.principal.anonymous() && !claims)
+        return refuse(401, "authentication required");  // GET /v2/ tells clients to sign in
+    decision.allowed = true;
+    return decision;
+}
+
+bool Authorizer::may_pull(const Principal& principal, const std::string& repository) const {
+    return !enabled() || impl_->rules_grant(principal.name, {repository, Action::pull, false});
+}
+
+std::pair<int, std::string> Authorizer::issue_token(std::string_view authorization, const std::string& service,
+                                                    const std::vector<std::string>& scopes) const {
+    auto error = [](int status, const char* code, const char* message) {
+        return std::pair{status, json{{"errors", {{{"code", code}, {"message", message}}}}}.dump()};
+    };
+    if (!impl_->signing_key) return error(404, "UNSUPPORTED", "this registry issues no tokens");
+    if (!service.empty() && service != impl_->options.token_service)
+        return error(400, "UNSUPPORTED", "unknown service");
+    auto credentials = parse_authorization(authorization);
+    std::string user;
+    if (credentials.kind == Credentials::Kind::basic) {
+        if (!impl_->htpasswd || !impl_->htpasswd->verify(credentials.user, credentials.password))
+            return error(401, "UNAUTHORIZED", "invalid username or password");
+        user = credentials.user;
+    } else if (credentials.kind != Credentials::Kind::none) {
+        return error(401, "UNAUTHORIZED", "token requests take Basic credentials");
+    }
+
+    json access = json::array();
+    for (auto& scope : scopes) {
+        // repository:NAME:ACTIONS (NAME has no ':'), registry:catalog:*
+        auto first = scope.find(':'), last = scope.rfind(':');
+        if (first == std::string::npos || first == last) continue;
+        auto type = scope.substr(0, first), name = scope.substr(first + 1, last - first - 1);
+        json granted = json::array();
+        std::string actions = scope.substr(last + 1) + ",";
+        for (std::size_t start = 0, comma; (comma = actions.find(',', start)) != std::string::npos; start = comma + 1) {
+            auto action = actions.substr(start, comma - start);
+            if (type == "registry" && name == "catalog" && action == "*" && !user.empty()) granted.push_back("*");
+            if (type != "repository" || !oci::valid_repository_name(name)) continue;
+            auto allowed = allowed_actions(impl_->options, user, name);
+            for (auto candidate : {Action::pull, Action::push, Action::del})
+                if ((action == "*" || action == action_name(candidate)) && allowed.count(candidate) &&
+                    std::find(granted.begin(), granted.end(), action_name(candidate)) == granted.end())
+                    granted.push_back(action_name(candidate));
+        }
+        if (!granted.empty()) access.push_back({{"type", type}, {"name", name}, {"actions", granted}});
+    }
+
+    using namespace std::chrono;
+    const auto now = duration_cast<seconds>(system_clock::now().time_since_epoch()).count();
+    unsigned char nonce[12];
+    RAND_bytes(nonce, sizeof nonce);
+    json claims = {{"iss", impl_->options.token_issuer},
+                   {"sub", user},
+                   {"aud", impl_->options.token_service},
+                   {"iat", now},
+                   {"nbf", now - 1},
+                   {"exp", now + impl_->options.token_ttl.count()},
+                   {"jti", base64url_encode(std::string_view(reinterpret_cast<char*>(nonce), sizeof nonce))},
+                   {"access", access}};
+    auto token = sign_jwt(*impl_->signing_key, claims);
+    std::time_t issued = now;
+    char issued_at[32];
+    std::strftime(issued_at, sizeof issued_at, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&issued));
+    return {200, json{{"token", token}, {"access_token", token}, {"expires_in", impl_->options.token_ttl.count()},
+                      {"issued_at", issued_at}}
+                     .dump()};
+}
+
+}  // namespace berth::auth

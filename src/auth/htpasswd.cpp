@@ -1,0 +1,84 @@
+#include "htpasswd.hpp"
+
+#include <crypt.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "berth/observe/log.hpp"
+
+namespace berth::auth {
+namespace {
+
+std::string sha256(const std::string& text) {
+    unsigned char digest[32];
+    unsigned size = 0;
+    EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr);
+    return std::string(reinterpret_cast<char*>(digest), size);
+}
+
+bool equal(const std::string& a, const std::string& b) {
+    return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace
+
+Htpasswd::Htpasswd(std::filesystem::path file) : file_(std::move(file)) {
+    std::lock_guard lock(mutex_);
+    reload_if_changed();
+    if (loaded_at_ == std::filesystem::file_time_type{}) throw std::runtime_error("cannot read htpasswd file " + file_.string());
+}
+
+void Htpasswd::reload_if_changed() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - checked_at_ < std::chrono::seconds(2)) return;
+    checked_at_ = now;
+    std::error_code ec;
+    auto modified = std::filesystem::last_write_time(file_, ec);
+    if (ec || modified == loaded_at_) return;
+    std::ifstream in(file_);
+    if (!in) return;
+    std::map<std::string, std::string> hashes;
+    std::string line;
+    while (std::getline(in, line)) {
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+        auto colon = line.find(':');
+        if (line.empty() || line[0] == '#' || colon == std::string::npos) continue;
+        auto hash = line.substr(colon + 1);
+        if (!(hash.starts_with("$2y$") || hash.starts_with("$2b$") || hash.starts_with("$2a$"))) {
+            observe::log("warn", "htpasswd entry is not bcrypt; ignored", {{"user", line.substr(0, colon)}});
+            continue;
+        }
+        hashes[line.substr(0, colon)] = hash;
+    }
+    hashes_ = std::move(hashes);
+    recent_.clear();
+    loaded_at_ = modified;
+}
+
+bool Htpasswd::verify(const std::string& user, const std::string& password) {
+    std::string hash;
+    const auto fingerprint = sha256(password);
+    {
+        std::lock_guard lock(mutex_);
+        reload_if_changed();
+        auto it = hashes_.find(user);
+        if (it == hashes_.end()) return false;
+        auto seen = recent_.find(user);
+        if (seen != recent_.end() && seen->second.second > std::chrono::steady_clock::now() &&
+            equal(seen->second.first, fingerprint))
+            return true;
+        hash = it->second;
+    }
+    auto data = std::make_unique<crypt_data>();
+    const char* result = crypt_r(password.c_str(), hash.c_str(), data.get());
+    if (!result || !equal(result, hash)) return false;
+    std::lock_guard lock(mutex_);
+    recent_[user] = {fingerprint, std::chrono::steady_clock::now() + std::chrono::minutes(5)};
+    return true;
+}
+
+}  // namespace berth::auth

@@ -1,0 +1,30 @@
+#pragma once
+// An htpasswd file with bcrypt hashes, as `htpasswd -B` writes it. Reloaded
+// when it changes. Successful checks are remembered for a few minutes, since
+// bcrypt is deliberately slow and clients send Basic credentials on every request.
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace berth::auth {
+
+class Htpasswd {
+public:
+    explicit Htpasswd(std::filesystem::path file);
+    bool verify(const std::string& user, const std::string& password);
+
+private:
+    void reload_if_changed();
+
+    std::filesystem::path file_;
+    std::mutex mutex_;
+    std::filesystem::file_time_type loaded_at_{};
+    std::chrono::steady_clock::time_point checked_at_{};
+    std::map<std::string, std::string> hashes_;
+    // user -> (sha256 of the password that matched, when it expires)
+    std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> recent_;
+};
+
+}  // namespace berth::auth

@@ -1,0 +1,207 @@
+#include "jwt.hpp"
+
+#include <openssl/bn.h>
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "base64.hpp"
+
+namespace berth::auth {
+namespace {
+
+using nlohmann::json;
+
+EVP_PKEY* pkey(void* p) { return static_cast<EVP_PKEY*>(p); }
+
+template <typename Read>
+EVP_PKEY* read_pem(const std::string& file, Read read) {
+    std::unique_ptr<FILE, int (*)(FILE*)> in(std::fopen(file.c_str(), "r"), &std::fclose);
+    if (!in) throw std::runtime_error("cannot read key file " + file);
+    EVP_PKEY* key = read(in.get());
+    if (!key) throw std::runtime_error("no PEM key in " + file);
+    return key;
+}
+
+// JWS carries ECDSA signatures as r||s (32 bytes each); OpenSSL speaks DER.
+std::string der_to_raw(const std::string& der) {
+    auto* data = reinterpret_cast<const unsigned char*>(der.data());
+    std::unique_ptr<ECDSA_SIG, void (*)(ECDSA_SIG*)> sig(d2i_ECDSA_SIG(nullptr, &data, static_cast<long>(der.size())),
+                                                        &ECDSA_SIG_free);
+    if (!sig) throw std::runtime_error("bad ECDSA signature");
+    const BIGNUM *r, *s;
+    ECDSA_SIG_get0(sig.get(), &r, &s);
+    std::string raw(64, '\0');
+    BN_bn2binpad(r, reinterpret_cast<unsigned char*>(raw.data()), 32);
+    BN_bn2binpad(s, reinterpret_cast<unsigned char*>(raw.data()) + 32, 32);
+    return raw;
+}
+
+std::optional<std::string> raw_to_der(std::string_view raw) {
+    if (raw.size() != 64) return std::nullopt;
+    std::unique_ptr<ECDSA_SIG, void (*)(ECDSA_SIG*)> sig(ECDSA_SIG_new(), &ECDSA_SIG_free);
+    auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
+    if (ECDSA_SIG_set0(sig.get(), BN_bin2bn(bytes, 32, nullptr), BN_bin2bn(bytes + 32, 32, nullptr)) != 1)
+        return std::nullopt;
+    int size = i2d_ECDSA_SIG(sig.get(), nullptr);
+    std::string der(static_cast<std::size_t>(size), '\0');
+    auto* out = reinterpret_cast<unsigned char*>(der.data());
+    i2d_ECDSA_SIG(sig.get(), &out);
+    return der;
+}
+
+}  // namespace
+
+JwtKey::JwtKey(void* key) : pkey_(key) {
+    const int type = EVP_PKEY_get_base_id(pkey(key));
+    if (type == EVP_PKEY_RSA && EVP_PKEY_get_bits(pkey(key)) >= 2048) algorithm_ = "RS256";
+    else if (type == EVP_PKEY_EC && EVP_PKEY_get_bits(pkey(key)) == 256) algorithm_ = "ES256";
+    else {
+        EVP_PKEY_free(pkey(key));
+        throw std::runtime_error("token keys must be RSA (2048 bits or more) or EC P-256");
+    }
+    // kid: a fingerprint of the public key, so a verifier can tell keys apart.
+    unsigned char* der = nullptr;
+    int size = i2d_PUBKEY(pkey(key), &der);
+    unsigned char digest[32];
+    unsigned digest_size = 0;
+    EVP_Digest(der, static_cast<std::size_t>(size), digest, &digest_size, EVP_sha256(), nullptr);
+    OPENSSL_free(der);
+    kid_ = base64url_encode(std::string_view(reinterpret_cast<char*>(digest), 12));
+}
+
+JwtKey::~JwtKey() { EVP_PKEY_free(pkey(pkey_)); }
+
+std::shared_ptr<JwtKey> JwtKey::load_private(const std::string& file) {
+    return std::shared_ptr<JwtKey>(
+        new JwtKey(read_pem(file, [](FILE* f) { return PEM_read_PrivateKey(f, nullptr, nullptr, nullptr); })));
+}
+
+std::shared_ptr<JwtKey> JwtKey::load_public(const std::string& file) {
+    return std::shared_ptr<JwtKey>(new JwtKey(read_pem(file, [](FILE* f) {
+        EVP_PKEY* key = PEM_read_PUBKEY(f, nullptr, nullptr, nullptr);
+        if (key) return key;
+        // A certificate holding the key works too.
+        std::rewind(f);
+        X509* cert = PEM_read_X509(f, nullptr, nullptr, nullptr);
+        if (!cert) return static_cast<EVP_PKEY*>(nullptr);
+        key = X509_get_pubkey(cert);
+        X509_free(cert);
+        return key;
+    })));
+}
+
+std::string JwtKey::sign(std::string_view data) const {
+    std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+    std::size_t size = 0;
+    if (EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, pkey(pkey_)) != 1 ||
+        EVP_DigestSign(ctx.get(), nullptr, &size, reinterpret_cast<const unsigned char*>(data.data()), data.size()) != 1)
+        throw std::runtime_error("signing failed");
+    std::string signature(size, '\0');
+    if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(signature.data()), &size,
+                       reinterpret_cast<const unsigned char*>(data.data()), data.size()) != 1)
+        throw std::runtime_error("signing failed");
+    signature.resize(size);
+    return algorithm_ == "ES256" ? der_to_raw(signature) : signature;
+}
+
+bool JwtKey::verify(std::string_view data, std::string_view signature) const {
+    std::string der;
+    if (algorithm_ == "ES256") {
+        auto converted = raw_to_der(signature);
+        if (!converted) return false;
+        der = std::move(*converted);
+        signature = der;
+    }
+    std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+    return EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, pkey(pkey_)) == 1 &&
+           EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
+                            reinterpret_cast<const unsigned char*>(data.data()), data.size()) == 1;
+}
+
+std::string sign_jwt(const JwtKey& key, const json& claims) {
+    json header = {{"alg", key.algorithm()}, {"typ", "JWT"}, {"kid", key.kid()}};
+    auto signing_input = base64url_encode(header.dump()) + "." + base64url_encode(claims.dump());
+    return signing_input + "." + base64url_encode(key.sign(signing_input));
+}
+
+std::optional<json> verify_jwt(std::string_view token, const std::vector<std::shared_ptr<JwtKey>>& keys,
+                               const TokenCheck& check, std::string& error) {
+    if (token.size() > max_token_bytes) {
+        error = "token too large";
+        return std::nullopt;
+    }
+    auto first = token.find('.'), second = token.rfind('.');
+    if (first == std::string_view::npos || first == second) {
+        error = "malformed token";
+        return std::nullopt;
+    }
+    auto header_text = base64url_decode(token.substr(0, first));
+    auto claims_text = base64url_decode(token.substr(first + 1, second - first - 1));
+    auto signature = base64url_decode(token.substr(second + 1));
+    if (!header_text || !claims_text || !signature) {
+        error = "malformed token";
+        return std::nullopt;
+    }
+    auto header = json::parse(*header_text, nullptr, false);
+    auto claims = json::parse(*claims_text, nullptr, false);
+    if (!header.is_object() || !claims.is_object() || !header.contains("alg") || !header["alg"].is_string()) {
+        error = "malformed token";
+        return std::nullopt;
+    }
+    const auto alg = header["alg"].get<std::string>();
+    // kid is not consulted: every configured key is trusted, and trying each
+    // costs less than agreeing on one fingerprint format with every issuer.
+    const auto signing_input = token.substr(0, second);
+    bool verified = false;
+    for (auto& key : keys) {
+        // The algorithm must be the key's own: no "none", no HS256 keyed with a public key.
+        if (key->algorithm() != alg) continue;
+        if (key->verify(signing_input, *signature)) {
+            verified = true;
+            break;
+        }
+    }
+    if (!verified) {
+        error = "token signature not valid for any trusted key";
+        return std::nullopt;
+    }
+    using namespace std::chrono;
+    const auto now = duration_cast<seconds>(check.now.time_since_epoch()).count();
+    auto number = [&](const char* key) -> std::optional<long long> {
+        auto it = claims.find(key);
+        if (it == claims.end() || !it->is_number()) return std::nullopt;
+        return it->get<long long>();
+    };
+    auto exp = number("exp");
+    if (!exp || *exp + check.leeway.count() < now) {
+        error = "token expired";
+        return std::nullopt;
+    }
+    if (auto nbf = number("nbf"); nbf && *nbf - check.leeway.count() > now) {
+        error = "token not valid yet";
+        return std::nullopt;
+    }
+    if (claims.value("iss", std::string()) != check.issuer) {
+        error = "token issuer not trusted";
+        return std::nullopt;
+    }
+    auto aud = claims.find("aud");
+    bool audience = aud != claims.end() &&
+                    ((aud->is_string() && aud->get<std::string>() == check.audience) ||
+                     (aud->is_array() && std::find(aud->begin(), aud->end(), check.audience) != aud->end()));
+    if (!audience) {
+        error = "token audience is not this registry";
+        return std::nullopt;
+    }
+    return claims;
+}
+
+}  // namespace berth::auth
