@@ -174,6 +174,16 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         std::filesystem::path path(file);
         return (path.is_relative() ? base / path : path).string();
     };
+    top.section("tls", [&](Section& s) {
+        auto& o = config.server;
+        s.string("cert", o.tls_cert_file);
+        s.string("key", o.tls_key_file);
+        s.string("client_ca", o.tls_client_ca_file);
+        if (o.tls_cert_file.empty() != o.tls_key_file.empty()) throw ConfigError("tls needs both cert and key");
+        if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) throw ConfigError("tls.client_ca needs cert and key");
+        for (auto* file : {&o.tls_cert_file, &o.tls_key_file, &o.tls_client_ca_file})
+            if (!file->empty()) *file = path_of(*file);
+    });
     top.section("auth", [&](Section& s) {
         auto& a = config.auth;
         s.string("htpasswd", a.htpasswd_file);

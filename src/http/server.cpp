@@ -5,7 +5,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/strand.hpp>
+#include <filesystem>
+#include <mutex>
 #include <list>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -22,6 +25,27 @@ using tcp = asio::ip::tcp;
 namespace {
 
 unsigned cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+std::shared_ptr<asio::ssl::context> make_tls_context(const ServerOptions& options) {
+    auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+    ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                     asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1 |
+                     asio::ssl::context::single_dh_use);
+    SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+    ctx->use_certificate_chain_file(options.tls_cert_file);
+    ctx->use_private_key_file(options.tls_key_file, asio::ssl::context::pem);
+    if (!options.tls_client_ca_file.empty()) {
+        ctx->load_verify_file(options.tls_client_ca_file);
+        ctx->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+    }
+    return ctx;
+}
+
+std::filesystem::file_time_type modified(const std::string& file) {
+    std::error_code ec;
+    auto time = std::filesystem::last_write_time(file, ec);
+    return ec ? std::filesystem::file_time_type{} : time;
+}
 
 }  // namespace
 
@@ -43,6 +67,37 @@ struct Server::Impl {
     std::vector<std::pair<std::chrono::seconds, std::function<void()>>> tasks;
     bool stopping = false;
 
+    // The TLS context new connections get; replaced when the files change.
+    std::mutex tls_mutex;
+    std::shared_ptr<asio::ssl::context> tls;
+    std::filesystem::file_time_type tls_cert_time{}, tls_key_time{};
+
+    std::shared_ptr<asio::ssl::context> current_tls() {
+        std::lock_guard lock(tls_mutex);
+        return tls;
+    }
+
+    void reload_tls(bool first) {
+        auto& options = context.options;
+        auto cert_time = modified(options.tls_cert_file), key_time = modified(options.tls_key_file);
+        {
+            std::lock_guard lock(tls_mutex);
+            if (!first && cert_time == tls_cert_time && key_time == tls_key_time) return;
+        }
+        try {
+            auto fresh = make_tls_context(options);
+            std::lock_guard lock(tls_mutex);
+            tls = std::move(fresh);
+            tls_cert_time = cert_time;
+            tls_key_time = key_time;
+            if (!first) observe::log("info", "reloaded TLS certificate", {{"cert", options.tls_cert_file}});
+        } catch (const std::exception& error) {
+            if (first) throw;
+            // A half-written pair (cert renewed, key not yet): keep serving with the old one.
+            observe::log("warn", "TLS reload failed; keeping the current certificate", {{"error", error.what()}});
+        }
+    }
+
     void accept() {
         acceptor.async_accept(asio::make_strand(io), [this](boost::system::error_code ec, tcp::socket socket) {
             if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
@@ -52,7 +107,7 @@ struct Server::Impl {
                     socket.close(ignored);  // over the limit: refuse rather than queue
                 } else {
                     socket.set_option(tcp::no_delay(true), ec);
-                    start_session(std::move(socket), context);
+                    start_session(std::move(socket), context, current_tls());
                 }
             }
             accept();
@@ -113,6 +168,10 @@ Server::~Server() {
 
 void Server::bind() {
     auto& options = impl_->context.options;
+    if (options.tls()) {
+        impl_->reload_tls(true);
+        every(std::chrono::seconds(5), [impl = impl_.get()] { impl->reload_tls(false); });
+    }
     tcp::resolver resolver(impl_->io);
     tcp::endpoint endpoint = resolver.resolve(options.host, std::to_string(options.port)).begin()->endpoint();
     auto& acceptor = impl_->acceptor;

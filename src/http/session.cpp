@@ -7,6 +7,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -57,13 +58,20 @@ Response guarded(Work&& work) {
     }
 }
 
-class Session : public std::enable_shared_from_this<Session> {
+// Stream is beast::tcp_stream for plain HTTP or an ssl_stream over it for TLS.
+template <typename Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+    static constexpr bool tls = !std::is_same_v<Stream, beast::tcp_stream>;
+    using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
+
 public:
-    Session(tcp::socket socket, ServerContext& context)
-        : stream_(std::move(socket)), context_(context), wait_timer_(stream_.get_executor()) {
+    template <typename... StreamArgs>
+    Session(ServerContext& context, std::shared_ptr<void> tls_context, StreamArgs&&... args)
+        : tls_context_(std::move(tls_context)), stream_(std::forward<StreamArgs>(args)...), context_(context),
+          wait_timer_(stream_.get_executor()) {
         ++context_.connections;
         beast::error_code ec;
-        auto endpoint = stream_.socket().remote_endpoint(ec);
+        auto endpoint = socket().remote_endpoint(ec);
         if (!ec) peer_ = endpoint.address().to_string();
     }
 
@@ -73,17 +81,30 @@ public:
         --context_.connections;
     }
 
-    void start() { read_header(); }
+    void start() {
+        if constexpr (tls) {
+            lowest().expires_after(context_.options.idle_timeout);
+            stream_.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
+                if (ec) return self->close();  // not TLS, or a certificate the client refused
+                self->read_header();
+            });
+        } else {
+            read_header();
+        }
+    }
 
 private:
+    beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+    tcp::socket& socket() { return lowest().socket(); }
+
     void read_header() {
         if (context_.draining) return close();
         parser_.emplace();
         parser_->header_limit(static_cast<std::uint32_t>(context_.options.max_header_bytes));
         parser_->body_limit(std::numeric_limits<std::uint64_t>::max());  // each route sets its own limit
-        stream_.expires_after(context_.options.idle_timeout);
+        lowest().expires_after(context_.options.idle_timeout);
         bhttp::async_read_header(stream_, buffer_, *parser_,
-                                 beast::bind_front_handler(&Session::on_header, shared_from_this()));
+                                 beast::bind_front_handler(&Session<Stream>::on_header, shared_from_this()));
     }
 
     void on_header(beast::error_code ec, std::size_t) {
@@ -113,6 +134,7 @@ private:
         request_.has_body = !parser_->is_done();
         request_.authorization = std::string(head[bhttp::field::authorization]);
         request_.host = std::string(head[bhttp::field::host]);
+        request_.secure = tls;
         request_.peer_secret = std::string(head["Berth-Peer-Secret"]);
         request_.peer_origin = std::string(head["Berth-Replica"]);
         request_.forwarded = !head["Berth-Forwarded"].empty();
@@ -155,7 +177,7 @@ private:
         if (chunk_.empty()) chunk_.resize(body_chunk_bytes);
         if (!expect_continue_) return read_body();
         continue_.emplace(bhttp::status::continue_, 11);
-        stream_.expires_after(context_.options.body_timeout);
+        lowest().expires_after(context_.options.body_timeout);
         bhttp::async_write(stream_, *continue_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
             if (ec) return self->close();
             self->read_body();
@@ -166,8 +188,8 @@ private:
         auto& body = parser_->get().body();
         body.data = chunk_.data();
         body.size = chunk_.size();
-        stream_.expires_after(context_.options.body_timeout);
-        bhttp::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_body, shared_from_this()));
+        lowest().expires_after(context_.options.body_timeout);
+        bhttp::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session<Stream>::on_body, shared_from_this()));
     }
 
     void on_body(beast::error_code ec, std::size_t) {
@@ -272,7 +294,7 @@ private:
             for (auto& [name, value] : response.headers) message.insert(name, value);
             message.keep_alive(keep_alive_);
         };
-        stream_.expires_after(context_.options.body_timeout);
+        lowest().expires_after(context_.options.body_timeout);
         if (response.file) {
             file_ = *response.file;
             bytes_out_ = file_->length;
@@ -282,7 +304,8 @@ private:
             head_serializer_.emplace(message);
             bhttp::async_write_header(stream_, *head_serializer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
                 if (ec) return self->close();
-                self->send_file();
+                if constexpr (tls) self->copy_file();
+                else self->send_file();
             });
         } else if (response.head_length) {
             auto& message = head_response_.emplace();
@@ -290,25 +313,42 @@ private:
             message.content_length(*response.head_length);
             head_serializer_.emplace(message);
             bhttp::async_write_header(stream_, *head_serializer_,
-                                      beast::bind_front_handler(&Session::on_written, shared_from_this()));
+                                      beast::bind_front_handler(&Session<Stream>::on_written, shared_from_this()));
         } else {
             auto& message = string_response_.emplace();
             fill(message);
             bytes_out_ = response.body.size();
             message.body() = std::move(response.body);
             message.prepare_payload();
-            bhttp::async_write(stream_, message, beast::bind_front_handler(&Session::on_written, shared_from_this()));
+            bhttp::async_write(stream_, message, beast::bind_front_handler(&Session<Stream>::on_written, shared_from_this()));
         }
+    }
+
+    // TLS encrypts in user space: read large pieces and write them through the stream.
+    void copy_file() {
+        if (file_->length == 0) return on_written({}, 0);
+        if (chunk_.size() < body_chunk_bytes) chunk_.resize(body_chunk_bytes);
+        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(file_->length, chunk_.size()));
+        auto n = ::pread(file_->fd, chunk_.data(), want, static_cast<off_t>(file_->offset));
+        if (n <= 0) return close();
+        file_->offset += static_cast<std::uint64_t>(n);
+        file_->length -= static_cast<std::uint64_t>(n);
+        lowest().expires_after(context_.options.body_timeout);
+        asio::async_write(stream_, asio::buffer(chunk_.data(), static_cast<std::size_t>(n)),
+                          [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->close();
+                              self->copy_file();
+                          });
     }
 
     // Plain TCP: the kernel copies file pages straight to the socket.
     void send_file() {
-        auto& socket = stream_.socket();
+        auto& sock = socket();
         beast::error_code ec;
-        socket.native_non_blocking(true, ec);
+        sock.native_non_blocking(true, ec);
         while (file_->length > 0) {
             off_t offset = static_cast<off_t>(file_->offset);
-            auto n = ::sendfile(socket.native_handle(), file_->fd, &offset,
+            auto n = ::sendfile(sock.native_handle(), file_->fd, &offset,
                                 static_cast<std::size_t>(std::min<std::uint64_t>(file_->length, 1 << 30)));
             if (n > 0) {
                 file_->offset += static_cast<std::uint64_t>(n);
@@ -325,9 +365,9 @@ private:
     void wait_writable() {
         wait_timer_.expires_after(context_.options.body_timeout);
         wait_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-            if (!ec) self->stream_.socket().cancel();
+            if (!ec) self->socket().cancel();
         });
-        stream_.socket().async_wait(tcp::socket::wait_write, [self = shared_from_this()](beast::error_code ec) {
+        socket().async_wait(tcp::socket::wait_write, [self = shared_from_this()](beast::error_code ec) {
             self->wait_timer_.cancel();
             if (ec) return self->close();
             self->send_file();
@@ -379,11 +419,12 @@ private:
         close_file();
         end_request();
         beast::error_code ec;
-        stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-        stream_.socket().close(ec);
+        socket().shutdown(tcp::socket::shutdown_both, ec);
+        socket().close(ec);
     }
 
-    beast::tcp_stream stream_;
+    std::shared_ptr<void> tls_context_;  // the ssl::context this connection was accepted with
+    Stream stream_;
     ServerContext& context_;
     asio::steady_timer wait_timer_;
     beast::flat_buffer buffer_;  // bounded by the parser's header limit and the body chunk size
@@ -410,8 +451,14 @@ private:
 
 }  // namespace
 
-void start_session(tcp::socket socket, ServerContext& context) {
-    std::make_shared<Session>(std::move(socket), context)->start();
+void start_session(tcp::socket socket, ServerContext& context, std::shared_ptr<asio::ssl::context> tls) {
+    if (tls) {
+        auto& ssl = *tls;
+        std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(context, std::move(tls), std::move(socket), ssl)
+            ->start();
+    } else {
+        std::make_shared<Session<beast::tcp_stream>>(context, nullptr, std::move(socket))->start();
+    }
 }
 
 }  // namespace berth::http

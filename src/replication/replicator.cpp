@@ -50,6 +50,8 @@ json stamp_fields(const storage::Stamp& stamp) { return {{"clock", stamp.clock},
 }  // namespace
 
 void Replicator::Impl::follow(Peer& peer) {
+    constexpr auto startup_grace = std::chrono::seconds(10);
+    const auto started_at = std::chrono::steady_clock::now();
     bool first_contact = true;
     while (!stopping) {
         try {
@@ -113,7 +115,11 @@ void Replicator::Impl::follow(Peer& peer) {
         } catch (const std::exception& error) {
             {
                 std::lock_guard lock(mutex);
-                if (!peer.target) peer.holds_readiness = false;  // unreachable at start: do not wait for it
+                // A peer still unreachable a while after start is not waited for:
+                // it may be down for good. Before that, it may only be starting
+                // (its DNS name not yet published), and must not be skipped.
+                if (!peer.target && std::chrono::steady_clock::now() - started_at > startup_grace)
+                    peer.holds_readiness = false;
                 peer.reachable = false;
                 ++peer.errors;
                 peer.last_error = error.what();

@@ -30,6 +30,11 @@ struct ServerOptions {
     std::chrono::seconds body_timeout{60};   // no progress while reading or sending a body
     std::chrono::seconds shutdown_grace{10};
     bool access_log = true;
+    // TLS: with a certificate and key, every connection is TLS 1.2 or newer.
+    // The files are read again when they change, without a restart.
+    std::string tls_cert_file, tls_key_file;
+    std::string tls_client_ca_file;  // with it, clients must present a certificate it signed
+    bool tls() const { return !tls_cert_file.empty(); }
 };
 
 class Server {
