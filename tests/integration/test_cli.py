@@ -103,7 +103,7 @@ class ConfigValidationTest(unittest.TestCase):
             ({"threads": {"io": 1, "extra": 1}}, "threads.extra"),
             ({"uploads": {"ttl": 1}}, "uploads.ttl"),
             ({"log": {"access": True, "level": "debug"}}, "log.level"),
-            ({"limits": {}, "tls": {}}, "tls"),
+            ({"limits": {}, "tsl": {}}, "tsl"),
         ]:
             with self.subTest(config=config):
                 self.assert_refused(config, key)
