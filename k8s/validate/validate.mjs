@@ -1,0 +1,220 @@
+// Checks berth's Kubernetes manifests offline, without a cluster.
+//
+//   node validate.mjs [DIR]      (DIR defaults to k8s/, this folder's parent)
+//
+// Every YAML document under DIR (recursively, node_modules skipped) must:
+//   - parse, the way Kubernetes parses it (YAML 1.1, as sigs.k8s.io/yaml does);
+//   - have an apiVersion and kind that kubernetes-models knows, and pass that
+//     model's schema validation (the OpenAPI schema of the Kubernetes API:
+//     types, required fields, enums, formats);
+//   - use only field names that exist somewhere in the Kubernetes API
+//     (the schemas alone allow unknown fields, which `kubectl apply` rejects
+//     by default since 1.27 but the API server otherwise drops silently, so a
+//     misspelt "readinesProbe" would vanish); free-form maps such as labels,
+//     annotations, ConfigMap data and resource quantities are not checked;
+//   - or be a kustomize Kustomization: every file it lists must exist, and
+//     every YAML file beside it must be listed (a manifest that is not listed
+//     is never applied by `kubectl apply -k`).
+// ConfigMap data keys ending in .json must hold valid JSON.
+//
+// Exits 0 when everything passes, 1 with one line per problem otherwise.
+
+import { readdirSync, readFileSync, statSync, existsSync } from "node:fs";
+import { join, relative, dirname, resolve, basename } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+import { parseAllDocuments, LineCounter } from "yaml";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(process.argv[2] ?? join(here, ".."));
+const require = createRequire(import.meta.url);
+
+const problems = [];
+const problem = (where, message) => problems.push(`${where}: ${message}`);
+let documentCount = 0;
+
+function yamlFiles(dir) {
+    const out = [];
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+        if (entry.name === "node_modules" || entry.name.startsWith(".")) continue;
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) out.push(...yamlFiles(path));
+        else if (/\.ya?ml$/.test(entry.name)) out.push(path);
+    }
+    return out;
+}
+
+// Field names of the Kubernetes API, read from kubernetes-models' compiled
+// schema validators (they access each declared property as data.NAME or
+// data["NAME"]).
+function knownFieldNames() {
+    const names = new Set();
+    const dirs = [
+        join(dirname(require.resolve("kubernetes-models/package.json")), "_schemas"),
+        join(dirname(require.resolve("@kubernetes-models/apimachinery/package.json")), "_schemas"),
+    ];
+    for (const dir of dirs)
+        for (const file of readdirSync(dir))
+            if (file.endsWith(".js"))
+                for (const m of readFileSync(join(dir, file), "utf8").matchAll(/\bdata\.([A-Za-z_$][\w$]*)|\bdata\["([^"]+)"\]/g))
+                    names.add(m[1] ?? m[2]);
+    names.delete("length");
+    if (names.size < 500) throw new Error(`could not read the field names from kubernetes-models (found ${names.size})`);
+    return names;
+}
+
+// Maps whose keys are the user's, not the API's.
+const freeForm = new Set([
+    "labels", "annotations", "matchLabels", "nodeSelector", "data", "stringData", "binaryData",
+    "limits", "requests", "capacity", "allocatable", "hard", "parameters",
+]);
+
+// Unknown field names, as [path segments, dotted path] pairs.
+function unknownFields(value, segments, kind, known, out = []) {
+    if (Array.isArray(value)) {
+        value.forEach((item, i) => unknownFields(item, [...segments, i], kind, known, out));
+        return out;
+    }
+    if (value === null || typeof value !== "object") return out;
+    for (const [key, child] of Object.entries(value)) {
+        const childSegments = [...segments, key];
+        if (!known.has(key)) out.push(childSegments);
+        const isServiceSelector = kind === "Service" && childSegments.join(".") === "spec.selector";
+        if (!freeForm.has(key) && !isServiceSelector) unknownFields(child, childSegments, kind, known, out);
+    }
+    return out;
+}
+
+const dotted = (segments) =>
+    segments.reduce((text, s) => (typeof s === "number" ? `${text}[${s}]` : text ? `${text}.${s}` : s), "") || "(document)";
+
+// The line of the node at segments in a parsed YAML document, or of its
+// nearest existing parent.
+function lineOf(doc, segments, lineCounter) {
+    for (let n = segments.length; n >= 0; n--) {
+        const node = n === 0 ? doc.contents : doc.getIn(segments.slice(0, n), true);
+        if (node?.range) return lineCounter.linePos(node.range[0]).line;
+    }
+    return lineCounter.linePos(doc.range?.[0] ?? 0).line;
+}
+
+const modelCache = new Map();
+async function modelFor(apiVersion, kind) {
+    const key = `${apiVersion}/${kind}`;
+    if (!modelCache.has(key)) {
+        // "v1" is the core group; "apps/v1", "policy/v1", "networking.k8s.io/v1"... are named groups.
+        const module = `kubernetes-models/${apiVersion}/${kind}`;
+        let model = null;
+        if (/^[a-z0-9.]+(\/[a-z0-9]+)?$/.test(apiVersion) && /^[A-Za-z]+$/.test(kind)) {
+            try {
+                model = (await import(module))[kind] ?? null;
+            } catch (error) {
+                if (error.code !== "ERR_PACKAGE_PATH_NOT_EXPORTED" && error.code !== "ERR_MODULE_NOT_FOUND") throw error;
+            }
+        }
+        modelCache.set(key, model);
+    }
+    return modelCache.get(key);
+}
+
+const kustomizeKeys = new Set([
+    "apiVersion", "kind", "metadata", "resources", "components", "namespace", "namePrefix", "nameSuffix",
+    "labels", "commonLabels", "commonAnnotations", "images", "replicas", "patches", "configMapGenerator",
+    "secretGenerator", "generatorOptions", "replacements", "buildMetadata", "openapi", "crds",
+]);
+
+function checkKustomization(doc, file, where) {
+    for (const key of Object.keys(doc)) if (!kustomizeKeys.has(key)) problem(where, `unknown kustomize field "${key}"`);
+    const dir = dirname(file);
+    const listed = new Set();
+    for (const entry of [...(doc.resources ?? []), ...(doc.components ?? [])]) {
+        if (typeof entry !== "string") {
+            problem(where, `resources/components entries must be strings, got ${JSON.stringify(entry)}`);
+            continue;
+        }
+        if (/^[a-z]+:\/\//.test(entry) || entry.startsWith("github.com/")) continue; // remote: not checked offline
+        const target = resolve(dir, entry);
+        if (!existsSync(target)) problem(where, `lists "${entry}", which does not exist`);
+        else if (statSync(target).isDirectory() &&
+                 !["kustomization.yaml", "kustomization.yml", "Kustomization"].some((n) => existsSync(join(target, n))))
+            problem(where, `lists directory "${entry}", which has no kustomization.yaml`);
+        listed.add(target);
+    }
+    for (const entry of readdirSync(dir)) {
+        if (!/\.ya?ml$/.test(entry) || /^kustomization\.ya?ml$/.test(entry)) continue;
+        if (!listed.has(resolve(dir, entry))) problem(where, `does not list ${entry}, so kubectl apply -k would skip it`);
+    }
+}
+
+const known = knownFieldNames();
+const files = yamlFiles(root);
+if (files.length === 0) problem(root, "no YAML files found");
+
+for (const file of files) {
+    const name = relative(process.cwd(), file) || file;
+    const lineCounter = new LineCounter();
+    const docs = parseAllDocuments(readFileSync(file, "utf8"), { version: "1.1", lineCounter, prettyErrors: true });
+    for (const doc of docs) {
+        const line = lineCounter.linePos(doc.range?.[0] ?? 0).line;
+        const where = `${name}:${line}`;
+        if (doc.errors.length) {
+            for (const error of doc.errors) problem(`${name}`, `YAML: ${error.message.split("\n")[0]}`);
+            continue;
+        }
+        const value = doc.toJS({ maxAliasCount: 100 });
+        if (value === null || value === undefined) continue; // an empty document (a trailing ---)
+        documentCount++;
+        if (typeof value !== "object" || Array.isArray(value)) {
+            problem(where, "a document must be a mapping with apiVersion and kind");
+            continue;
+        }
+        const { apiVersion, kind } = value;
+        if (typeof apiVersion !== "string" || typeof kind !== "string") {
+            problem(where, "apiVersion and kind are required strings");
+            continue;
+        }
+        const label = `${where} ${kind}${value.metadata?.name ? "/" + value.metadata.name : ""}`;
+        const at = (segments) => `${name}:${lineOf(doc, segments, lineCounter)} ${kind}${value.metadata?.name ? "/" + value.metadata.name : ""}`;
+        if (apiVersion.startsWith("kustomize.config.k8s.io/")) {
+            if (!["Kustomization", "Component"].includes(kind)) problem(label, `unknown kustomize kind ${kind}`);
+            else checkKustomization(value, file, label);
+            continue;
+        }
+        const Model = await modelFor(apiVersion, kind);
+        if (!Model) {
+            problem(label, `kubernetes-models has no ${kind} in ${apiVersion}`);
+            continue;
+        }
+        try {
+            new Model(value).validate();
+        } catch (error) {
+            const errors = error.errors ?? [];
+            if (errors.length === 0) problem(label, error.message);
+            for (const e of errors) {
+                const segments = e.instancePath.split("/").slice(1)
+                    .map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"))
+                    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+                const extra = e.params?.allowedValues ? ` (${e.params.allowedValues.join(", ")})` : "";
+                problem(at(segments), `${dotted(segments)}: ${e.message}${extra}`);
+            }
+        }
+        for (const segments of unknownFields(value, [], kind, known))
+            problem(at(segments), `unknown field "${dotted(segments)}"`);
+        if (kind === "ConfigMap" && apiVersion === "v1")
+            for (const [key, text] of Object.entries(value.data ?? {}))
+                if (key.endsWith(".json")) {
+                    try {
+                        JSON.parse(text);
+                    } catch (error) {
+                        problem(at(["data", key]), `data.${key} is not valid JSON: ${error.message}`);
+                    }
+                }
+    }
+}
+
+if (problems.length) {
+    for (const line of problems) console.error(`FAIL ${line}`);
+    console.error(`${problems.length} problem(s) in ${files.length} file(s) under ${root}`);
+    process.exit(1);
+}
+console.log(`ok: ${documentCount} document(s) in ${files.length} file(s) under ${root} are valid`);
