@@ -2,7 +2,9 @@
 #include <netdb.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +15,7 @@
 #include "berth/config/config.hpp"
 #include "berth/http/server.hpp"
 #include "berth/observe/log.hpp"
+#include "berth/registry/maintenance.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/replication/replicator.hpp"
 #include "berth/storage/blob_store.hpp"
@@ -25,6 +28,7 @@ constexpr const char* usage_text = R"(berth — an OCI distribution-spec registr
 
 Usage:
   berth serve [--config FILE] [--listen HOST:PORT] [--root DIR]
+  berth gc [--config FILE] [--root DIR] [--dry-run]
   berth version
   berth help
 
@@ -43,6 +47,19 @@ Serves the OCI distribution API (/v2/) over HTTP.
 
 Flags override the file. SIGTERM or SIGINT stops taking new connections and
 lets requests in flight finish (shutdown_grace_seconds) before exiting 0.
+)";
+
+constexpr const char* gc_help = R"(Usage: berth gc [--config FILE] [--root DIR] [--dry-run]
+
+Collects garbage in a registry's store: untagged manifests (when the
+configuration's gc.delete_untagged says so), repository links no manifest
+uses, and blob files nothing links, each only past gc.grace_seconds.
+
+  --dry-run   list what would be removed and change nothing; works beside a
+              running berth (it opens the index read-only)
+
+Without --dry-run the store must not be in use: a running berth collects
+garbage itself every gc.interval_seconds.
 )";
 
 // Replica ids appear in upload ids and log events: [a-z0-9-], at most 63.
@@ -66,26 +83,73 @@ std::string replica_id(const berth::config::Config& config, berth::storage::Meta
     return id;
 }
 
-int serve(const std::vector<std::string>& args) {
+struct CommandLine {
     std::optional<std::string> config_file, listen, root;
+    bool dry_run = false, help = false;
+};
+
+CommandLine parse_flags(const std::vector<std::string>& args, const std::string& command, bool serve) {
+    CommandLine out;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const auto& arg = args[i];
-        if (arg == "-h" || arg == "--help") {
-            std::cout << serve_help;
-            return 0;
-        }
         auto value = [&]() -> std::string {
             if (i + 1 >= args.size()) throw berth::config::ConfigError(arg + " needs a value");
             return args[++i];
         };
-        if (arg == "--config") config_file = value();
-        else if (arg == "--listen") listen = value();
-        else if (arg == "--root") root = value();
-        else throw berth::config::ConfigError("unknown option " + arg + " (see berth serve --help)");
+        if (arg == "-h" || arg == "--help") out.help = true;
+        else if (arg == "--config") out.config_file = value();
+        else if (arg == "--root") out.root = value();
+        else if (serve && arg == "--listen") out.listen = value();
+        else if (!serve && arg == "--dry-run") out.dry_run = true;
+        else throw berth::config::ConfigError("unknown option " + arg + " (see berth " + command + " --help)");
     }
-    auto config = config_file ? berth::config::load_config(*config_file) : berth::config::Config{};
-    if (listen) berth::config::set_listen(config, *listen);
-    if (root) config.root = *root;
+    return out;
+}
+
+berth::config::Config load(const CommandLine& flags) {
+    auto config = flags.config_file ? berth::config::load_config(*flags.config_file) : berth::config::Config{};
+    if (flags.listen) berth::config::set_listen(config, *flags.listen);
+    if (flags.root) config.root = *flags.root;
+    return config;
+}
+
+int gc(const std::vector<std::string>& args) {
+    auto flags = parse_flags(args, "gc", false);
+    if (flags.help) {
+        std::cout << gc_help;
+        return 0;
+    }
+    auto config = load(flags);
+    if (!std::filesystem::exists(config.root / "meta"))
+        throw berth::config::ConfigError("no registry store at " + config.root.string());
+    using Mode = berth::storage::MetaStore::Mode;
+    std::unique_ptr<berth::storage::MetaStore> meta;
+    try {
+        meta = std::make_unique<berth::storage::MetaStore>(config.root / "meta", flags.dry_run ? Mode::read_only
+                                                                                              : Mode::read_write);
+    } catch (const std::exception& error) {
+        std::cerr << "berth: " << error.what()
+                  << "\n(is berth serving this store? it collects garbage itself; use --dry-run to look)\n";
+        return 1;
+    }
+    berth::storage::BlobStore blobs(config.root);
+    berth::storage::HybridClock clock(berth::storage::system_wall_clock());
+    auto report = berth::registry::collect_garbage(blobs, *meta, clock, meta->setting("replica_id").value_or("berth"),
+                                                   config.gc, flags.dry_run);
+    for (auto& line : report.removed) std::cout << (flags.dry_run ? "would remove " : "removed ") << line << "\n";
+    std::cout << (flags.dry_run ? "dry run: " : "") << report.manifests << " manifests, " << report.links
+              << " links, " << report.blobs << " blobs (" << report.bytes_freed << " bytes); kept "
+              << report.blobs_kept << " blobs (" << report.bytes_kept << " bytes)\n";
+    return 0;
+}
+
+int serve(const std::vector<std::string>& args) {
+    auto flags = parse_flags(args, "serve", true);
+    if (flags.help) {
+        std::cout << serve_help;
+        return 0;
+    }
+    auto config = load(flags);
     // Before anything is created on disk: an address we cannot listen on is a configuration error.
     addrinfo* resolved = nullptr;
     if (getaddrinfo(config.server.host.c_str(), nullptr, nullptr, &resolved) != 0)
@@ -103,13 +167,14 @@ int serve(const std::vector<std::string>& args) {
                                                                      blobs, meta, clock);
         registry.set_replicator(replicator.get());
     }
+    berth::registry::MaintenanceStats maintenance;
     std::unique_ptr<berth::auth::Authorizer> authorizer;
     try {
         if (config.auth.enabled()) authorizer = std::make_unique<berth::auth::Authorizer>(config.auth);
     } catch (const std::exception& error) {
         throw berth::config::ConfigError(std::string("auth: ") + error.what());
     }
-    berth::http::Server server(config.server, registry, replicator.get(), authorizer.get());
+    berth::http::Server server(config.server, registry, replicator.get(), authorizer.get(), &maintenance);
     try {
         server.bind();
     } catch (const std::exception& error) {
@@ -120,6 +185,29 @@ int serve(const std::vector<std::string>& args) {
         if (auto purged = registry.purge_idle_uploads())
             berth::observe::log("info", "purged idle uploads", {{"count", purged}});
     });
+    if (config.gc_interval.count())
+        server.every(config.gc_interval, [&] {
+            auto report = berth::registry::collect_garbage(blobs, meta, clock, config.registry.replica_id, config.gc,
+                                                           false);
+            berth::observe::log("info", "garbage collected",
+                                {{"manifests", report.manifests}, {"links", report.links}, {"blobs", report.blobs},
+                                 {"bytes_freed", report.bytes_freed}});
+            std::lock_guard lock(maintenance.mutex);
+            maintenance.last_gc = std::move(report);
+            ++maintenance.gc_runs;
+        });
+    std::atomic<bool> stopping{false};
+    server.on_shutdown([&stopping] { stopping = true; });
+    if (config.scrub_interval.count())
+        server.every(config.scrub_interval, [&] {
+            auto report = berth::registry::scrub(blobs, meta, config.scrub_rate_mib << 20, stopping);
+            for (auto& corrupt : report.corrupt)
+                berth::observe::log("error", "scrub found corrupt content; blob quarantined", {{"digest", corrupt}});
+            std::lock_guard lock(maintenance.mutex);
+            maintenance.corrupt_total += report.corrupt.size();
+            maintenance.last_scrub = std::move(report);
+            ++maintenance.scrub_runs;
+        });
     berth::observe::log("info", "starting",
                         {{"version", BERTH_VERSION}, {"root", config.root.string()},
                          {"replica_id", config.registry.replica_id}});
@@ -147,6 +235,7 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (args[0] == "serve") return serve({args.begin() + 1, args.end()});
+        if (args[0] == "gc") return gc({args.begin() + 1, args.end()});
         std::cerr << "berth: unknown command '" << args[0] << "'\n\n" << usage_text;
         return 2;
     } catch (const berth::config::ConfigError& error) {

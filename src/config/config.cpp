@@ -157,6 +157,17 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         s.seconds("purge_interval_seconds", config.upload_purge_interval);
     });
     top.section("log", [&](Section& s) { s.boolean("access", config.server.access_log); });
+    top.section("gc", [&](Section& s) {
+        s.seconds("interval_seconds", config.gc_interval);
+        s.seconds("grace_seconds", config.gc.grace);
+        s.boolean("delete_untagged", config.gc.delete_untagged);
+        s.seconds("untagged_age_seconds", config.gc.untagged_age);
+    });
+    config.registry.gc_grace = config.gc.grace;
+    top.section("scrub", [&](Section& s) {
+        s.seconds("interval_seconds", config.scrub_interval);
+        s.number("rate_mib_per_second", config.scrub_rate_mib, 100000);
+    });
     std::string secret_file, quorum = "quorum";
     top.section("replication", [&](Section& s) {
         s.strings("peers", config.replication.peers);

@@ -4,13 +4,16 @@
 
 #include "berth/http/server.hpp"
 #include "message.hpp"
+#include "request_metrics.hpp"
 
 namespace berth::http {
 
 // What every connection shares.
 struct ServerContext {
     ServerContext(ServerOptions opts, Services svc, unsigned workers)
-        : options(std::move(opts)), services(svc), worker_pool(workers) {}
+        : options(std::move(opts)), services(svc), worker_pool(workers) {
+        services.requests = &request_metrics;
+    }
 
     ServerOptions options;
     Services services;
@@ -19,6 +22,7 @@ struct ServerContext {
     std::atomic<std::size_t> in_flight{0};
     std::atomic<bool> draining{false};
     std::atomic<std::uint64_t> next_request_id{1};
+    RequestMetrics request_metrics;
 };
 
 }  // namespace berth::http

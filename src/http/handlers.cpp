@@ -1,4 +1,5 @@
 #include "handlers.hpp"
+#include "request_metrics.hpp"
 
 #include <charconv>
 #include <fcntl.h>
@@ -7,6 +8,7 @@
 #include "berth/auth/authorizer.hpp"
 #include "berth/oci/media_types.hpp"
 #include "berth/observe/log.hpp"
+#include "berth/registry/maintenance.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/registry/upload.hpp"
 #include "berth/replication/replicator.hpp"
@@ -393,9 +395,12 @@ Plan plan_request(Services& services, Request& request) {
                 return immediate(json_response(503, R"({"status":"catching up with peers"})"));
             return immediate(json_response(200, R"({"status":"ready"})"));
         case RouteKind::metrics: {
-            auto response = json_response(200, services.replicator ? services.replicator->metrics_text() : "",
-                                          "text/plain; version=0.0.4");
-            return immediate(std::move(response));
+            std::string text = services.requests ? services.requests->text() : "";
+            text += "# HELP berth_uploads_in_progress Upload sessions open.\n# TYPE berth_uploads_in_progress gauge\n"
+                    "berth_uploads_in_progress " + std::to_string(registry.uploads_in_progress()) + "\n";
+            if (services.maintenance) text += services.maintenance->metrics_text();
+            if (services.replicator) text += services.replicator->metrics_text();
+            return immediate(json_response(200, std::move(text), "text/plain; version=0.0.4"));
         }
         case RouteKind::peer:
             if (!services.replicator || !services.replicator->authorized(request.peer_secret))

@@ -21,6 +21,9 @@ class Replicator;
 namespace berth::auth {
 class Authorizer;
 }
+namespace berth::registry {
+struct MaintenanceStats;
+}
 
 namespace berth::http {
 
@@ -48,6 +51,8 @@ struct Services {
     registry::Registry& registry;
     replication::Replicator* replicator;  // null without peers
     const auth::Authorizer* authorizer;   // null: everyone may do everything
+    registry::MaintenanceStats* maintenance = nullptr;
+    const class RequestMetrics* requests = nullptr;
 };
 
 // Where a streamed request body goes, chunk by chunk, as it arrives.

@@ -51,8 +51,8 @@ std::filesystem::file_time_type modified(const std::string& file) {
 
 struct Server::Impl {
     Impl(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator,
-         const auth::Authorizer* authorizer)
-        : context(options, Services{registry, replicator, authorizer},
+         const auth::Authorizer* authorizer, registry::MaintenanceStats* maintenance)
+        : context(options, Services{registry, replicator, authorizer, maintenance},
                   options.worker_threads ? options.worker_threads : 4 * cores()),
           io(static_cast<int>(options.io_threads ? options.io_threads : cores())),
           acceptor(io), signals(io, SIGINT, SIGTERM) {}
@@ -65,6 +65,7 @@ struct Server::Impl {
     asio::signal_set signals;
     std::list<asio::steady_timer> timers;
     std::vector<std::pair<std::chrono::seconds, std::function<void()>>> tasks;
+    std::vector<std::function<void()>> shutdown_callbacks;
     bool stopping = false;
 
     // The TLS context new connections get; replaced when the files change.
@@ -135,6 +136,7 @@ struct Server::Impl {
         stopping = true;
         observe::log("info", "shutting down", {{"in_flight", context.in_flight.load()}});
         context.draining = true;
+        for (auto& callback : shutdown_callbacks) callback();
         boost::system::error_code ec;
         acceptor.close(ec);
         signals.cancel(ec);
@@ -158,8 +160,8 @@ struct Server::Impl {
 };
 
 Server::Server(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator,
-               const auth::Authorizer* authorizer)
-    : impl_(std::make_unique<Impl>(std::move(options), registry, replicator, authorizer)) {}
+               const auth::Authorizer* authorizer, registry::MaintenanceStats* maintenance)
+    : impl_(std::make_unique<Impl>(std::move(options), registry, replicator, authorizer, maintenance)) {}
 
 Server::~Server() {
     impl_->io.stop();
@@ -186,6 +188,8 @@ std::uint16_t Server::port() const { return impl_->acceptor.local_endpoint().por
 void Server::every(std::chrono::seconds period, std::function<void()> task) {
     impl_->tasks.emplace_back(period, std::move(task));
 }
+
+void Server::on_shutdown(std::function<void()> callback) { impl_->shutdown_callbacks.push_back(std::move(callback)); }
 
 void Server::run() {
     auto& impl = *impl_;

@@ -70,6 +70,7 @@ public:
         : tls_context_(std::move(tls_context)), stream_(std::forward<StreamArgs>(args)...), context_(context),
           wait_timer_(stream_.get_executor()) {
         ++context_.connections;
+        ++context_.request_metrics.connections;
         beast::error_code ec;
         auto endpoint = socket().remote_endpoint(ec);
         if (!ec) peer_ = endpoint.address().to_string();
@@ -79,6 +80,7 @@ public:
         close_file();
         end_request();
         --context_.connections;
+        --context_.request_metrics.connections;
     }
 
     void start() {
@@ -400,8 +402,10 @@ private:
         if (!in_request_) return;
         in_request_ = false;
         --context_.in_flight;
-        if (!context_.options.access_log) return;
         auto micros = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_);
+        context_.request_metrics.record(request_.target.route.kind, request_.method, status_,
+                                        static_cast<double>(micros.count()) / 1e6, body_bytes_, bytes_out_);
+        if (!context_.options.access_log) return;
         observe::log("info", "request",
                      {{"request_id", request_id_}, {"peer", peer_}, {"method", method_text_}, {"target", target_text_},
                       {"status", status_}, {"principal", principal_}, {"bytes_in", body_bytes_}, {"bytes_out", bytes_out_},

@@ -85,6 +85,21 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
     storage::ManifestRecord record{parsed.media_type, {}, {}, std::move(body), stamp, false};
     std::vector<storage::Event> events;
     storage::MetaStore::Batch batch;
+    // Under the lock garbage collection takes to unlink: the blobs are still
+    // linked, and old links are renewed so the next collection keeps them.
+    std::vector<oci::Descriptor> blobs = parsed.layers;
+    if (parsed.config) blobs.push_back(*parsed.config);
+    const auto renew_before = storage::HybridClock::physical_ms(stamp.clock) -
+                              static_cast<std::uint64_t>(options_.gc_grace.count()) * 500;
+    for (auto& blob : blobs) {
+        if (blob.has_urls && blob.media_type == oci::media_type::docker_foreign_layer) continue;
+        auto link = meta_.link(repo, blob.digest.str());
+        if (!link || link->deleted) missing(blob, "blob");
+        if (storage::HybridClock::physical_ms(link->stamp.clock) < renew_before) {
+            batch.put_link(repo, blob.digest.str(), {stamp, false});
+            events.push_back({storage::Event::Type::link, repo, blob.digest.str(), {}, stamp});
+        }
+    }
     batch.add_repository(repo);
     if (parsed.subject) {
         record.subject = parsed.subject->digest.str();

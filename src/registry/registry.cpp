@@ -27,9 +27,13 @@ storage::Stamp Registry::stamp() { return {clock_.now(), options_.replica_id}; }
 bool Registry::has_blob(const std::string& repo, const oci::Digest& digest) {
     auto live = [&] { return meta_.has_link(repo, digest.str()) && blobs_.size(digest); };
     if (live()) return true;
-    // Read-through only when this replica knows nothing of the link: an unlink
-    // here must not be undone by a peer that has not seen it yet.
-    return replicator_ && !meta_.link(repo, digest.str()) && replicator_->fetch_blob(repo, digest) && live();
+    if (!replicator_) return false;
+    // Read-through when this replica knows nothing of the link, or links a
+    // blob it lost (quarantined by scrub); an unlink here must not be undone
+    // by a peer that has not seen it yet.
+    auto link = meta_.link(repo, digest.str());
+    if (link && link->deleted) return false;
+    return replicator_->fetch_blob(repo, digest) && live();
 }
 
 void Registry::commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch,
@@ -79,7 +83,7 @@ MountResult Registry::mount_blob(const std::string& repo, const std::string& dig
     // content in repositories the client may not read.
     if (!from.empty()) {
         require_name(from);
-        if (has_blob(from, digest)) {
+        if (has_blob(from, digest) && blobs_.touch(digest)) {
             auto lock = meta_.lock_writes();
             const auto stamp = this->stamp();
             storage::MetaStore::Batch batch;
@@ -144,6 +148,8 @@ void Registry::cancel_upload(const std::string& repo, const std::string& id) {
     batch.remove_upload(id);
     meta_.commit(batch);
 }
+
+std::size_t Registry::uploads_in_progress() const { return uploads_->size(); }
 
 std::size_t Registry::purge_idle_uploads() {
     const auto ttl_ms = static_cast<std::uint64_t>(options_.upload_idle_ttl.count()) * 1000;

@@ -51,6 +51,10 @@ public:
     // (repository, id) of sessions not held and idle since before cutoff_ms.
     std::vector<std::pair<std::string, std::string>> idle_since(std::uint64_t cutoff_ms);
     std::uint64_t now() const { return now_(); }
+    std::size_t size() {
+        std::lock_guard lock(mutex_);
+        return sessions_.size();
+    }
 
 private:
     std::shared_ptr<UploadState> find_locked(const std::string& repo, const std::string& id);

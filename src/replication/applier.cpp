@@ -41,7 +41,22 @@ Applier::Applier(storage::BlobStore& blobs, storage::MetaStore& meta, storage::H
     : blobs_(blobs), meta_(meta), clock_(clock) {}
 
 ApplyResult Applier::ensure_blob(const oci::Digest& digest, const std::vector<PeerClient*>& sources) {
-    if (blobs_.size(digest)) return ApplyResult::skipped;
+    if (blobs_.touch(digest)) return ApplyResult::skipped;  // renewed: garbage collection leaves it to be linked
+    {
+        std::unique_lock lock(fetching_mutex_);
+        fetched_.wait(lock, [&] { return !fetching_.count(digest.str()); });
+        if (blobs_.touch(digest)) return ApplyResult::skipped;
+        fetching_.insert(digest.str());
+    }
+    struct Done {
+        Applier& self;
+        std::string key;
+        ~Done() {
+            std::lock_guard lock(self.fetching_mutex_);
+            self.fetching_.erase(key);
+            self.fetched_.notify_all();
+        }
+    } done{*this, digest.str()};
     Outcome outcome;
     for (auto* source : sources) {
         const auto scratch = blobs_.scratch_dir() / scratch_name();

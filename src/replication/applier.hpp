@@ -4,6 +4,9 @@
 // the record, last writer wins by stamp. Applied events are logged again
 // unchanged, so a replica relays what it learned to the others.
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +56,11 @@ private:
     storage::MetaStore& meta_;
     storage::HybridClock& clock_;
     std::atomic<std::uint64_t> bytes_fetched_{0};
+    // Blobs being fetched now: a second fetch of the same digest (two peers'
+    // bootstraps, a follower and a read) waits for the first instead.
+    std::mutex fetching_mutex_;
+    std::condition_variable fetched_;
+    std::set<std::string> fetching_;
 };
 
 }  // namespace berth::replication

@@ -67,8 +67,8 @@ PeerClient::PeerClient(std::string address, std::string secret) : address_(std::
 
 PeerClient::~PeerClient() = default;
 
-std::unique_ptr<PeerClient::Connection> PeerClient::take() {
-    {
+std::unique_ptr<PeerClient::Connection> PeerClient::take(bool fresh) {
+    if (!fresh) {
         std::lock_guard lock(mutex_);
         if (!idle_.empty()) {
             auto connection = std::move(idle_.back());
@@ -98,9 +98,10 @@ void PeerClient::give_back(std::unique_ptr<Connection> connection) {
 PeerResponse PeerClient::request(const std::string& method, const std::string& target, const std::string& body,
                                  std::chrono::milliseconds timeout,
                                  const std::vector<std::pair<std::string, std::string>>& headers) {
-    // A pooled connection may have been closed by the peer; one fresh retry covers that.
+    // A pooled connection may have been closed by the peer; one retry on a
+    // new connection covers that (another pooled one may be just as stale).
     for (int attempt = 0;; ++attempt) {
-        auto connection = take();
+        auto connection = take(attempt > 0);
         try {
             bhttp::request<bhttp::string_body> req(bhttp::string_to_verb(method), target, 11);
             req.set(bhttp::field::host, address_);

@@ -40,7 +40,7 @@ public:
 
 private:
     struct Connection;
-    std::unique_ptr<Connection> take();
+    std::unique_ptr<Connection> take(bool fresh = false);
     void give_back(std::unique_ptr<Connection> connection);
 
     std::string address_, host_, port_, secret_;

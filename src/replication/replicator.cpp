@@ -56,7 +56,7 @@ void Replicator::Impl::follow(Peer& peer) {
     while (!stopping) {
         try {
             auto response = peer.client.request(
-                "GET", "/_berth/v1/log?after=" + std::to_string(peer.cursor) + "&limit=500");
+                "GET", "/_berth/v1/log?after=" + std::to_string(peer.cursor) + "&limit=500", {}, std::chrono::seconds(3));
             if (response.status != 200)
                 throw std::runtime_error("peer answered " + std::to_string(response.status) + " to /log");
             auto doc = json::parse(response.body);
@@ -377,8 +377,11 @@ bool Replicator::fetch_blob(const std::string& repo, const oci::Digest& digest) 
             auto doc = json::parse(response.body);
             Event event{Event::Type::link, repo, digest.str(), {}, {doc.at("clock"), doc.at("origin")}};
             std::vector<PeerClient*> sources{source};
-            if (impl_->applier.apply(event, sources) != ApplyResult::unavailable && impl_->meta.has_link(repo, digest.str()))
-                return true;
+            // The content first: the link may be here already, its file lost.
+            auto content = impl_->applier.ensure_blob(digest, sources);
+            if (content == ApplyResult::gone || content == ApplyResult::unavailable) continue;
+            impl_->applier.apply(event, sources);
+            if (impl_->meta.has_link(repo, digest.str())) return true;
         } catch (const std::exception&) {
         }
     }

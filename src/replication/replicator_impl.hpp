@@ -81,12 +81,15 @@ struct Replicator::Impl {
         return peer.get();
     }
 
+    // Where to fetch content: first, then reachable peers, then the others —
+    // "unreachable" may only mean its last poll failed, and it is back.
     std::vector<PeerClient*> sources(Peer* first) {
         std::vector<PeerClient*> out;
         if (first) out.push_back(&first->client);
         std::lock_guard lock(mutex);
-        for (auto& peer : peers)
-            if (peer.get() != first && !peer->self && peer->reachable) out.push_back(&peer->client);
+        for (bool reachable : {true, false})
+            for (auto& peer : peers)
+                if (peer.get() != first && !peer->self && peer->reachable == reachable) out.push_back(&peer->client);
         return out;
     }
 

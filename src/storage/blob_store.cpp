@@ -1,6 +1,7 @@
 #include "berth/storage/blob_store.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,7 +28,8 @@ void fsync_path(const fs::path& path) {
     if (rc != 0) throw_errno("fsync " + path.string());
 }
 
-BlobStore::BlobStore(fs::path root) : blobs_(root / "blobs"), scratch_(root / "uploads") {
+BlobStore::BlobStore(fs::path root)
+    : blobs_(root / "blobs"), scratch_(root / "uploads"), quarantine_(root / "quarantine") {
     fs::create_directories(blobs_);
     fs::create_directories(scratch_);
 }
@@ -47,9 +49,15 @@ std::optional<std::uint64_t> BlobStore::size(const oci::Digest& digest) const {
 void BlobStore::commit(const fs::path& scratch, const oci::Digest& digest) {
     const auto target = path(digest);
     std::error_code ec;
-    if (fs::exists(target, ec)) {
-        fs::remove(scratch, ec);
-        return;
+    {
+        // An existing copy is made young again, so garbage collection (which
+        // takes only old files, under the same lock) cannot remove it while
+        // the caller links it.
+        std::lock_guard lock(collect_mutex_);
+        if (::utimensat(AT_FDCWD, target.c_str(), nullptr, 0) == 0) {
+            fs::remove(scratch, ec);
+            return;
+        }
     }
     fsync_path(scratch);
     const auto dir = target.parent_path();
@@ -64,6 +72,43 @@ void BlobStore::commit(const fs::path& scratch, const oci::Digest& digest) {
 bool BlobStore::remove(const oci::Digest& digest) {
     std::error_code ec;
     return fs::remove(path(digest), ec);
+}
+
+bool BlobStore::touch(const oci::Digest& digest) {
+    std::lock_guard lock(collect_mutex_);
+    return ::utimensat(AT_FDCWD, path(digest).c_str(), nullptr, 0) == 0;
+}
+
+bool BlobStore::remove_if_older(const oci::Digest& digest, std::chrono::system_clock::time_point cutoff) {
+    std::lock_guard lock(collect_mutex_);
+    struct stat info {};
+    const auto file = path(digest);
+    if (::stat(file.c_str(), &info) != 0) return false;
+    if (std::chrono::system_clock::from_time_t(info.st_mtime) >= cutoff) return false;
+    return ::unlink(file.c_str()) == 0;
+}
+
+void BlobStore::quarantine(const oci::Digest& digest) {
+    const auto target = quarantine_ / (std::string(oci::algorithm_name(digest.algorithm())) + "-" + digest.hex());
+    fs::create_directories(quarantine_);
+    std::lock_guard lock(collect_mutex_);
+    if (::rename(path(digest).c_str(), target.c_str()) != 0) throw_errno("quarantine " + digest.str());
+}
+
+void BlobStore::for_each(const std::function<void(const oci::Digest&, std::uint64_t size, std::int64_t mtime)>& visit) const {
+    std::error_code ec;
+    for (auto& algorithm : fs::directory_iterator(blobs_, ec)) {
+        auto alg = oci::parse_algorithm(algorithm.path().filename().string());
+        if (!alg) continue;
+        for (auto& entry : fs::recursive_directory_iterator(algorithm.path(), ec)) {
+            if (!entry.is_regular_file(ec)) continue;
+            auto digest = oci::Digest::parse(std::string(oci::algorithm_name(*alg)) + ":" + entry.path().filename().string());
+            if (!digest) continue;
+            struct stat info {};
+            if (::stat(entry.path().c_str(), &info) != 0) continue;
+            visit(*digest, static_cast<std::uint64_t>(info.st_size), static_cast<std::int64_t>(info.st_mtime));
+        }
+    }
 }
 
 }  // namespace berth::storage

@@ -160,8 +160,8 @@ struct MetaStore::Impl {
     }
 };
 
-MetaStore::MetaStore(const std::filesystem::path& dir) : impl_(std::make_unique<Impl>()) {
-    std::filesystem::create_directories(dir);
+MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode) : impl_(std::make_unique<Impl>()) {
+    if (mode == Mode::read_write) std::filesystem::create_directories(dir);
     rocksdb::DBOptions options;
     options.create_if_missing = true;
     options.create_missing_column_families = true;
@@ -172,7 +172,11 @@ MetaStore::MetaStore(const std::filesystem::path& dir) : impl_(std::make_unique<
     std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
     for (auto name : family_names) descriptors.emplace_back(name, family_options);
     rocksdb::DB* db = nullptr;
-    check(rocksdb::DB::Open(options, dir.string(), descriptors, &impl_->families, &db), "open metadata index");
+    if (mode == Mode::read_only)
+        check(rocksdb::DB::OpenForReadOnly(options, dir.string(), descriptors, &impl_->families, &db),
+              "open metadata index read-only");
+    else
+        check(rocksdb::DB::Open(options, dir.string(), descriptors, &impl_->families, &db), "open metadata index");
     impl_->db.reset(db);
 
     std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_log)));

@@ -7,6 +7,7 @@
 
 #include "berth/auth/options.hpp"
 #include "berth/http/server.hpp"
+#include "berth/registry/maintenance.hpp"
 #include "berth/registry/options.hpp"
 #include "berth/replication/options.hpp"
 
@@ -20,6 +21,10 @@ struct Config {
     replication::Options replication;
     auth::Options auth;
     std::chrono::seconds upload_purge_interval{60};
+    registry::GcOptions gc;
+    std::chrono::seconds gc_interval{3600};     // 0: only `berth gc`
+    std::chrono::seconds scrub_interval{86400};  // 0: never
+    std::uint64_t scrub_rate_mib = 64;
 };
 
 class ConfigError : public std::runtime_error {

@@ -16,6 +16,9 @@ class Replicator;
 namespace berth::auth {
 class Authorizer;
 }
+namespace berth::registry {
+struct MaintenanceStats;
+}
 
 namespace berth::http {
 
@@ -42,7 +45,7 @@ public:
     // replicator may be null: a single registry without peers; authorizer
     // null: no authentication.
     Server(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator = nullptr,
-           const auth::Authorizer* authorizer = nullptr);
+           const auth::Authorizer* authorizer = nullptr, registry::MaintenanceStats* maintenance = nullptr);
     ~Server();
 
     // Binds; after this port() is the real port (useful with port 0).
@@ -53,6 +56,8 @@ public:
     void stop();
     // Runs task on a worker thread every period while serving.
     void every(std::chrono::seconds period, std::function<void()> task);
+    // Runs when shutdown begins, so long-running tasks can stop early.
+    void on_shutdown(std::function<void()> callback);
 
 private:
     struct Impl;

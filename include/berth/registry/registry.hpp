@@ -90,6 +90,7 @@ public:
     void cancel_upload(const std::string& repo, const std::string& id);
     // Drops sessions idle for longer than the configured time; returns how many.
     std::size_t purge_idle_uploads();
+    std::size_t uploads_in_progress() const;
 
     // Manifests
     PutManifestResult put_manifest(const std::string& repo, const std::string& reference,

@@ -3,6 +3,9 @@
 // and the scratch directory uploads are written into before they are committed.
 #include <cstdint>
 #include <filesystem>
+#include <chrono>
+#include <functional>
+#include <mutex>
 #include <optional>
 
 #include "berth/oci/digest.hpp"
@@ -20,12 +23,22 @@ public:
     // the directory. If the blob already exists the scratch file is dropped.
     void commit(const std::filesystem::path& scratch, const oci::Digest& digest);
     bool remove(const oci::Digest& digest);
+    // Renews an existing blob before something links it (see commit); false if absent.
+    bool touch(const oci::Digest& digest);
+    // Garbage collection: removes the blob only if its file is older than
+    // cutoff, atomically with respect to commit() renewing it.
+    bool remove_if_older(const oci::Digest& digest, std::chrono::system_clock::time_point cutoff);
+    // Moves a blob whose bytes no longer match its digest out of the way.
+    void quarantine(const oci::Digest& digest);
+    void for_each(const std::function<void(const oci::Digest&, std::uint64_t size, std::int64_t mtime)>& visit) const;
 
     const std::filesystem::path& scratch_dir() const { return scratch_; }
 
 private:
     std::filesystem::path blobs_;
     std::filesystem::path scratch_;
+    std::filesystem::path quarantine_;
+    std::mutex collect_mutex_;
 };
 
 void fsync_path(const std::filesystem::path& path);

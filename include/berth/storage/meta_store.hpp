@@ -22,7 +22,9 @@ struct LogEntry {
 
 class MetaStore {
 public:
-    explicit MetaStore(const std::filesystem::path& dir);
+    enum class Mode { read_write, read_only };
+    // read_only opens beside a running server (for `berth gc --dry-run`).
+    explicit MetaStore(const std::filesystem::path& dir, Mode mode = Mode::read_write);
     ~MetaStore();
     MetaStore(const MetaStore&) = delete;
     MetaStore& operator=(const MetaStore&) = delete;

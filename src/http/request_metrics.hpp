@@ -1,0 +1,33 @@
+#pragma once
+// Counters and latency histograms of the requests served, by route, method
+// and status, kept in fixed arrays of atomics so recording never locks.
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "message.hpp"
+
+namespace berth::http {
+
+class RequestMetrics {
+public:
+    void record(RouteKind route, Method method, int status, double seconds, std::uint64_t bytes_in,
+                std::uint64_t bytes_out);
+    std::string text() const;
+    std::atomic<std::int64_t> connections{0};
+
+private:
+    static constexpr std::size_t routes = static_cast<std::size_t>(RouteKind::unknown) + 1;
+    static constexpr std::size_t methods = static_cast<std::size_t>(Method::other) + 1;
+    static constexpr std::array<int, 18> statuses = {200, 201, 202, 204, 206, 400, 401, 403, 404,
+                                                     405, 413, 416, 429, 431, 500, 503, 507, 0};
+    static constexpr std::array<double, 14> buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                       0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+    std::array<std::array<std::array<std::atomic<std::uint64_t>, statuses.size()>, methods>, routes> counts_{};
+    std::array<std::array<std::atomic<std::uint64_t>, buckets.size() + 1>, routes> latency_{};
+    std::array<std::atomic<std::uint64_t>, routes> latency_micros_{};
+    std::atomic<std::uint64_t> bytes_in_{0}, bytes_out_{0};
+};
+
+}  // namespace berth::http
