@@ -146,6 +146,10 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         s.number("max_manifest_bytes", config.registry.max_manifest_bytes, 64ull << 20);
         s.number("max_header_bytes", config.server.max_header_bytes, 1 << 20);
         s.number("max_uploads", config.registry.max_uploads, 1000000);
+        s.number("max_uploads_per_client", config.registry.max_uploads_per_client, 1000000);
+        s.number("min_free_disk_bytes", config.registry.min_free_bytes, UINT64_MAX);
+        s.number("max_connections_per_client", config.server.max_connections_per_client, 1000000);
+        s.number("requests_per_second_per_client", config.server.requests_per_second, 10000000);
         s.number("max_blob_bytes", config.registry.max_blob_bytes, UINT64_MAX);
         s.number("max_page", config.registry.max_page, 100000);
         s.number("max_connections", config.server.max_connections, 1000000);

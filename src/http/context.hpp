@@ -4,6 +4,7 @@
 
 #include "berth/http/server.hpp"
 #include "message.hpp"
+#include "client_limits.hpp"
 #include "request_metrics.hpp"
 
 namespace berth::http {
@@ -11,7 +12,8 @@ namespace berth::http {
 // What every connection shares.
 struct ServerContext {
     ServerContext(ServerOptions opts, Services svc, unsigned workers)
-        : options(std::move(opts)), services(svc), worker_pool(workers) {
+        : options(std::move(opts)), services(svc), worker_pool(workers),
+          client_limits(options.max_connections_per_client, options.requests_per_second) {
         services.requests = &request_metrics;
     }
 
@@ -23,6 +25,7 @@ struct ServerContext {
     std::atomic<bool> draining{false};
     std::atomic<std::uint64_t> next_request_id{1};
     RequestMetrics request_metrics;
+    ClientLimits client_limits;
 };
 
 }  // namespace berth::http

@@ -20,6 +20,11 @@ using oci::Error;
 using oci::ErrorCode;
 using registry::Registry;
 
+// Who a request counts against for per-client limits: the user, else the address.
+std::string client_of(const Request& request) {
+    return request.principal.empty() ? "ip:" + request.peer_address : "user:" + request.principal;
+}
+
 // Pushes and deletes, with who did them, for the audit trail.
 void audit(const Request& request, const char* action, const std::string& reference) {
     observe::log("info", "audit",
@@ -218,14 +223,15 @@ Plan upload_start_route(Registry& registry, Request& request) {
     const auto& query = request.target.query;
     if (request.method != Method::post) not_allowed();
     if (auto mount = query.get("mount")) {
-        auto result = registry.mount_blob(route.name, *mount, query.get("from").value_or(""));
+        auto result = registry.mount_blob(route.name, *mount, query.get("from").value_or(""), client_of(request));
         if (result.mounted) return immediate(blob_created(route.name, *result.mounted));
         return immediate(upload_accepted(202, route.name, result.upload_id, 0));
     }
     if (auto digest_text = query.get("digest")) {
         // Monolithic upload in one POST: stream the body into a fresh session and close it.
         auto digest = oci::Digest::parse_or_throw(*digest_text);
-        auto session = registry.start_upload(route.name, std::string(oci::algorithm_name(digest.algorithm())));
+        auto session =
+            registry.start_upload(route.name, std::string(oci::algorithm_name(digest.algorithm())), client_of(request));
         Plan plan;
         try {
             plan = append_plan(registry, request, route.name, session.id);
@@ -251,7 +257,7 @@ Plan upload_start_route(Registry& registry, Request& request) {
         plan.abort = [&registry, name = route.name, id = session.id] { registry.cancel_upload(name, id); };
         return plan;
     }
-    auto session = registry.start_upload(route.name, query.get("digest-algorithm").value_or(""));
+    auto session = registry.start_upload(route.name, query.get("digest-algorithm").value_or(""), client_of(request));
     return immediate(upload_accepted(202, route.name, session.id, 0));
 }
 

@@ -41,6 +41,7 @@ struct Request {
     std::string host;
     bool secure = false;      // arrived over TLS
     std::string principal;    // who made it, once authenticated ("" anonymous)
+    std::string peer_address; // the client's IP address
     std::string peer_secret;  // Berth-Peer-Secret, from another replica
     std::string peer_origin;  // Berth-Replica: the id of the replica calling
     bool forwarded = false;   // Berth-Forwarded: already sent on by a replica

@@ -103,9 +103,12 @@ struct Server::Impl {
         acceptor.async_accept(asio::make_strand(io), [this](boost::system::error_code ec, tcp::socket socket) {
             if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
             if (!ec) {
-                if (context.connections.load() >= context.options.max_connections) {
+                auto peer = socket.remote_endpoint(ec);
+                const auto address = ec ? std::string() : peer.address().to_string();
+                if (context.connections.load() >= context.options.max_connections ||
+                    !context.client_limits.open(address)) {
                     boost::system::error_code ignored;
-                    socket.close(ignored);  // over the limit: refuse rather than queue
+                    socket.close(ignored);  // over a limit: refuse rather than queue
                 } else {
                     socket.set_option(tcp::no_delay(true), ec);
                     start_session(std::move(socket), context, current_tls());

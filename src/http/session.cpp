@@ -81,6 +81,7 @@ public:
         end_request();
         --context_.connections;
         --context_.request_metrics.connections;
+        context_.client_limits.close(peer_);
     }
 
     void start() {
@@ -120,6 +121,8 @@ private:
             return reject(400, oci::ErrorCode::bad_request, "malformed request");
         }
         begin_request();
+        if (!context_.client_limits.allow_request(peer_))
+            return reject(429, oci::ErrorCode::too_many_requests, "request rate limit exceeded");
         auto& head = parser_->get();
         keep_alive_ = head.keep_alive();
         method_text_ = std::string(head.method_string());
@@ -136,6 +139,7 @@ private:
         request_.has_body = !parser_->is_done();
         request_.authorization = std::string(head[bhttp::field::authorization]);
         request_.host = std::string(head[bhttp::field::host]);
+        request_.peer_address = peer_;
         request_.secure = tls;
         request_.peer_secret = std::string(head["Berth-Peer-Secret"]);
         request_.peer_origin = std::string(head["Berth-Replica"]);

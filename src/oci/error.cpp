@@ -26,6 +26,7 @@ std::string_view code_name(ErrorCode code) {
         case ErrorCode::range_not_satisfiable: return "SIZE_INVALID";
         case ErrorCode::payload_too_large: return "SIZE_INVALID";
         case ErrorCode::tag_invalid: return "TAG_INVALID";
+        case ErrorCode::insufficient_storage: return "DENIED";
         case ErrorCode::unavailable: return "UNAVAILABLE";
         case ErrorCode::bad_request: return "UNSUPPORTED";
         case ErrorCode::internal: return "UNKNOWN";
@@ -46,6 +47,7 @@ int http_status(ErrorCode code) {
         case ErrorCode::upload_range_invalid:
         case ErrorCode::range_not_satisfiable: return 416;
         case ErrorCode::payload_too_large: return 413;
+        case ErrorCode::insufficient_storage: return 507;
         case ErrorCode::unavailable: return 503;
         case ErrorCode::internal: return 500;
         default: return 400;

@@ -9,6 +9,7 @@
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/events.hpp"
+#include "upload_table.hpp"
 #include "validate.hpp"
 
 namespace berth::registry {
@@ -53,6 +54,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
                     "computed " + digest.str());
 
     auto parsed = oci::parse_manifest(body, media_type_without_parameters(content_type));
+    uploads_->require_space(body.size());
     auto check_blob = [&](const oci::Descriptor& d) {
         if (d.has_urls && d.media_type == oci::media_type::docker_foreign_layer) return;
         auto size = has_blob(repo, d.digest) ? blobs_.size(d.digest) : std::nullopt;

@@ -17,8 +17,10 @@ using oci::ErrorCode;
 Registry::Registry(Options options, storage::BlobStore& blobs, storage::MetaStore& meta,
                    storage::HybridClock& clock, storage::HybridClock::WallClock wall)
     : options_(std::move(options)), blobs_(blobs), meta_(meta), clock_(clock),
-      uploads_(std::make_unique<UploadTable>(blobs, meta, options_.replica_id, options_.max_uploads,
-                                             std::move(wall))) {}
+      uploads_(std::make_unique<UploadTable>(
+          blobs, meta, options_.replica_id,
+          UploadTable::Limits{options_.max_uploads, options_.max_uploads_per_client, options_.min_free_bytes},
+          std::move(wall))) {}
 
 Registry::~Registry() = default;
 
@@ -65,7 +67,7 @@ void Registry::delete_blob(const std::string& repo, const std::string& digest_te
     meta_.commit(batch);
 }
 
-UploadStatus Registry::start_upload(const std::string& repo, const std::string& algorithm) {
+UploadStatus Registry::start_upload(const std::string& repo, const std::string& algorithm, const std::string& client) {
     require_name(repo);
     auto alg = oci::DigestAlgorithm::sha256;
     if (!algorithm.empty()) {
@@ -73,10 +75,11 @@ UploadStatus Registry::start_upload(const std::string& repo, const std::string& 
         if (!parsed) throw Error(ErrorCode::digest_invalid, "unsupported digest algorithm", algorithm.substr(0, 64));
         alg = *parsed;
     }
-    return {uploads_->create(repo, alg)->id, 0};
+    return {uploads_->create(repo, alg, client)->id, 0};
 }
 
-MountResult Registry::mount_blob(const std::string& repo, const std::string& digest_text, const std::string& from) {
+MountResult Registry::mount_blob(const std::string& repo, const std::string& digest_text, const std::string& from,
+                                 const std::string& client) {
     require_name(repo);
     auto digest = oci::Digest::parse_or_throw(digest_text);
     // Without `from` we do not mount: knowing a digest must not grant access to
@@ -94,7 +97,7 @@ MountResult Registry::mount_blob(const std::string& repo, const std::string& dig
             return {digest, {}};
         }
     }
-    return {std::nullopt, uploads_->create(repo, digest.algorithm())->id};
+    return {std::nullopt, uploads_->create(repo, digest.algorithm(), client)->id};
 }
 
 UploadStatus Registry::upload_status(const std::string& repo, const std::string& id) {

@@ -19,6 +19,7 @@ std::uint64_t UploadAppender::offset() const { return state_->offset; }
 void UploadAppender::write(const void* data, std::size_t size) {
     if (max_bytes_ && state_->offset + size > max_bytes_)
         throw oci::Error(oci::ErrorCode::size_invalid, "blob exceeds the maximum size of an upload");
+    table_.require_space(size);
     auto* bytes = static_cast<const char*>(data);
     std::size_t done = 0;
     while (done < size) {

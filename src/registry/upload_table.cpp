@@ -45,10 +45,9 @@ std::string new_upload_id(const std::string& replica_id) {
     return replica_id + "_" + uuid;
 }
 
-UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id,
-                         std::size_t max_sessions, Now now)
-    : blobs_(blobs), meta_(meta), replica_id_(std::move(replica_id)), max_sessions_(max_sessions),
-      now_(std::move(now)) {
+UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id, Limits limits,
+                         Now now)
+    : blobs_(blobs), meta_(meta), replica_id_(std::move(replica_id)), limits_(limits), now_(std::move(now)) {
     for (auto& [id, record] : meta_.uploads()) {
         auto state = std::make_shared<UploadState>();
         state->id = id;
@@ -60,18 +59,34 @@ UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, st
     }
 }
 
-std::shared_ptr<UploadState> UploadTable::create(const std::string& repo, oci::DigestAlgorithm algorithm) {
+void UploadTable::require_space(std::uint64_t incoming) const {
+    if (!limits_.min_free_bytes) return;
+    auto free = blobs_.free_bytes();
+    if (free < limits_.min_free_bytes || free - limits_.min_free_bytes < incoming)
+        throw Error(ErrorCode::insufficient_storage, "insufficient storage: the registry's disk is nearly full");
+}
+
+std::shared_ptr<UploadState> UploadTable::create(const std::string& repo, oci::DigestAlgorithm algorithm,
+                                                 const std::string& client) {
+    require_space(0);
     auto state = std::make_shared<UploadState>();
     state->id = new_upload_id(replica_id_);
     state->repo = repo;
+    state->client = client;
     state->algorithm = algorithm;
     state->path = blobs_.scratch_dir() / state->id;
     state->hasher.emplace(algorithm);
     state->last_active_ms = now_();
     {
         std::lock_guard lock(mutex_);
-        if (sessions_.size() >= max_sessions_)
+        if (sessions_.size() >= limits_.sessions)
             throw Error(ErrorCode::too_many_requests, "too many upload sessions in progress");
+        if (!client.empty() && limits_.sessions_per_client) {
+            std::size_t mine = 0;
+            for (auto& [id, session] : sessions_) mine += session->client == client;
+            if (mine >= limits_.sessions_per_client)
+                throw Error(ErrorCode::too_many_requests, "too many upload sessions open by this client");
+        }
         sessions_.emplace(state->id, state);
     }
     int fd = ::open(state->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

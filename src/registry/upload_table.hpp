@@ -25,6 +25,7 @@ namespace berth::registry {
 struct UploadState {
     std::string id;
     std::string repo;
+    std::string client;  // who opened it, for the per-client limit
     oci::DigestAlgorithm algorithm = oci::DigestAlgorithm::sha256;
     std::filesystem::path path;
     std::optional<oci::Hasher> hasher;  // empty until loaded after a restart
@@ -38,10 +39,16 @@ class UploadTable {
 public:
     using Now = std::function<std::uint64_t()>;
 
-    UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id,
-                std::size_t max_sessions, Now now);
+    struct Limits {
+        std::size_t sessions, sessions_per_client;
+        std::uint64_t min_free_bytes;
+    };
+    UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id, Limits limits, Now now);
 
-    std::shared_ptr<UploadState> create(const std::string& repo, oci::DigestAlgorithm algorithm);
+    std::shared_ptr<UploadState> create(const std::string& repo, oci::DigestAlgorithm algorithm,
+                                        const std::string& client);
+    // Throws 507 when taking `incoming` more bytes would leave too little free.
+    void require_space(std::uint64_t incoming) const;
     // Exclusive hold on a session of repo; throws BLOB_UPLOAD_UNKNOWN or 416 when busy.
     std::shared_ptr<UploadState> acquire(const std::string& repo, const std::string& id);
     void release(const std::shared_ptr<UploadState>& state);
@@ -63,7 +70,7 @@ private:
     storage::BlobStore& blobs_;
     storage::MetaStore& meta_;
     std::string replica_id_;
-    std::size_t max_sessions_;
+    Limits limits_;
     Now now_;
     std::mutex mutex_;
     std::unordered_map<std::string, std::shared_ptr<UploadState>> sessions_;

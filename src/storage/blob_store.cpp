@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -72,6 +73,12 @@ void BlobStore::commit(const fs::path& scratch, const oci::Digest& digest) {
 bool BlobStore::remove(const oci::Digest& digest) {
     std::error_code ec;
     return fs::remove(path(digest), ec);
+}
+
+std::uint64_t BlobStore::free_bytes() const {
+    struct statvfs info {};
+    if (::statvfs(scratch_.c_str(), &info) != 0) return UINT64_MAX;  // unknown: do not refuse on a guess
+    return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
 }
 
 bool BlobStore::touch(const oci::Digest& digest) {

@@ -84,3 +84,21 @@ TEST_CASE("Content-Range of upload chunks") {
     CHECK_FALSE(parse_content_range("-4"));
     CHECK_FALSE(parse_content_range("x"));
 }
+
+#include "http/client_limits.hpp"
+
+TEST_CASE("per-client connection and request limits") {
+    ClientLimits limits(2, 10);
+    CHECK(limits.open("a"));
+    CHECK(limits.open("a"));
+    CHECK_FALSE(limits.open("a"));
+    CHECK(limits.open("b"));  // another client is not affected
+    limits.close("a");
+    CHECK(limits.open("a"));
+    int allowed = 0;
+    for (int i = 0; i < 100; ++i) allowed += limits.allow_request("a");
+    CHECK(allowed == 20);  // the burst is twice the rate
+    CHECK(limits.allow_request("b"));
+    ClientLimits unlimited(0, 0);
+    for (int i = 0; i < 1000; ++i) REQUIRE(unlimited.allow_request("a"));
+}

@@ -124,6 +124,25 @@ TEST_CASE("upload sessions are capped and idle ones purged") {
     CHECK(std::distance(std::filesystem::directory_iterator(f.blobs.scratch_dir()), {}) == 1);
 }
 
+TEST_CASE("one client cannot hold every upload session") {
+    Fixture f;
+    registry::Options options = Fixture::options();
+    options.max_uploads_per_client = 2;
+    registry::Registry reg(options, f.blobs, f.meta, f.clock);
+    reg.start_upload("r", "", "ip:1");
+    reg.start_upload("r", "", "ip:1");
+    CHECK(code_of([&] { reg.start_upload("r", "", "ip:1"); }) == ErrorCode::too_many_requests);
+    CHECK_FALSE(reg.start_upload("r", "", "ip:2").id.empty());
+}
+
+TEST_CASE("uploads stop before the disk is full") {
+    Fixture f;
+    registry::Options options = Fixture::options();
+    options.min_free_bytes = UINT64_MAX;  // nothing is ever enough
+    registry::Registry reg(options, f.blobs, f.meta, f.clock);
+    CHECK(code_of([&] { reg.start_upload("r"); }) == ErrorCode::insufficient_storage);
+}
+
 TEST_CASE("manifests need their blobs, keep their bytes, and move tags") {
     Fixture f;
     auto body = f.image("r", "1");

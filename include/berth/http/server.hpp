@@ -29,6 +29,10 @@ struct ServerOptions {
     unsigned worker_threads = 0;  // 0: four per core, for fsync and other blocking work
     std::size_t max_header_bytes = 16 * 1024;
     std::size_t max_connections = 10000;
+    std::size_t max_connections_per_client = 1000;  // by address; 0: no limit
+    // Token bucket per client address, burst twice the rate; 0: no limit.
+    // Off by default: behind an ingress or NAT every client has one address.
+    std::uint32_t requests_per_second = 0;
     std::chrono::seconds idle_timeout{60};   // waiting for (the rest of) a request head
     std::chrono::seconds body_timeout{60};   // no progress while reading or sending a body
     std::chrono::seconds shutdown_grace{10};

@@ -26,6 +26,7 @@ enum class ErrorCode {
     range_not_satisfiable,  // 416: a blob Range outside the blob
     payload_too_large,   // 413 for manifests over the limit
     tag_invalid,
+    insufficient_storage,  // 507: the disk is too full to take more
     unavailable,         // 503: a write quorum or a peer could not be reached
     bad_request,         // 400 for malformed parameters the spec has no code for
     internal,

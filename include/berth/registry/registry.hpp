@@ -79,8 +79,11 @@ public:
     void delete_blob(const std::string& repo, const std::string& digest);
 
     // Uploads
-    UploadStatus start_upload(const std::string& repo, const std::string& algorithm = "");
-    MountResult mount_blob(const std::string& repo, const std::string& digest, const std::string& from);
+    // client names who asks (a user, or an address) for the per-client session limit.
+    UploadStatus start_upload(const std::string& repo, const std::string& algorithm = "",
+                              const std::string& client = "");
+    MountResult mount_blob(const std::string& repo, const std::string& digest, const std::string& from,
+                           const std::string& client = "");
     UploadStatus upload_status(const std::string& repo, const std::string& id);
     // Exclusive access to append; `start` (from Content-Range) must equal the current offset.
     std::unique_ptr<UploadAppender> append(const std::string& repo, const std::string& id,

@@ -32,6 +32,9 @@ public:
     void quarantine(const oci::Digest& digest);
     void for_each(const std::function<void(const oci::Digest&, std::uint64_t size, std::int64_t mtime)>& visit) const;
 
+    // Bytes the file system holding the store can still take.
+    std::uint64_t free_bytes() const;
+
     const std::filesystem::path& scratch_dir() const { return scratch_; }
 
 private:
