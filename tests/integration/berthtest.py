@@ -120,6 +120,10 @@ class Berth:
         self.config = dict(config or {})
         self.extra_args = list(extra_args)
         self.use_flags = use_flags  # False: listen and root go in the config file instead
+        # With auth on, GET /v2/ answers 401 to the anonymous readiness probe: also "ready".
+        self.ready_statuses = (200,)
+        # An ssl.SSLContext: requests (and the readiness probe) go over HTTPS.
+        self.ssl_context = None
         self.proc = None
         self.port = None
         self.stderr_path = None
@@ -169,12 +173,12 @@ class Berth:
                 raise AssertionError(f"berth exited with {self.proc.returncode} before it was ready: "
                                      f"{self.stderr()[-2000:]}")
             try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn = self.conn(2)
                 conn.request("GET", "/v2/")
                 r = conn.getresponse()
                 r.read()
                 conn.close()
-                if r.status == 200:
+                if r.status in self.ready_statuses:
                     return
             except (OSError, http.client.HTTPException):
                 pass
@@ -256,7 +260,17 @@ class Berth:
     # ---- requests
 
     def conn(self, timeout=REQUEST_TIMEOUT):
+        if self.ssl_context is not None:
+            return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout, context=self.ssl_context)
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def config_path(self):
+        """Where the config file is written (relative paths in it resolve against self.tmp)."""
+        return os.path.join(self.tmp, "config.json")
+
+    def metrics(self):
+        """{metric{labels}: float} of GET /metrics."""
+        return parse_metrics(self.get("/metrics").body.decode())
 
     def request(self, method, path, body=None, headers=None, chunked=False, timeout=REQUEST_TIMEOUT):
         """One request on a fresh connection."""
@@ -729,3 +743,159 @@ def pull_image(replica, repo, ref, accept=OCI_MANIFEST):
         b = replica.get(f"/v2/{repo}/blobs/{desc['digest']}")
         blobs[desc["digest"]] = b.body if b.status == 200 else b
     return {"status": 200, "digest": r.header("Docker-Content-Digest"), "manifest": r.body, "blobs": blobs}
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def parse_metrics(text):
+    """{metric{labels}: float} of a Prometheus text exposition (comments skipped)."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.rpartition(" ")
+            out[key.strip()] = float(value)
+    return out
+
+
+# --------------------------------------------------------------------------- auth and TLS material
+#
+# Keys and certificates are made with the openssl CLI; JWTs are put together here (base64url
+# + `openssl dgst -sha256 -sign`), so tests can also forge the malformed ones.
+
+import base64  # noqa: E402
+
+
+def basic_auth(user, password):
+    """{"Authorization": "Basic ..."}."""
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def openssl(*args, input=None):
+    """Run the openssl CLI; returns stdout bytes, raises with stderr on failure."""
+    r = subprocess.run(["openssl", *args], input=input, capture_output=True, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError(f"openssl {' '.join(args)}: {r.stderr.decode(errors='replace')}")
+    return r.stdout
+
+
+def write_htpasswd(path, users):
+    """users: {name: password}; bcrypt entries as `htpasswd -B` writes them (cost 5, for speed)."""
+    with open(path, "w") as f:
+        for name, password in users.items():
+            r = subprocess.run(["htpasswd", "-nbB", "-C", "5", name, password], capture_output=True, text=True,
+                               timeout=60)
+            if r.returncode != 0:
+                raise RuntimeError(f"htpasswd: {r.stderr}")
+            f.write(r.stdout.strip() + "\n")
+    return path
+
+
+def gen_rsa_key(path, bits=2048):
+    openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", f"rsa_keygen_bits:{bits}", "-out", path)
+    return path
+
+
+def gen_ec_key(path):
+    openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path)
+    return path
+
+
+def public_key(private_path, public_path):
+    openssl("pkey", "-in", private_path, "-pubout", "-out", public_path)
+    return public_path
+
+
+def make_ca(directory, name="berth-test-ca"):
+    """A self-signed CA: returns (cert_path, key_path)."""
+    key, cert = os.path.join(directory, f"{name}.key"), os.path.join(directory, f"{name}.crt")
+    gen_ec_key(key)
+    openssl("req", "-x509", "-new", "-key", key, "-sha256", "-days", "2", "-subj", f"/CN={name}",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            "-out", cert)
+    return cert, key
+
+
+def make_cert(directory, name, ca_cert, ca_key, cn=None, san="IP:127.0.0.1,DNS:localhost", client=False,
+              serial=None, rsa=False):
+    """A leaf certificate signed by the CA: returns (cert_path, key_path)."""
+    key, csr, cert = (os.path.join(directory, f"{name}.{ext}") for ext in ("key", "csr", "crt"))
+    (gen_rsa_key if rsa else gen_ec_key)(key)
+    openssl("req", "-new", "-key", key, "-subj", f"/CN={cn or name}", "-out", csr)
+    ext = os.path.join(directory, f"{name}.ext")
+    with open(ext, "w") as f:
+        f.write("basicConstraints=CA:FALSE\n")
+        f.write(f"extendedKeyUsage={'clientAuth' if client else 'serverAuth'}\n")
+        if san and not client:
+            f.write(f"subjectAltName={san}\n")
+    openssl("x509", "-req", "-in", csr, "-CA", ca_cert, "-CAkey", ca_key, "-days", "2", "-sha256",
+            "-set_serial", str(serial if serial is not None else random.getrandbits(62)), "-extfile", ext,
+            "-out", cert)
+    return cert, key
+
+
+def b64url(data):
+    if isinstance(data, str):
+        data = data.encode()
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _der_ecdsa_to_raw(der):
+    """DER ECDSA-Sig-Value (SEQUENCE { INTEGER r, INTEGER s }) -> r||s, 32 bytes each."""
+    def read_len(buf, i):
+        n = buf[i]
+        if n < 0x80:
+            return n, i + 1
+        count = n & 0x7F
+        return int.from_bytes(buf[i + 1:i + 1 + count], "big"), i + 1 + count
+    if der[0] != 0x30:
+        raise ValueError("not a DER sequence")
+    _, i = read_len(der, 1)
+    out = b""
+    for _ in range(2):
+        if der[i] != 0x02:
+            raise ValueError("not a DER integer")
+        n, i = read_len(der, i + 1)
+        value = int.from_bytes(der[i:i + n], "big")
+        i += n
+        out += value.to_bytes(32, "big")
+    return out
+
+
+def sign_sha256(key_path, data, alg):
+    """Signature of data with a PEM private key, as JWS wants it (ES256: raw r||s)."""
+    sig = openssl("dgst", "-sha256", "-sign", key_path, input=data)
+    return _der_ecdsa_to_raw(sig) if alg == "ES256" else sig
+
+
+def make_jwt(claims, key_path=None, alg="RS256", header=None, signature=None):
+    """header.claims.signature. With key_path the signature is made by openssl (RS256/ES256);
+    HS256 takes the raw key bytes as key (key_path is then a bytes secret); "none" or an explicit
+    signature (bytes) skips signing."""
+    import hmac
+    head = {"alg": alg, "typ": "JWT"}
+    head.update(header or {})
+    signing_input = b64url(json.dumps(head, separators=(",", ":"))) + "." + \
+        b64url(json.dumps(claims, separators=(",", ":")))
+    if signature is None:
+        if alg == "none":
+            signature = b""
+        elif alg == "HS256":
+            signature = hmac.new(key_path, signing_input.encode(), hashlib.sha256).digest()
+        else:
+            signature = sign_sha256(key_path, signing_input.encode(), alg)
+    return signing_input + "." + b64url(signature)
+
+
+def jwt_claims(token):
+    """The (unverified) claims of a JWT."""
+    return json.loads(b64url_decode(token.split(".")[1]))

@@ -7,6 +7,8 @@
 #
 # Which registry runs:
 #   BERTH_BIN=path/to/berth         -> "$BERTH_BIN" serve --listen 127.0.0.1:PORT --root DIR
+#                                      (plus --config "$BERTH_CONFIG" when that is set; then an
+#                                      anonymous GET /v2/ answering 401 counts as ready too)
 #   REGISTRY_IMPL=distribution      -> docker-registry serve CONFIG (CNCF Distribution)
 #
 # Cleanup: everything registered with add_cleanup runs (last first) from one
@@ -153,11 +155,18 @@ free_port() {
 
 # ---------------------------------------------------------------- registry
 
-# _registry_ready URL PID : GET /v2/ answers 200, or PID has exited (checked after).
+# _registry_ready URL PID : GET /v2/ answers 200 (or 401 with BERTH_CONFIG, which may turn
+# on authentication), or PID has exited (checked after).
 _registry_ready() {
     kill -0 "$2" 2>/dev/null || return 0
-    [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1/v2/") == 200 ]]
+    local code
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1/v2/")
+    [[ $code == 200 || ( -n ${BERTH_CONFIG:-} && $code == 401 ) ]]
 }
+
+# Extra curl options for the helpers below (manifest_digest, get_manifest), e.g.
+# REGISTRY_CURL_OPTS=(-u alice:secret) against a registry with authentication.
+REGISTRY_CURL_OPTS=()
 
 # start_registry : start the registry under test on a free loopback port.
 start_registry() {
@@ -176,7 +185,9 @@ start_registry() {
             fi
             [[ -x $BERTH_BIN ]] || fail "BERTH_BIN=$BERTH_BIN is not an executable"
             mkdir -p "$dir/root"
-            "$BERTH_BIN" serve --listen "127.0.0.1:$port" --root "$dir/root" \
+            local config_args=()
+            [[ -n ${BERTH_CONFIG:-} ]] && config_args=(--config "$BERTH_CONFIG")
+            "$BERTH_BIN" serve "${config_args[@]}" --listen "127.0.0.1:$port" --root "$dir/root" \
                 >>"$dir/registry.log" 2>&1 &
         elif [[ ${REGISTRY_IMPL:-} == distribution ]]; then
             command -v docker-registry >/dev/null || fail "REGISTRY_IMPL=distribution needs docker-registry (apt-get install docker-registry)"
@@ -210,7 +221,7 @@ EOF
         fi
         if kill -0 "$pid" 2>/dev/null; then
             tail -n 20 "$dir/registry.log" >&2
-            fail "registry pid $pid did not answer GET /v2/ with 200 within 20 s"
+            fail "registry pid $pid did not answer GET /v2/ with 200${BERTH_CONFIG:+ or 401} within 20 s"
         fi
         log "registry exited early (attempt $attempt, port $port); retrying"
         tail -n 5 "$dir/registry.log" >&2
@@ -223,11 +234,11 @@ MANIFEST_ACCEPT=application/vnd.oci.image.index.v1+json,application/vnd.oci.imag
 
 # manifest_digest REPO REF : the Docker-Content-Digest header of HEAD on a manifest.
 manifest_digest() {
-    curl -sfI -H "Accept: $MANIFEST_ACCEPT" "$REGISTRY_URL/v2/$1/manifests/$2" |
+    curl -sfI "${REGISTRY_CURL_OPTS[@]}" -H "Accept: $MANIFEST_ACCEPT" "$REGISTRY_URL/v2/$1/manifests/$2" |
         tr -d '\r' | awk 'tolower($1) == "docker-content-digest:" { print $2 }'
 }
 
 # get_manifest REPO REF : print the manifest body.
 get_manifest() {
-    curl -sf -H "Accept: $MANIFEST_ACCEPT" "$REGISTRY_URL/v2/$1/manifests/$2"
+    curl -sf "${REGISTRY_CURL_OPTS[@]}" -H "Accept: $MANIFEST_ACCEPT" "$REGISTRY_URL/v2/$1/manifests/$2"
 }
