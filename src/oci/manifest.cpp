@@ -99,6 +99,10 @@ ParsedManifest parse_manifest(std::string_view body, std::string_view content_ty
     if (doc.is_discarded() || !doc.is_object()) invalid("manifest is not a JSON object");
 
     ParsedManifest out;
+    // A header value may carry any byte; a media type is printable ASCII. The
+    // type is stored and rendered as JSON, which must be valid UTF-8.
+    for (unsigned char c : content_type)
+        if (c < 0x20 || c > 0x7e) invalid("Content-Type is not a valid media type");
     const auto declared = optional_string(doc, "mediaType", "manifest");
     if (!declared.empty() && !content_type.empty() && declared != content_type)
         invalid("mediaType " + declared + " does not match Content-Type " + std::string(content_type));

@@ -5,6 +5,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <mutex>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -127,8 +128,61 @@ void MetaStore::Batch::remove_upload(const std::string& id) { impl_->ops.push_ba
 void MetaStore::Batch::log(const Event& event) { impl_->events.push_back(event.json()); }
 bool MetaStore::Batch::empty() const { return impl_->ops.empty() && impl_->events.empty(); }
 
+// Decoded manifest and tag records, in front of RocksDB for the hot read path
+// (manifest GET by tag). A commit invalidates what it writes and bumps the
+// generation; a reader caches what it read only if no commit came between its
+// read and its insert, so the cache never holds a value older than the index.
+class RecordCache {
+public:
+    template <typename Record, typename Load>
+    std::optional<Record> get(std::unordered_map<std::string, Record>& map, const std::string& key, Load load,
+                              std::size_t (*cost)(const Record&)) {
+        std::uint64_t generation;
+        {
+            std::lock_guard lock(mutex_);
+            if (auto it = map.find(key); it != map.end()) return it->second;
+            generation = generation_;
+        }
+        auto loaded = load();
+        if (!loaded) return loaded;
+        std::lock_guard lock(mutex_);
+        if (generation == generation_) {
+            bytes_ += cost(*loaded) + key.size();
+            if (bytes_ > limit) {  // simple and bounded: start over
+                manifests.clear();
+                tags.clear();
+                bytes_ = cost(*loaded) + key.size();
+            }
+            map.emplace(key, *loaded);
+        }
+        return loaded;
+    }
+
+    void invalidate(const std::vector<std::pair<int, std::string>>& keys) {
+        std::lock_guard lock(mutex_);
+        ++generation_;
+        for (auto& [family, key] : keys) {
+            if (family == cf_manifests) manifests.erase(key);
+            else if (family == cf_tags) tags.erase(key);
+        }
+    }
+
+    static constexpr std::size_t limit = 32 << 20;
+    std::unordered_map<std::string, ManifestRecord> manifests;
+    std::unordered_map<std::string, TagRecord> tags;
+
+private:
+    std::mutex mutex_;
+    std::uint64_t generation_ = 0;
+    std::size_t bytes_ = 0;
+};
+
+std::size_t manifest_cost(const ManifestRecord& r) { return r.bytes.size() + r.referrer_json.size() + 128; }
+std::size_t tag_cost(const TagRecord& r) { return r.digest.size() + 64; }
+
 struct MetaStore::Impl {
     std::unique_ptr<rocksdb::DB> db;
+    RecordCache cache;
     std::vector<rocksdb::ColumnFamilyHandle*> families;
     std::mutex commit_mutex;  // log sequences follow commit order
     std::mutex write_mutex;   // see lock_writes()
@@ -203,21 +257,31 @@ std::uint64_t MetaStore::commit(Batch& batch) {
         check(write.Put(impl_->cf(cf_log), sequence_key(++head), event), "batch log");
     check(impl_->db->Write(options, &write), "commit metadata");
     impl_->head = head;
+    std::vector<std::pair<int, std::string>> written;
+    for (auto& op : batch.impl_->ops)
+        if (op.family == cf_manifests || op.family == cf_tags) written.emplace_back(op.family, op.key);
+    if (!written.empty()) impl_->cache.invalidate(written);
     return head;
 }
 
 std::unique_lock<std::mutex> MetaStore::lock_writes() { return std::unique_lock(impl_->write_mutex); }
 
 std::optional<ManifestRecord> MetaStore::manifest(const std::string& repo, const std::string& digest) const {
-    auto value = impl_->get(cf_manifests, key(repo, digest));
-    if (!value) return std::nullopt;
-    return decode_manifest(*value);
+    const auto k = key(repo, digest);
+    return impl_->cache.get(impl_->cache.manifests, k, [&]() -> std::optional<ManifestRecord> {
+        auto value = impl_->get(cf_manifests, k);
+        if (!value) return std::nullopt;
+        return decode_manifest(*value);
+    }, &manifest_cost);
 }
 
 std::optional<TagRecord> MetaStore::tag(const std::string& repo, const std::string& tag) const {
-    auto value = impl_->get(cf_tags, key(repo, tag));
-    if (!value) return std::nullopt;
-    return decode_tag(*value);
+    const auto k = key(repo, tag);
+    return impl_->cache.get(impl_->cache.tags, k, [&]() -> std::optional<TagRecord> {
+        auto value = impl_->get(cf_tags, k);
+        if (!value) return std::nullopt;
+        return decode_tag(*value);
+    }, &tag_cost);
 }
 
 std::optional<LinkRecord> MetaStore::link(const std::string& repo, const std::string& digest) const {
