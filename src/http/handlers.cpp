@@ -310,13 +310,13 @@ Plan catalog_route(Registry& registry, const auth::Authorizer* authorizer, Reque
     if (request.method != Method::get && request.method != Method::head) not_allowed();
     auto n = page_size(request.target.query);
     auto page = registry.catalog(n, request.target.query.get("last").value_or(""));
-    if (authorizer) {
-        // Only what the caller may pull; a page may come out shorter than n.
+    // The next page starts after the last name read, whether or not the caller may see it.
+    const auto read = page.items.size();
+    const auto last_read = page.items.empty() ? std::string() : page.items.back();
+    if (authorizer)  // only what the caller may pull; a page may come out shorter than n, even empty
         std::erase_if(page.items, [&](auto& repo) { return !authorizer->may_pull({request.principal}, repo); });
-        if (page.items.empty()) page.more = false;
-    }
     auto response = json_response(200, nlohmann::json{{"repositories", page.items}}.dump());
-    if (page.more) response.set("Link", next_link("/v2/_catalog", page.items.size(), page.items.back()));
+    if (page.more) response.set("Link", next_link("/v2/_catalog", read, last_read));
     return immediate(std::move(response));
 }
 

@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""TLS: a CA and certificates made here with the openssl CLI; HTTPS with that CA works, TLS 1.1
+and older are refused (checked with raw ClientHellos as well as the ssl module), plain HTTP on
+the TLS port gets no HTTP answer; a blob is pushed (monolithic and chunked) and pulled (whole and
+by Range) over TLS; replacing the certificate files is picked up without a restart (a broken
+file is ignored meanwhile); with client_ca set, only clients with a certificate from that CA
+get in."""
+
+import http.client
+import os
+import socket
+import ssl
+import struct
+import sys
+import time
+import unittest
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import berthtest as bt  # noqa: E402
+
+
+def client_context(ca, cert=None, key=None):
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.check_hostname = True
+    if cert:
+        ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def peer_certificate(port, ctx, host="127.0.0.1"):
+    """(serial hex, CN) of the certificate a fresh connection is shown."""
+    with socket.create_connection((host, port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, server_hostname=host) as s:
+            cert = s.getpeercert()
+    cn = dict(x[0] for x in cert["subject"])["commonName"]
+    return cert["serialNumber"].upper(), cn
+
+
+def client_hello(version):
+    """A raw ClientHello record offering only `version` (no supported_versions extension, so a
+    TLS 1.3 server must treat it as exactly that version)."""
+    suites = [0xC02B, 0xC02F, 0xC009, 0xC013, 0xC00A, 0xC014, 0x002F, 0x0035, 0x000A]
+    cipher_bytes = b"".join(struct.pack(">H", c) for c in suites)
+
+    def ext(kind, data):
+        return struct.pack(">HH", kind, len(data)) + data
+    groups = b"".join(struct.pack(">H", g) for g in (0x001D, 0x0017, 0x0018))
+    sigalgs = b"".join(struct.pack(">H", a) for a in (0x0403, 0x0804, 0x0401, 0x0503, 0x0201, 0x0203))
+    extensions = (ext(0x000A, struct.pack(">H", len(groups)) + groups) +
+                  ext(0x000B, b"\x01\x00") +
+                  ext(0x000D, struct.pack(">H", len(sigalgs)) + sigalgs) +
+                  ext(0xFF01, b"\x00"))  # renegotiation_info
+    body = (struct.pack(">H", version) + os.urandom(32) + b"\x00" +
+            struct.pack(">H", len(cipher_bytes)) + cipher_bytes + b"\x01\x00" +
+            struct.pack(">H", len(extensions)) + extensions)
+    handshake = b"\x01" + struct.pack(">I", len(body))[1:] + body
+    record_version = min(version, 0x0301)
+    return b"\x16" + struct.pack(">HH", record_version, len(handshake)) + handshake
+
+
+def hello_answer(port, version):
+    """What the server sends back to a raw ClientHello: ("server_hello", version),
+    ("alert", description) or ("closed", None)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(client_hello(version))
+        data = b""
+        try:
+            while len(data) < 11:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        except (ConnectionResetError, socket.timeout):
+            pass
+    if len(data) >= 7 and data[0] == 0x15:
+        return "alert", data[6]
+    if len(data) >= 11 and data[0] == 0x16 and data[5] == 0x02:
+        return "server_hello", struct.unpack(">H", data[9:11])[0]
+    if not data:
+        return "closed", None
+    return "other", data[:16]
+
+
+class TlsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.b = b = bt.Berth()
+        try:
+            d = b.tmp
+            cls.ca, cls.ca_key = bt.make_ca(d)
+            cls.cert1 = bt.make_cert(d, "server1", cls.ca, cls.ca_key, cn="berth-one", serial=0x1111)
+            cls.cert2 = bt.make_cert(d, "server2", cls.ca, cls.ca_key, cn="berth-two", serial=0x2222, rsa=True)
+            with open(cls.cert1[0], "rb") as f, open(os.path.join(d, "srv.crt"), "wb") as out:
+                out.write(f.read())
+            with open(cls.cert1[1], "rb") as f, open(os.path.join(d, "srv.key"), "wb") as out:
+                out.write(f.read())
+            b.config = {"tls": {"cert": "srv.crt", "key": "srv.key"}}
+            b.ssl_context = client_context(cls.ca)
+            b.start()
+        except BaseException:
+            b.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.cleanup()
+
+    def test_https_with_the_ca(self):
+        r = self.b.get("/v2/")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(peer_certificate(self.b.port, client_context(self.ca), "localhost")[1], "berth-one")
+        # without the CA the certificate is not trusted
+        with self.assertRaises(ssl.SSLCertVerificationError):
+            peer_certificate(self.b.port, ssl.create_default_context(cafile=self.cert2[0]))
+
+    def test_old_protocols_refused(self):
+        # control: a raw TLS 1.2 hello gets a ServerHello for TLS 1.2
+        self.assertEqual(hello_answer(self.b.port, 0x0303), ("server_hello", 0x0303))
+        for version in (0x0302, 0x0301, 0x0300):
+            kind, detail = hello_answer(self.b.port, version)
+            self.assertIn(kind, ("alert", "closed"), f"hello for {version:#06x}: {kind} {detail}")
+        # the ssl module, restricted to TLS 1.0/1.1
+        for top in (ssl.TLSVersion.TLSv1_1, ssl.TLSVersion.TLSv1):
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    ctx.minimum_version = ssl.TLSVersion.TLSv1
+                    ctx.maximum_version = top
+                ctx.set_ciphers("ALL:@SECLEVEL=0")
+            except (ValueError, ssl.SSLError):
+                continue  # this OpenSSL cannot even offer it; the raw hellos above cover it
+            with socket.create_connection(("127.0.0.1", self.b.port), timeout=10) as raw:
+                with self.assertRaises((ssl.SSLError, ConnectionResetError, OSError), msg=str(top)):
+                    with ctx.wrap_socket(raw) as s:
+                        s.sendall(b"GET /v2/ HTTP/1.1\r\nHost: x\r\n\r\n")
+                        s.recv(100)
+        # TLS 1.2 and 1.3 through the ssl module
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            ctx = client_context(self.ca)
+            ctx.minimum_version = ctx.maximum_version = version
+            with socket.create_connection(("127.0.0.1", self.b.port), timeout=10) as raw:
+                with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                    self.assertEqual(s.version(), {ssl.TLSVersion.TLSv1_2: "TLSv1.2",
+                                                   ssl.TLSVersion.TLSv1_3: "TLSv1.3"}[version])
+
+    def test_plain_http_on_tls_port(self):
+        with socket.create_connection(("127.0.0.1", self.b.port), timeout=10) as s:
+            s.sendall(b"GET /v2/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            closed, data = bt.wait_closed(s, 10)
+        self.assertTrue(closed, "server kept a plain-HTTP connection open on the TLS port")
+        self.assertFalse(data.startswith(b"HTTP/1.1 2"), data[:200])
+        plain = http.client.HTTPConnection("127.0.0.1", self.b.port, timeout=10)
+        try:
+            plain.request("GET", "/v2/")
+            r = plain.getresponse()
+            r.read()
+            status = r.status
+        except (http.client.HTTPException, OSError):
+            status = None
+        finally:
+            plain.close()
+        self.assertTrue(status is None or status >= 400, f"plain HTTP on the TLS port answered {status}")
+        self.assertEqual(self.b.get("/v2/").status, 200)  # still serving TLS
+
+    def test_push_pull_over_tls(self):
+        b = self.b
+        data = os.urandom(3 * 1024 * 1024 + 17)
+        digest = b.push_blob("tls/repo", data)
+        r = b.get(f"/v2/tls/repo/blobs/{digest}")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.body, data)
+        r = b.get(f"/v2/tls/repo/blobs/{digest}", headers={"Range": "bytes=1000-1048575"})
+        self.assertEqual(r.status, 206, r)
+        self.assertEqual(r.body, data[1000:1048576])
+        self.assertEqual(r.header("Content-Range"), f"bytes 1000-1048575/{len(data)}")
+        r = b.get(f"/v2/tls/repo/blobs/{digest}", headers={"Range": f"bytes=-10"})
+        self.assertEqual((r.status, r.body), (206, data[-10:]))
+        # chunked upload (PATCH with Content-Range, then PUT)
+        data2 = os.urandom(2 * 1024 * 1024 + 5)
+        loc = b.upload_location("tls/repo")
+        half = len(data2) // 2
+        for start, chunk in ((0, data2[:half]), (half, data2[half:])):
+            r = b.request("PATCH", loc, body=chunk, headers={
+                "Content-Type": "application/octet-stream",
+                "Content-Range": f"{start}-{start + len(chunk) - 1}"})
+            self.assertEqual(r.status, 202, r)
+            loc = bt.location_path(r.header("Location"))
+        r = b.request("PUT", bt.with_query(loc, digest=bt.sha256_digest(data2)), headers={"Content-Length": "0"})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(b.get(f"/v2/tls/repo/blobs/{bt.sha256_digest(data2)}").body, data2)
+        img = b.push_image("tls/repo", "v1")
+        r = b.get("/v2/tls/repo/manifests/v1", headers={"Accept": bt.OCI_MANIFEST})
+        self.assertEqual(r.body, img["manifest"])
+
+    def test_zz_certificate_reload(self):  # last: it changes the certificate the others expect
+        b = self.b
+        pid = b.proc.pid
+        ctx = client_context(self.ca)
+        self.assertEqual(peer_certificate(b.port, ctx), ("1111", "berth-one"))
+        # a broken certificate file is not taken: the old certificate stays
+        cert_path, key_path = os.path.join(b.tmp, "srv.crt"), os.path.join(b.tmp, "srv.key")
+        with open(cert_path, "rb") as f:
+            good_cert = f.read()
+        replace_file(cert_path, b"-----BEGIN CERTIFICATE-----\nnot a certificate\n-----END CERTIFICATE-----\n")
+        bt.poll(lambda: "TLS reload failed" in b.stderr(), 20, 0.2, "a log line about the failed reload")
+        self.assertEqual(peer_certificate(b.port, ctx), ("1111", "berth-one"))
+        self.assertEqual(b.get("/v2/").status, 200)
+        replace_file(cert_path, good_cert)
+        # the new pair: key first, then certificate (a check in between sees a mismatch and waits)
+        with open(self.cert2[1], "rb") as f:
+            replace_file(key_path, f.read())
+        with open(self.cert2[0], "rb") as f:
+            replace_file(cert_path, f.read())
+        seen = bt.poll(lambda: (lambda c: c if c[1] == "berth-two" else None)(peer_certificate(b.port, ctx)),
+                       20, 0.2, "new connections to see the new certificate")
+        self.assertEqual(seen, ("2222", "berth-two"))
+        self.assertEqual(b.proc.pid, pid)
+        self.assertTrue(b.alive())
+        self.assertEqual(b.get("/v2/").status, 200)
+        self.assertEqual(b._starts, 1)  # never restarted
+
+
+def replace_file(path, data):
+    tmp = path + ".new"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+class ClientCertificateTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.b = b = bt.Berth()
+        try:
+            d = b.tmp
+            cls.ca, ca_key = bt.make_ca(d)
+            cls.other_ca, other_key = bt.make_ca(d, "other-ca")
+            bt.make_cert(d, "srv", cls.ca, ca_key)
+            cls.client = bt.make_cert(d, "client", cls.ca, ca_key, client=True)
+            cls.stranger = bt.make_cert(d, "stranger", cls.other_ca, other_key, client=True)
+            b.config = {"tls": {"cert": "srv.crt", "key": "srv.key", "client_ca": cls.ca}}
+            b.ssl_context = client_context(cls.ca, *cls.client)
+            b.start()
+        except BaseException:
+            b.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.b.cleanup()
+
+    def request_with(self, ctx, version=None):
+        if version:
+            ctx.minimum_version = ctx.maximum_version = version
+        conn = http.client.HTTPSConnection("127.0.0.1", self.b.port, timeout=10, context=ctx)
+        try:
+            conn.request("GET", "/v2/")
+            r = conn.getresponse()
+            r.read()
+            return r.status
+        finally:
+            conn.close()
+
+    def test_client_certificates(self):
+        self.assertEqual(self.request_with(client_context(self.ca, *self.client)), 200)
+        self.assertEqual(self.b.push_blob("mtls/repo", b"x" * 1000), bt.sha256_digest(b"x" * 1000))
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            with self.subTest(version=version):
+                self.assertEqual(self.request_with(client_context(self.ca, *self.client), version), 200)
+                with self.assertRaises((ssl.SSLError, OSError, http.client.HTTPException), msg="no client cert"):
+                    self.request_with(client_context(self.ca), version)
+                with self.assertRaises((ssl.SSLError, OSError, http.client.HTTPException),
+                                       msg="client cert from another CA"):
+                    self.request_with(client_context(self.ca, *self.stranger), version)
+        self.assertTrue(self.b.alive())
+
+
+if __name__ == "__main__":
+    unittest.main()
