@@ -40,8 +40,9 @@ bool Registry::has_blob(const std::string& repo, const oci::Digest& digest) {
 
 void Registry::commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch,
                                  const std::vector<storage::Event>& events) {
-    meta_.commit(batch);
-    lock.unlock();  // committed here; waiting for peers needs no lock
+    meta_.commit(batch, storage::MetaStore::Durability::deferred);
+    lock.unlock();  // visible here; the fsync and waiting for peers need no lock
+    meta_.sync();
     if (replicator_) replicator_->replicate(events);
 }
 
@@ -127,7 +128,7 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     batch.remove_upload(id);
     if (actual != expected) {
         uploads_->erase(state);
-        meta_.commit(batch);
+        meta_.commit(batch, storage::MetaStore::Durability::none);
         throw Error(ErrorCode::digest_invalid, "content does not match digest",
                     "expected " + expected.str() + ", got " + actual.str());
     }
@@ -138,7 +139,9 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     batch.add_repository(repo);
     batch.put_link(repo, actual.str(), {stamp, false});
     batch.log({storage::Event::Type::link, repo, actual.str(), {}, stamp});
-    meta_.commit(batch);
+    meta_.commit(batch, storage::MetaStore::Durability::deferred);
+    lock.unlock();
+    meta_.sync();  // outside the lock: concurrent uploads share the fsync
     return actual;
 }
 
@@ -149,7 +152,7 @@ void Registry::cancel_upload(const std::string& repo, const std::string& id) {
     uploads_->erase(state);
     storage::MetaStore::Batch batch;
     batch.remove_upload(id);
-    meta_.commit(batch);
+    meta_.commit(batch, storage::MetaStore::Durability::none);
 }
 
 std::size_t Registry::uploads_in_progress() const { return uploads_->size(); }

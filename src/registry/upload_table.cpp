@@ -57,6 +57,11 @@ UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, st
         state->last_active_ms = now_();
         sessions_.emplace(id, std::move(state));
     }
+    // Nothing is in flight at start: scratch files no session owns (a record a
+    // crash lost, a fetch from a peer cut short) are only litter.
+    std::error_code ec;
+    for (auto& entry : std::filesystem::directory_iterator(blobs_.scratch_dir(), ec))
+        if (!sessions_.count(entry.path().filename().string())) std::filesystem::remove(entry.path(), ec);
 }
 
 void UploadTable::require_space(std::uint64_t incoming) const {
@@ -98,7 +103,9 @@ std::shared_ptr<UploadState> UploadTable::create(const std::string& repo, oci::D
     ::close(fd);
     storage::MetaStore::Batch batch;
     batch.put_upload(state->id, {repo, std::string(oci::algorithm_name(algorithm)), state->last_active_ms});
-    meta_.commit(batch);
+    // A crash may forget a session (its client starts the upload again); it
+    // is not worth an fsync on every upload.
+    meta_.commit(batch, storage::MetaStore::Durability::none);
     return state;
 }
 

@@ -243,15 +243,15 @@ MetaStore::~MetaStore() {
     impl_->db->Close();
 }
 
-std::uint64_t MetaStore::commit(Batch& batch) {
+std::uint64_t MetaStore::commit(Batch& batch, Durability durability) {
     rocksdb::WriteBatch write;
     for (auto& op : batch.impl_->ops) {
         if (op.value) check(write.Put(impl_->cf(op.family), op.key, *op.value), "batch put");
         else check(write.Delete(impl_->cf(op.family), op.key), "batch delete");
     }
     rocksdb::WriteOptions options;
-    options.sync = true;
-    std::lock_guard lock(impl_->commit_mutex);
+    options.sync = false;
+    std::unique_lock lock(impl_->commit_mutex);
     auto head = impl_->head;
     for (auto& event : batch.impl_->events)
         check(write.Put(impl_->cf(cf_log), sequence_key(++head), event), "batch log");
@@ -261,8 +261,12 @@ std::uint64_t MetaStore::commit(Batch& batch) {
     for (auto& op : batch.impl_->ops)
         if (op.family == cf_manifests || op.family == cf_tags) written.emplace_back(op.family, op.key);
     if (!written.empty()) impl_->cache.invalidate(written);
+    lock.unlock();
+    if (durability == Durability::now) sync();
     return head;
 }
+
+void MetaStore::sync() { check(impl_->db->SyncWAL(), "sync metadata"); }
 
 std::unique_lock<std::mutex> MetaStore::lock_writes() { return std::unique_lock(impl_->write_mutex); }
 

@@ -53,8 +53,14 @@ public:
         std::unique_ptr<Impl> impl_;
     };
 
-    // Atomic and fsynced; returns the sequence of the last log event (or the current head).
-    std::uint64_t commit(Batch& batch);
+    // Atomic; returns the sequence of the last log event (or the current head).
+    // Durability::now fsyncs before returning. Durability::deferred only makes
+    // the write visible: the caller calls sync() before acknowledging it, after
+    // letting go of its locks, so that concurrent writers share one fsync.
+    // Durability::none is for state a crash may lose (upload sessions' records).
+    enum class Durability { now, deferred, none };
+    std::uint64_t commit(Batch& batch, Durability durability = Durability::now);
+    void sync();
     // Held around read-compare-commit of stamped records, so that a write
     // carrying an older stamp can never overwrite a newer one.
     std::unique_lock<std::mutex> lock_writes();
