@@ -121,4 +121,7 @@ TEST_CASE("bad manifests are MANIFEST_INVALID") {
                   config_digest + R"(","size":-1}})"));
     CHECK(invalid(R"({"schemaVersion":1,"name":"x"})", "application/vnd.docker.distribution.manifest.v1+prettyjws"));
     CHECK(invalid(image_manifest(R"(,"annotations":{"k":1})")));
+    // Found by tests/fuzz/fuzz_manifest: a Content-Type that is not UTF-8 became
+    // the media type, and rendering it as JSON threw (a 500, not a 400).
+    CHECK(invalid(R"({"schemaVersion":2,"manifests":[]})", "application/vnd.\xc8oci.image.index.v1+json"));
 }
