@@ -24,9 +24,10 @@ Route route_v2(const std::vector<std::string>& s) {
     if (n == 0 || (n == 1 && s[0].empty())) return {RouteKind::base, {}, {}};
     if (n == 1 && s[0] == "_catalog") return {RouteKind::catalog, {}, {}};
     if (n >= 3 && s[n - 2] == "tags" && s[n - 1] == "list") return {RouteKind::tags, join(s, n - 2), {}};
-    if (n >= 3 && s[n - 3] == "blobs" && s[n - 2] == "uploads") {
+    // A repository name has at least one component before blobs/uploads.
+    if (n >= 4 && s[n - 3] == "blobs" && s[n - 2] == "uploads") {
         if (s[n - 1].empty()) return {RouteKind::upload_start, join(s, n - 3), {}};
-        if (n >= 4) return {RouteKind::upload, join(s, n - 3), s[n - 1]};
+        return {RouteKind::upload, join(s, n - 3), s[n - 1]};
     }
     if (n >= 3 && s[n - 2] == "blobs" && s[n - 1] == "uploads") return {RouteKind::upload_start, join(s, n - 2), {}};
     if (n >= 3 && s[n - 2] == "manifests") return {RouteKind::manifest, join(s, n - 2), s[n - 1]};

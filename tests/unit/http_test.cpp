@@ -29,6 +29,7 @@ TEST_CASE("routes are matched from the right, so names may contain route words")
     CHECK(blob.reference == "sha256:ab");
     CHECK(route("/v2/x/referrers/sha256:ab").kind == RouteKind::referrers);
     CHECK(route("/v2/x").kind == RouteKind::unknown);
+    CHECK(route("/v2/blobs/uploads/").kind == RouteKind::unknown);  // no repository name (found by fuzzing)
     CHECK(route("/healthz").kind == RouteKind::healthz);
     CHECK(route("/other").kind == RouteKind::unknown);
 }
