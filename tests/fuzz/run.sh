@@ -7,6 +7,8 @@
 #   tests/fuzz/run.sh [SECONDS_PER_TARGET]     (default 60)
 #   FUZZ_TARGETS="fuzz_names fuzz_ranges" tests/fuzz/run.sh 30
 #   FUZZ_JOBS=2 (build parallelism), FUZZ_BUILD_DIR=... (default <repo>/build-fuzz)
+#   FUZZ_SEED=1: a fixed seed, so a run explores the same inputs each time and
+#   a CI failure is reproducible; FUZZ_SEED=0 lets libFuzzer pick one.
 #
 # Needs clang-14 and libfuzzer-14-dev (.ci/install-deps test installs them).
 set -euo pipefail
@@ -39,7 +41,7 @@ for target in "${targets[@]}"; do
     log="$build/$target.log"
     echo "== $target: ${seconds}s, $(ls "$corpus" | wc -l) seeds" >&2
     status=0
-    "$build/tests/fuzz/$target" "$corpus" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+    "$build/tests/fuzz/$target" "$corpus" -seed="${FUZZ_SEED:-1}" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
         -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/$target-" >"$log" 2>&1 || status=$?
     grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb)|^#[0-9]+ +DONE' "$log" | sed 's/^/   /' >&2 || true
     if [ "$status" -ne 0 ]; then
