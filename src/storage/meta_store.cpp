@@ -4,6 +4,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <nlohmann/json.hpp>
@@ -53,7 +54,7 @@ std::string encode(const TagRecord& r) { return json{{"d", r.digest}, {"s", stam
 // Listing tags only needs to tell tombstones apart, without parsing each
 // record: the encoding above always starts with the digest, empty for a tombstone.
 bool tombstone(std::string_view encoded_tag) { return encoded_tag.starts_with(R"({"d":"")"); }
-TagRecord decode_tag(const std::string& v) {
+TagRecord decode_tag(std::string_view v) {
     auto j = json::parse(v);
     return {j.at("d").get<std::string>(), stamp_of(j.at("s"))};
 }
@@ -85,7 +86,7 @@ LinkRecord decode_link(const std::string& v) {
 std::string encode(const UploadRecord& r) {
     return json{{"repo", r.repository}, {"alg", r.algorithm}, {"created", r.created_ms}}.dump();
 }
-UploadRecord decode_upload(const std::string& v) {
+UploadRecord decode_upload(std::string_view v) {
     auto j = json::parse(v);
     return {j.at("repo").get<std::string>(), j.at("alg").get<std::string>(), j.at("created").get<std::uint64_t>()};
 }
@@ -131,15 +132,15 @@ void MetaStore::Batch::remove_upload(const std::string& id) { impl_->ops.push_ba
 void MetaStore::Batch::log(const Event& event) { impl_->events.push_back(event.json()); }
 bool MetaStore::Batch::empty() const { return impl_->ops.empty() && impl_->events.empty(); }
 
-// Decoded manifest and tag records, in front of RocksDB for the hot read path
-// (manifest GET by tag). A commit invalidates what it writes and bumps the
-// generation; a reader caches what it read only if no commit came between its
-// read and its insert, so the cache never holds a value older than the index.
+// Decoded manifest and tag records and pages of tag lists, in front of RocksDB
+// for the hot read paths (manifest GET by tag, tags list). A commit invalidates
+// what it writes and bumps the generation; a reader caches what it read only if
+// no commit came between its read and its insert, so the cache never holds a
+// value older than the index.
 class RecordCache {
 public:
-    template <typename Record, typename Load>
-    std::optional<Record> get(std::unordered_map<std::string, Record>& map, const std::string& key, Load load,
-                              std::size_t (*cost)(const Record&)) {
+    template <typename Map, typename Load, typename Record = typename Map::mapped_type>
+    std::optional<Record> get(Map& map, const std::string& key, Load load, std::size_t (*cost)(const Record&)) {
         std::uint64_t generation;
         {
             std::lock_guard lock(mutex_);
@@ -154,6 +155,7 @@ public:
             if (bytes_ > limit) {  // simple and bounded: start over
                 manifests.clear();
                 tags.clear();
+                tag_pages.clear();
                 bytes_ = cost(*loaded) + key.size();
             }
             map.emplace(key, *loaded);
@@ -165,14 +167,25 @@ public:
         std::lock_guard lock(mutex_);
         ++generation_;
         for (auto& [family, key] : keys) {
-            if (family == cf_manifests) manifests.erase(key);
-            else if (family == cf_tags) tags.erase(key);
+            if (family == cf_manifests) {
+                manifests.erase(key);
+            } else if (family == cf_tags) {
+                tags.erase(key);
+                // Any tag written drops every cached page of its repository:
+                // keys are "repo\0after\0limit" and the tag key starts "repo\0".
+                const auto repo_end = key.find('\0') + 1;
+                const auto first = tag_pages.lower_bound(key.substr(0, repo_end));
+                auto last = first;
+                while (last != tag_pages.end() && last->first.compare(0, repo_end, key, 0, repo_end) == 0) ++last;
+                tag_pages.erase(first, last);
+            }
         }
     }
 
     static constexpr std::size_t limit = 32 << 20;
     std::unordered_map<std::string, ManifestRecord> manifests;
     std::unordered_map<std::string, TagRecord> tags;
+    std::map<std::string, std::vector<std::string>> tag_pages;
 
 private:
     std::mutex mutex_;
@@ -182,6 +195,11 @@ private:
 
 std::size_t manifest_cost(const ManifestRecord& r) { return r.bytes.size() + r.referrer_json.size() + 128; }
 std::size_t tag_cost(const TagRecord& r) { return r.digest.size() + 64; }
+std::size_t page_cost(const std::vector<std::string>& page) {
+    std::size_t bytes = 64;
+    for (auto& tag : page) bytes += tag.size() + sizeof(std::string);
+    return bytes;
+}
 
 struct MetaStore::Impl {
     std::unique_ptr<rocksdb::DB> db;
@@ -210,7 +228,7 @@ struct MetaStore::Impl {
             if (!k.starts_with(prefix)) break;
             if (!after.empty() && k == rocksdb::Slice(after)) continue;
             if (!visit(std::string_view(k.data() + prefix.size(), k.size() - prefix.size()),
-                       it->value().ToString()))
+                       it->value().ToStringView()))
                 break;
         }
         check(it->status(), "rocksdb iterate");
@@ -311,19 +329,23 @@ std::optional<UploadRecord> MetaStore::upload(const std::string& id) const {
 }
 
 std::vector<std::string> MetaStore::tags(const std::string& repo, const std::string& after, std::size_t limit) const {
-    std::vector<std::string> out;
-    if (limit == 0) return out;
-    const auto prefix = key(repo, "");
-    impl_->scan(cf_tags, prefix, after.empty() ? "" : prefix + after, [&](std::string_view name, const std::string& v) {
-        if (!tombstone(v)) out.emplace_back(name);
-        return out.size() < limit;
-    });
-    return out;
+    if (limit == 0) return {};
+    auto page_key = key(key(repo, after), std::to_string(limit));
+    auto page = impl_->cache.get(impl_->cache.tag_pages, page_key, [&]() -> std::optional<std::vector<std::string>> {
+        std::vector<std::string> out;
+        const auto prefix = key(repo, "");
+        impl_->scan(cf_tags, prefix, after.empty() ? "" : prefix + after, [&](std::string_view name, std::string_view v) {
+            if (!tombstone(v)) out.emplace_back(name);
+            return out.size() < limit;
+        });
+        return out;
+    }, &page_cost);
+    return std::move(*page);
 }
 
 std::vector<std::string> MetaStore::tags_of(const std::string& repo, const std::string& digest) const {
     std::vector<std::string> out;
-    impl_->scan(cf_tags, key(repo, ""), "", [&](std::string_view name, const std::string& v) {
+    impl_->scan(cf_tags, key(repo, ""), "", [&](std::string_view name, std::string_view v) {
         if (decode_tag(v).digest == digest) out.emplace_back(name);
         return true;
     });
@@ -333,7 +355,7 @@ std::vector<std::string> MetaStore::tags_of(const std::string& repo, const std::
 std::vector<std::string> MetaStore::repositories(const std::string& after, std::size_t limit) const {
     std::vector<std::string> out;
     if (limit == 0) return out;
-    impl_->scan(cf_repos, "", after, [&](std::string_view name, const std::string&) {
+    impl_->scan(cf_repos, "", after, [&](std::string_view name, std::string_view) {
         out.emplace_back(name);
         return out.size() < limit;
     });
@@ -342,8 +364,8 @@ std::vector<std::string> MetaStore::repositories(const std::string& after, std::
 
 std::vector<std::string> MetaStore::referrers(const std::string& repo, const std::string& subject) const {
     std::vector<std::string> out;
-    impl_->scan(cf_referrers, key(key(repo, subject), ""), "", [&](std::string_view, const std::string& v) {
-        out.push_back(v);
+    impl_->scan(cf_referrers, key(key(repo, subject), ""), "", [&](std::string_view, std::string_view v) {
+        out.emplace_back(v);
         return true;
     });
     return out;
@@ -351,7 +373,7 @@ std::vector<std::string> MetaStore::referrers(const std::string& repo, const std
 
 std::vector<std::pair<std::string, UploadRecord>> MetaStore::uploads() const {
     std::vector<std::pair<std::string, UploadRecord>> out;
-    impl_->scan(cf_uploads, "", "", [&](std::string_view id, const std::string& v) {
+    impl_->scan(cf_uploads, "", "", [&](std::string_view id, std::string_view v) {
         out.emplace_back(std::string(id), decode_upload(v));
         return true;
     });

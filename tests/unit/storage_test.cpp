@@ -69,6 +69,30 @@ TEST_CASE("meta store batches commit atomically with ordered log events") {
     CHECK_FALSE(reopened.has_repository("q"));
 }
 
+TEST_CASE("cached tag list pages follow every tag write of their repository") {
+    TempDir dir;
+    MetaStore meta(dir.path());
+    auto put = [&](const std::string& repo, const std::string& tag, const std::string& digest) {
+        MetaStore::Batch batch;
+        batch.put_tag(repo, tag, {digest, {1, "a"}});
+        meta.commit(batch, MetaStore::Durability::none);
+    };
+    put("r", "a", "sha256:x");
+    put("r/sub", "a", "sha256:x");  // a repository whose name extends r's
+    CHECK(meta.tags("r", "", 10) == std::vector<std::string>{"a"});
+    CHECK(meta.tags("r/sub", "", 10) == std::vector<std::string>{"a"});
+    put("r", "b", "sha256:x");
+    CHECK(meta.tags("r", "", 10) == std::vector<std::string>{"a", "b"});
+    CHECK(meta.tags("r", "a", 10) == std::vector<std::string>{"b"});
+    CHECK(meta.tags("r/sub", "", 10) == std::vector<std::string>{"a"});
+    put("r", "a", "");  // tombstone
+    CHECK(meta.tags("r", "", 10) == std::vector<std::string>{"b"});
+    CHECK(meta.tags("r", "", 1) == std::vector<std::string>{"b"});
+    put("r/sub", "c", "sha256:x");
+    CHECK(meta.tags("r", "", 10) == std::vector<std::string>{"b"});
+    CHECK(meta.tags("r/sub", "", 10) == std::vector<std::string>{"a", "c"});
+}
+
 TEST_CASE("manifest bytes survive NULs and arbitrary content") {
     TempDir dir;
     MetaStore meta(dir.path());
