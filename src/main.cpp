@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -220,6 +221,9 @@ int serve(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // sendfile(2) has no MSG_NOSIGNAL: a client that resets the connection in
+    // the middle of a blob would otherwise kill the process. EPIPE is handled.
+    std::signal(SIGPIPE, SIG_IGN);
     std::vector<std::string> args(argv + 1, argv + argc);
     try {
         if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {

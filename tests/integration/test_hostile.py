@@ -10,6 +10,7 @@ unchanged, and no file appeared outside the root.
 import json
 import os
 import socket
+import struct
 import sys
 import time
 import unittest
@@ -719,6 +720,26 @@ class UploadCapTest(unittest.TestCase):
             self.assertEqual(b.request("DELETE", locs[1]).status, 204)
             self.assertEqual(b.start_upload("cap/repo").status, 202)
             self.assertTrue(b.alive())
+
+
+class ClientResetTest(unittest.TestCase):
+    def test_reset_during_blob_get(self):
+        """A client that resets the connection in the middle of a large blob GET
+        (sendfile on plain HTTP) must not take the server down (SIGPIPE)."""
+        with bt.Berth() as b:
+            data = os.urandom(32 << 20)
+            digest = b.push_blob("reset/repo", data)
+            request = f"GET /v2/reset/repo/blobs/{digest} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+            for _ in range(5):
+                s = bt.connect(b.port)
+                s.sendall(request)
+                self.assertTrue(s.recv(65536), "no answer began")
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                s.close()  # RST, with most of the blob still to send
+            r = b.get(f"/v2/reset/repo/blobs/{digest}")
+            self.assertTrue(b.alive(), f"berth died: {b.stderr()[-2000:]}")
+            self.assertEqual(r.status, 200)
+            self.assertEqual(r.body, data)
 
 
 if __name__ == "__main__":
