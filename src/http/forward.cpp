@@ -13,7 +13,7 @@
 namespace berth::http {
 namespace {
 
-class Forward : public BodySink {
+class Forward {
 public:
     Forward(const std::string& address, const std::string& secret, const Request& request, const std::string& method,
             const std::string& target) {
@@ -46,11 +46,11 @@ public:
         send(head + "\r\n");
     }
 
-    ~Forward() override {
+    ~Forward() {
         if (fd_ >= 0) ::close(fd_);
     }
 
-    void write(const char* data, std::size_t size) override {
+    void write(const char* data, std::size_t size) {
         if (size == 0) return;
         if (chunked_) {
             char line[32];
@@ -62,7 +62,7 @@ public:
         sent_ += size;
     }
 
-    std::uint64_t offset() const override { return sent_; }
+    std::uint64_t offset() const { return sent_; }
 
     Response finish() {
         if (chunked_) send("0\r\n\r\n");
@@ -123,7 +123,7 @@ Plan plan_forward(const std::string& address, const std::string& secret, Request
     if (request.has_body) {
         plan.body = Plan::Body::stream;
         // The session releases the sink before finish; the shared pointer keeps the socket.
-        struct Sink : BodySink {
+        struct Sink : BufferedSink {
             std::shared_ptr<Forward> forward;
             void write(const char* data, std::size_t size) override { forward->write(data, size); }
             std::uint64_t offset() const override { return forward->offset(); }

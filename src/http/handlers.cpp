@@ -101,7 +101,8 @@ std::string next_link(const std::string& path, std::size_t n, const std::string&
 class UploadSink : public BodySink {
 public:
     explicit UploadSink(std::unique_ptr<registry::UploadAppender> appender) : appender_(std::move(appender)) {}
-    void write(const char* data, std::size_t size) override { appender_->write(data, size); }
+    std::span<char> buffer(std::function<void()> resume) override { return appender_->buffer(std::move(resume)); }
+    void commit(std::size_t size) override { appender_->commit(size); }
     std::uint64_t offset() const override { return appender_->offset(); }
 
 private:

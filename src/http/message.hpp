@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,12 +57,33 @@ struct Services {
     const class RequestMetrics* requests = nullptr;
 };
 
-// Where a streamed request body goes, chunk by chunk, as it arrives.
+// Where a streamed request body goes, chunk by chunk, as it arrives. The
+// session reads from the socket straight into the sink's buffer.
 class BodySink {
 public:
     virtual ~BodySink() = default;
-    virtual void write(const char* data, std::size_t size) = 0;
+    // Room for the next body bytes. Empty while the sink is behind; it then
+    // calls `resume` (from any thread) once it has room again.
+    virtual std::span<char> buffer(std::function<void()> resume) = 0;
+    // The first `size` bytes of the last buffer() are body.
+    virtual void commit(std::size_t size) = 0;
     virtual std::uint64_t offset() const = 0;
+};
+
+// A sink that takes each piece synchronously from one buffer of its own.
+class BufferedSink : public BodySink {
+public:
+    std::span<char> buffer(std::function<void()>) override {
+        if (buffer_.empty()) buffer_.resize(256 * 1024);
+        return buffer_;
+    }
+    void commit(std::size_t size) override { write(buffer_.data(), size); }
+
+protected:
+    virtual void write(const char* data, std::size_t size) = 0;
+
+private:
+    std::vector<char> buffer_;
 };
 
 struct FileBody {

@@ -3,15 +3,18 @@
 #include <sys/sendfile.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 
 #include "berth/observe/log.hpp"
 #include "context.hpp"
@@ -180,7 +183,6 @@ private:
             plan_.body = Plan::Body::buffer;
             plan_.buffer_limit = unwanted_body_limit;
         }
-        if (chunk_.empty()) chunk_.resize(body_chunk_bytes);
         // With a Content-Length the body is read straight from the socket in
         // large pieces; Beast's parser would read it 512 bytes at a time.
         raw_remaining_ = request_.content_length;
@@ -194,24 +196,43 @@ private:
     }
 
     void read_body() {
+        if (plan_.body == Plan::Body::stream && !plan_.sink) return;  // the request ended while the sink was full
         if (raw_remaining_) return read_raw();
         parse_body();
     }
 
+    // Where the next body bytes go: straight into the sink's buffer when the
+    // body streams, else chunk_. Empty while the sink is full; it calls
+    // read_body again once it has room.
+    std::span<char> body_space() {
+        if (plan_.body != Plan::Body::stream) {
+            if (chunk_.empty()) chunk_.resize(body_chunk_bytes);
+            return chunk_;
+        }
+        return plan_.sink->buffer([self = shared_from_this()] {
+            asio::post(self->stream_.get_executor(), [self] { self->read_body(); });
+        });
+    }
+
     void read_raw() {
         // What the header read already pulled in is the start of the body.
-        if (buffer_.size()) {
-            auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buffer_.size(), *raw_remaining_));
-            if (!take(static_cast<const char*>(buffer_.data().data()), n)) return;
+        while (buffer_.size() && *raw_remaining_) {
+            auto space = body_space();
+            if (space.empty()) return;
+            auto n = std::min({buffer_.size(), space.size(), static_cast<std::size_t>(*raw_remaining_)});
+            std::memcpy(space.data(), buffer_.data().data(), n);
+            if (!take(space.data(), n)) return;
             buffer_.consume(n);
             *raw_remaining_ -= n;
-            if (*raw_remaining_ == 0) return finish();
         }
+        if (*raw_remaining_ == 0) return finish();
+        auto space = body_space();
+        if (space.empty()) return;
         lowest().expires_after(context_.options.body_timeout);
-        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_.size(), *raw_remaining_));
-        stream_.async_read_some(asio::buffer(chunk_.data(), want),
-                                [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                                    if (n && !self->take(self->chunk_.data(), n)) return;
+        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(space.size(), *raw_remaining_));
+        stream_.async_read_some(asio::buffer(space.data(), want),
+                                [self = shared_from_this(), data = space.data()](beast::error_code ec, std::size_t n) {
+                                    if (n && !self->take(data, n)) return;
                                     *self->raw_remaining_ -= n;
                                     if (ec) return self->lose_body();
                                     if (*self->raw_remaining_ == 0) return self->finish();
@@ -241,17 +262,19 @@ private:
     bool body_read() const { return raw_remaining_ ? *raw_remaining_ == 0 : !parser_ || parser_->is_done(); }
 
     void parse_body() {
+        body_space_ = body_space();
+        if (body_space_.empty()) return;
         auto& body = parser_->get().body();
-        body.data = chunk_.data();
-        body.size = chunk_.size();
+        body.data = body_space_.data();
+        body.size = body_space_.size();
         lowest().expires_after(context_.options.body_timeout);
         bhttp::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session<Stream>::on_body, shared_from_this()));
     }
 
     void on_body(beast::error_code ec, std::size_t) {
         if (ec == bhttp::error::need_buffer) ec = {};
-        const std::size_t got = chunk_.size() - parser_->get().body().size;
-        if (!take(chunk_.data(), got)) return;
+        const std::size_t got = body_space_.size() - parser_->get().body().size;
+        if (!take(body_space_.data(), got)) return;
         if (ec) return lose_body();
         if (parser_->is_done()) return finish();
         parse_body();
@@ -262,7 +285,7 @@ private:
         if (plan_.expected_bytes && body_bytes_ > *plan_.expected_bytes)
             throw oci::Error(oci::ErrorCode::blob_upload_invalid, "body is longer than its Content-Range");
         if (plan_.body == Plan::Body::stream) {
-            plan_.sink->write(data, got);
+            plan_.sink->commit(got);  // the bytes are already in its buffer
         } else {
             if (body_.size() + got > plan_.buffer_limit)
                 throw oci::Error(oci::ErrorCode::payload_too_large, "request body too large");
@@ -270,24 +293,32 @@ private:
         }
     }
 
-    // A request that will never reach finish undoes what its plan began.
+    // A request that will never reach finish undoes what its plan began. The
+    // sink goes first: letting go of an upload waits for its hashing, which
+    // must not hold up an I/O thread, and the undo needs the session free.
     void abort_plan(std::function<void()> then = nullptr) {
-        plan_.sink.reset();
         auto abort = std::move(plan_.abort);
         plan_.abort = nullptr;
-        if (!abort) {
+        if (!abort && !plan_.sink) {
             if (then) then();
             return;
         }
-        asio::post(context_.worker_pool, [self = shared_from_this(), abort = std::move(abort), then = std::move(then)] {
+        asio::post(context_.worker_pool, [self = shared_from_this(), sink = std::move(plan_.sink),
+                                          abort = std::move(abort), then = std::move(then)]() mutable {
+            sink.reset();
             try {
-                abort();
+                if (abort) abort();
             } catch (const std::exception& error) {
                 // Usually nothing to undo any more (purged, or finished elsewhere).
                 observe::log("info", "undoing a failed request", {{"error", error.what()}});
             }
             if (then) asio::post(self->stream_.get_executor(), then);
         });
+    }
+
+    // Letting go of an upload's sink may wait for its hashing: not on an I/O thread.
+    void release_sink() {
+        if (plan_.sink) asio::post(context_.worker_pool, [sink = std::move(plan_.sink)]() mutable { sink.reset(); });
     }
 
     // The client hears of the failure only once it has been undone.
@@ -303,9 +334,9 @@ private:
                 error_response(oci::ErrorCode::blob_upload_invalid, "body is shorter than its Content-Range"));
         plan_.abort = nullptr;  // finish owns the outcome now
         std::uint64_t offset = plan_.sink ? plan_.sink->offset() : 0;
-        plan_.sink.reset();  // let go of the upload session before finishing it
-        if (!plan_.blocking) return respond(guarded([&] { return plan_.finish(body_, offset); }));
-        asio::post(context_.worker_pool, [self = shared_from_this(), offset] {
+        if (!plan_.blocking && !plan_.sink) return respond(guarded([&] { return plan_.finish(body_, offset); }));
+        asio::post(context_.worker_pool, [self = shared_from_this(), offset, sink = std::move(plan_.sink)]() mutable {
+            sink.reset();  // let go of the upload session (its hashing done) before finishing it
             auto response = guarded([&] { return self->plan_.finish(self->body_, offset); });
             asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
                 self->respond(std::move(response));
@@ -323,7 +354,7 @@ private:
     }
 
     void respond(Response response) {
-        plan_.sink.reset();
+        release_sink();
         principal_ = request_.principal;
         if (!body_read()) keep_alive_ = false;  // unread body: the stream is out of step
         if (context_.draining) keep_alive_ = false;
@@ -464,7 +495,7 @@ private:
 
     void close() {
         if (in_request_) abort_plan();
-        plan_.sink.reset();
+        release_sink();
         close_file();
         end_request();
         beast::error_code ec;
@@ -479,6 +510,7 @@ private:
     beast::flat_buffer buffer_;  // bounded by the parser's header limit and the body chunk size
     std::optional<bhttp::request_parser<bhttp::buffer_body>> parser_;
     std::vector<char> chunk_;
+    std::span<char> body_space_;  // where the parser puts body bytes
     std::string body_;
     Request request_;
     Plan plan_;

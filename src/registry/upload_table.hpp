@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "berth/oci/digest.hpp"
+#include "hash_workers.hpp"
 
 namespace berth::storage {
 class BlobStore;
@@ -58,6 +59,7 @@ public:
     // (repository, id) of sessions not held and idle since before cutoff_ms.
     std::vector<std::pair<std::string, std::string>> idle_since(std::uint64_t cutoff_ms);
     std::uint64_t now() const { return now_(); }
+    HashWorkers& hash_workers() { return hash_workers_; }
     std::size_t size() {
         std::lock_guard lock(mutex_);
         return sessions_.size();
@@ -74,6 +76,7 @@ private:
     Now now_;
     std::mutex mutex_;
     std::unordered_map<std::string, std::shared_ptr<UploadState>> sessions_;
+    HashWorkers hash_workers_;
 };
 
 // Upload ids name the replica that owns the session ("<replica>_<uuid>"), so
