@@ -101,6 +101,26 @@ TEST_CASE("uploads check chunk offsets and digests") {
     CHECK(code_of([&] { f.reg.upload_status("r", "../../etc/passwd"); }) == ErrorCode::blob_upload_unknown);
 }
 
+TEST_CASE("large appends hashed on the hash workers give the digest of every byte in order") {
+    Fixture f;
+    std::string content(7 << 20, '\0');
+    std::uint32_t x = 12345;
+    for (auto& c : content) c = static_cast<char>((x = x * 1103515245 + 12345) >> 24);
+    auto session = f.reg.start_upload("r");
+    // Two appends, like two PATCHes: the second starts where the first ended,
+    // both past the part hashed inline, in pieces that straddle the buffers.
+    const std::size_t half = 3 << 20, piece = 100'003;
+    for (auto [from, to] : {std::pair{std::size_t{0}, half}, std::pair{half, content.size()}}) {
+        auto appender = f.reg.append("r", session.id, from);
+        for (auto at = from; at < to; at += piece) appender->write(content.data() + at, std::min(piece, to - at));
+        CHECK(appender->offset() == to);
+    }
+    CHECK(f.reg.upload_status("r", session.id).offset == content.size());
+    auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, content).str();
+    CHECK(f.reg.finish_upload("r", session.id, digest).str() == digest);
+    CHECK(f.reg.stat_blob("r", digest).size == content.size());
+}
+
 TEST_CASE("a session hashed in sha256 can be closed with a sha512 digest") {
     Fixture f;
     auto session = f.reg.start_upload("r");
