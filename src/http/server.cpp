@@ -6,7 +6,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/strand.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <filesystem>
 #include <mutex>
 #include <list>
@@ -54,13 +54,27 @@ struct Server::Impl {
          const auth::Authorizer* authorizer, registry::MaintenanceStats* maintenance)
         : context(options, Services{registry, replicator, authorizer, maintenance},
                   options.worker_threads ? options.worker_threads : 4 * cores()),
-          io(static_cast<int>(options.io_threads ? options.io_threads : cores())),
-          acceptor(io), signals(io, SIGINT, SIGTERM) {}
+          ios(make_io_contexts(options.io_threads ? options.io_threads : cores())), io(*ios.front()),
+          acceptor(io), signals(io, SIGINT, SIGTERM) {
+        for (std::size_t i = 1; i < ios.size(); ++i) keep_running.push_back(asio::make_work_guard(*ios[i]));
+    }
 
-    // Sessions left in the io_context when it is destroyed still touch the
-    // context, so the context is declared first and outlives it.
+    // One io_context per I/O thread, each connection on one of them: a
+    // connection's handlers never run on two threads, so sessions need no
+    // strand and the threads share no scheduler lock.
+    static std::vector<std::unique_ptr<asio::io_context>> make_io_contexts(unsigned threads) {
+        std::vector<std::unique_ptr<asio::io_context>> out;
+        for (unsigned i = 0; i < threads; ++i) out.push_back(std::make_unique<asio::io_context>(1));
+        return out;
+    }
+
+    // Sessions left in an io_context when it is destroyed still touch the
+    // context, so the context is declared first and outlives them.
     ServerContext context;
-    asio::io_context io;
+    std::vector<std::unique_ptr<asio::io_context>> ios;
+    asio::io_context& io;  // the first: listener, signals and timers live here
+    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;
+    std::size_t next_io = 0;
     tcp::acceptor acceptor;
     asio::signal_set signals;
     std::list<asio::steady_timer> timers;
@@ -100,7 +114,8 @@ struct Server::Impl {
     }
 
     void accept() {
-        acceptor.async_accept(asio::make_strand(io), [this](boost::system::error_code ec, tcp::socket socket) {
+        auto& target = *ios[next_io++ % ios.size()];
+        acceptor.async_accept(target, [this](boost::system::error_code ec, tcp::socket socket) {
             if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
             if (!ec) {
                 auto peer = socket.remote_endpoint(ec);
@@ -133,6 +148,10 @@ struct Server::Impl {
         });
     }
 
+    void stop_all() {
+        for (auto& each : ios) each->stop();
+    }
+
     // Stop taking connections, let in-flight requests finish within the grace period.
     void begin_shutdown() {
         if (stopping) return;
@@ -149,7 +168,7 @@ struct Server::Impl {
         auto check = std::make_shared<std::function<void()>>();
         *check = [this, poll, check, deadline] {
             if (context.in_flight.load() == 0 || std::chrono::steady_clock::now() >= deadline) {
-                io.stop();
+                stop_all();
                 *check = nullptr;  // breaks the self-reference
                 return;
             }
@@ -167,7 +186,7 @@ Server::Server(ServerOptions options, registry::Registry& registry, replication:
     : impl_(std::make_unique<Impl>(std::move(options), registry, replicator, authorizer, maintenance)) {}
 
 Server::~Server() {
-    impl_->io.stop();
+    impl_->stop_all();
     impl_->context.worker_pool.join();
 }
 
@@ -203,9 +222,8 @@ void Server::run() {
     impl.accept();
     observe::log("info", "listening", {{"address", impl.context.options.host}, {"port", port()}});
 
-    const unsigned threads = impl.context.options.io_threads ? impl.context.options.io_threads : cores();
     std::vector<std::thread> pool;
-    for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&impl] { impl.io.run(); });
+    for (std::size_t i = 1; i < impl.ios.size(); ++i) pool.emplace_back([&impl, i] { impl.ios[i]->run(); });
     impl.io.run();
     for (auto& thread : pool) thread.join();
     impl.context.worker_pool.join();
