@@ -1,12 +1,16 @@
 // Passing an upload request to the replica that owns its session. Plain
-// blocking sockets: the body is sent on as it arrives and the answer relayed.
+// blocking sockets: the body is sent on as it arrives, from a thread of the
+// request's own, and the answer relayed.
 #include <netdb.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "handlers.hpp"
 
@@ -114,6 +118,86 @@ private:
     std::uint64_t sent_ = 0;
 };
 
+// Sends each piece on a thread of its own, so that an owner that stops reading
+// holds up neither the I/O thread nor the other connections it serves. One
+// buffer fills from the client while the other is sent.
+class ForwardSink : public BodySink {
+public:
+    // The session releases the sink before finish; the shared pointer keeps the socket.
+    explicit ForwardSink(std::shared_ptr<Forward> forward)
+        : forward_(std::move(forward)), fill_(piece_bytes), send_(piece_bytes), sender_([this] { run(); }) {}
+
+    ~ForwardSink() override {  // on a worker: waits for the piece in flight (the socket has a timeout)
+        std::function<void()> dropped;
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+            dropped = std::move(resume_);
+        }
+        changed_.notify_all();
+        sender_.join();
+    }
+
+    std::span<char> buffer(std::function<void()> resume) override {
+        std::lock_guard lock(mutex_);
+        if (sending_ && !error_) {
+            resume_ = std::move(resume);
+            return {};
+        }
+        return fill_;  // after an error too: commit reports it
+    }
+
+    void commit(std::size_t size) override {
+        std::lock_guard lock(mutex_);
+        if (error_) std::rethrow_exception(error_);
+        if (size == 0) return;
+        std::swap(fill_, send_);
+        send_size_ = size;
+        sending_ = true;
+        committed_ += size;
+        changed_.notify_all();
+    }
+
+    std::uint64_t offset() const override { return committed_; }
+
+private:
+    static constexpr std::size_t piece_bytes = 256 * 1024;
+
+    void run() {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            changed_.wait(lock, [this] { return sending_ || stopping_; });
+            if (!sending_) return;
+            lock.unlock();
+            std::exception_ptr error;
+            try {
+                forward_->write(send_.data(), send_size_);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            lock.lock();
+            sending_ = false;
+            if (error) error_ = error;
+            if (auto wake = std::exchange(resume_, nullptr)) {
+                lock.unlock();
+                wake();
+                lock.lock();
+            }
+        }
+    }
+
+    std::shared_ptr<Forward> forward_;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::vector<char> fill_, send_;  // the I/O thread's, the sender's
+    std::size_t send_size_ = 0;
+    bool sending_ = false, stopping_ = false;
+    std::exception_ptr error_;
+    std::function<void()> resume_;
+    std::uint64_t committed_ = 0;  // the I/O thread's only
+    std::thread sender_;
+};
+
 }  // namespace
 
 Plan plan_forward(const std::string& address, const std::string& secret, Request& request, const std::string& method,
@@ -122,15 +206,7 @@ Plan plan_forward(const std::string& address, const std::string& secret, Request
     Plan plan;
     if (request.has_body) {
         plan.body = Plan::Body::stream;
-        // The session releases the sink before finish; the shared pointer keeps the socket.
-        struct Sink : BufferedSink {
-            std::shared_ptr<Forward> forward;
-            void write(const char* data, std::size_t size) override { forward->write(data, size); }
-            std::uint64_t offset() const override { return forward->offset(); }
-        };
-        auto sink = std::make_unique<Sink>();
-        sink->forward = forward;
-        plan.sink = std::move(sink);
+        plan.sink = std::make_unique<ForwardSink>(forward);
     }
     plan.finish = [forward](std::string&, std::uint64_t) { return forward->finish(); };
     return plan;

@@ -70,22 +70,6 @@ public:
     virtual std::uint64_t offset() const = 0;
 };
 
-// A sink that takes each piece synchronously from one buffer of its own.
-class BufferedSink : public BodySink {
-public:
-    std::span<char> buffer(std::function<void()>) override {
-        if (buffer_.empty()) buffer_.resize(256 * 1024);
-        return buffer_;
-    }
-    void commit(std::size_t size) override { write(buffer_.data(), size); }
-
-protected:
-    virtual void write(const char* data, std::size_t size) = 0;
-
-private:
-    std::vector<char> buffer_;
-};
-
 struct FileBody {
     int fd = -1;
     std::uint64_t offset = 0;

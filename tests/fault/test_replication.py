@@ -574,6 +574,47 @@ class DeleteTest(ReplicationTestCase):
 # --------------------------------------------------------------------------- 6
 
 
+class ForwardToFrozenOwnerTest(ReplicationTestCase):
+    def setUp(self):
+        super().setUp()
+        # One I/O thread on each replica: a forward that blocked it would stall every other request.
+        self.cluster = bt.Cluster(3, write_quorum=self.write_quorum, config={"threads": {"io": 1}})
+        self.addCleanup(self.cluster.cleanup)
+
+    def test_stalled_forward_holds_up_no_other_request(self):
+        c = self.cluster.start()
+        a, b = c[0], c[1]
+        r = a.start_upload("frozen/app")
+        self.assertEqual(r.status, 202, r)
+        loc = bt.location_path(r.header("Location"))
+        data = self.rng.randbytes(32 << 20)  # far more than the socket buffers between B and A hold
+        a.send_signal(signal.SIGSTOP)
+        self.addCleanup(lambda: a.send_signal(signal.SIGCONT))
+        result = {}
+
+        def patch():
+            result["r"] = b.request("PATCH", loc, body=data, timeout=60,
+                                    headers={"Content-Range": f"0-{len(data) - 1}",
+                                             "Content-Type": "application/octet-stream"})
+        t = threading.Thread(target=patch, daemon=True)
+        t.start()
+        # While B's forward to the frozen owner is stuck, B keeps answering on its only I/O thread.
+        deadline, answered = time.monotonic() + 3, 0
+        while time.monotonic() < deadline:
+            start = time.monotonic()
+            g = b.get("/v2/", timeout=5)
+            self.assertEqual(g.status, 200, g)
+            self.assertLess(time.monotonic() - start, 1.0, "B stalled behind the forward")
+            answered += 1
+        self.assertTrue(t.is_alive(), "the PATCH finished although its owner is frozen")
+        a.send_signal(signal.SIGCONT)
+        t.join(60)
+        self.assertFalse(t.is_alive(), "the PATCH never finished after the owner woke")
+        self.assertEqual(result["r"].status, 202, result["r"])
+        self.assertEqual(result["r"].header("Range"), f"0-{len(data) - 1}")
+        print(f"  {answered} requests answered by B during the stalled forward", file=sys.stderr)
+
+
 class CrossReplicaUploadTest(ReplicationTestCase):
     def test_chunked_upload_alternating_replicas(self):
         c = self.cluster.start()
