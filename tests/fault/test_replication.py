@@ -614,6 +614,37 @@ class ForwardToFrozenOwnerTest(ReplicationTestCase):
         self.assertEqual(result["r"].header("Range"), f"0-{len(data) - 1}")
         print(f"  {answered} requests answered by B during the stalled forward", file=sys.stderr)
 
+    def test_owner_dying_mid_forward_is_a_503(self):
+        c = self.cluster.start()
+        a, b = c[0], c[1]
+        r = a.start_upload("frozen/app")
+        self.assertEqual(r.status, 202, r)
+        loc = bt.location_path(r.header("Location"))
+        data = self.rng.randbytes(32 << 20)
+        a.send_signal(signal.SIGSTOP)
+        result = {}
+
+        def patch():
+            result["r"] = b.request("PATCH", loc, body=data, timeout=60,
+                                    headers={"Content-Range": f"0-{len(data) - 1}",
+                                             "Content-Type": "application/octet-stream"})
+        t = threading.Thread(target=patch, daemon=True)
+        t.start()
+        # Mid-forward: the frozen owner's kernel holds body bytes B already sent on.
+        def queued_at_owner():
+            out = subprocess.run(["ss", "-Htn", "state", "established", f"( sport = :{a.port} )"],
+                                 capture_output=True, text=True).stdout
+            return sum(int(line.split()[0]) for line in out.splitlines() if line.split())
+        bt.poll(lambda: queued_at_owner() > (32 << 10), 10, 0.05, "B's forward to reach the frozen owner")
+        self.assertTrue(t.is_alive(), "the PATCH finished although its owner is frozen")
+        a.send_signal(signal.SIGKILL)
+        a.wait(10)
+        t.join(60)
+        self.assertFalse(t.is_alive(), "the PATCH never ended after its owner died")
+        self.assertEqual(result["r"].status, 503, result["r"])
+        self.assertEqual(result["r"].error_codes(), ["UNAVAILABLE"], result["r"])
+        self.assertEqual(b.get("/v2/").status, 200, "B went down with the owner")
+
 
 class CrossReplicaUploadTest(ReplicationTestCase):
     def test_chunked_upload_alternating_replicas(self):
