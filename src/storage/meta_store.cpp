@@ -172,12 +172,9 @@ public:
             } else if (family == cf_tags) {
                 tags.erase(key);
                 // Any tag written drops every cached page of its repository:
-                // keys are "repo\0after\0limit" and the tag key starts "repo\0".
-                const auto repo_end = key.find('\0') + 1;
-                const auto first = tag_pages.lower_bound(key.substr(0, repo_end));
-                auto last = first;
-                while (last != tag_pages.end() && last->first.compare(0, repo_end, key, 0, repo_end) == 0) ++last;
-                tag_pages.erase(first, last);
+                // page keys are "repo\0after\0limit", the tag key is "repo\0tag".
+                const auto repo = key.substr(0, key.find('\0'));
+                tag_pages.erase(tag_pages.lower_bound(repo + '\0'), tag_pages.lower_bound(repo + '\1'));
             }
         }
     }
