@@ -103,6 +103,7 @@ public:
     explicit UploadSink(std::unique_ptr<registry::UploadAppender> appender) : appender_(std::move(appender)) {}
     std::span<char> buffer(std::function<void()> resume) override { return appender_->buffer(std::move(resume)); }
     void commit(std::size_t size) override { appender_->commit(size); }
+    void finish() override { appender_->finish(); }
     std::uint64_t offset() const override { return appender_->offset(); }
 
 private:

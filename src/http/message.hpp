@@ -67,6 +67,9 @@ public:
     virtual std::span<char> buffer(std::function<void()> resume) = 0;
     // The first `size` bytes of the last buffer() are body.
     virtual void commit(std::size_t size) = 0;
+    // The body is complete: store what is still in flight. May block; throws
+    // if the body could not be stored.
+    virtual void finish() {}
     virtual std::uint64_t offset() const = 0;
 };
 

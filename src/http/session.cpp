@@ -333,11 +333,18 @@ private:
             return abort_then_respond(
                 error_response(oci::ErrorCode::blob_upload_invalid, "body is shorter than its Content-Range"));
         plan_.abort = nullptr;  // finish owns the outcome now
-        std::uint64_t offset = plan_.sink ? plan_.sink->offset() : 0;
-        if (!plan_.blocking && !plan_.sink) return respond(guarded([&] { return plan_.finish(body_, offset); }));
-        asio::post(context_.worker_pool, [self = shared_from_this(), offset, sink = std::move(plan_.sink)]() mutable {
-            sink.reset();  // let go of the upload session (its hashing done) before finishing it
-            auto response = guarded([&] { return self->plan_.finish(self->body_, offset); });
+        if (!plan_.blocking && !plan_.sink) return respond(guarded([&] { return plan_.finish(body_, 0); }));
+        asio::post(context_.worker_pool, [self = shared_from_this(), sink = std::move(plan_.sink)]() mutable {
+            auto response = guarded([&] {
+                std::uint64_t offset = 0;
+                if (sink) {
+                    sink->finish();
+                    offset = sink->offset();
+                    sink.reset();  // let go of the upload session before finishing it
+                }
+                return self->plan_.finish(self->body_, offset);
+            });
+            sink.reset();
             asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
                 self->respond(std::move(response));
             });

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,47 +8,144 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <system_error>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "berth/oci/error.hpp"
+#include "berth/observe/log.hpp"
 #include "berth/registry/upload.hpp"
 #include "upload_table.hpp"
 
 namespace berth::registry {
 
-// A few buffers go round: the I/O thread receives into one and writes it to
-// the file, a hash worker hashes the ones queued behind it, in order.
+namespace {
+
+// O_DIRECT wants buffer, file offset and length aligned to the disk's logical
+// block; a page covers every common one.
+constexpr std::size_t alignment = 4096;
+
+struct AlignedDelete {
+    void operator()(char* bytes) const { ::operator delete[](bytes, std::align_val_t{alignment}); }
+};
+using Buffer = std::unique_ptr<char[], AlignedDelete>;
+
+Buffer allocate(std::size_t size) {
+    return Buffer(static_cast<char*>(::operator new[](size, std::align_val_t{alignment})));
+}
+
+bool set_direct(int fd, bool on) {
+    const int flags = ::fcntl(fd, F_GETFL);
+    return flags >= 0 && ::fcntl(fd, F_SETFL, on ? flags | O_DIRECT : flags & ~O_DIRECT) == 0;
+}
+
+// 0 or the errno of the failed write.
+int write_at(int fd, std::vector<iovec> iov, std::uint64_t offset) {
+    std::size_t first = 0;
+    while (first < iov.size()) {
+        auto n = ::pwritev(fd, iov.data() + first, static_cast<int>(iov.size() - first), static_cast<off_t>(offset));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno;
+        offset += static_cast<std::uint64_t>(n);
+        for (auto left = static_cast<std::size_t>(n); left;) {
+            const auto step = std::min(left, iov[first].iov_len);
+            iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + step;
+            iov[first].iov_len -= step;
+            left -= step;
+            if (iov[first].iov_len == 0) ++first;
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
 struct UploadAppender::Pipeline {
     static constexpr std::size_t buffer_bytes = 256 * 1024;
     // Three let receiving, writing and hashing overlap; more only cost memory.
     static constexpr std::size_t buffer_count = 3;
     static constexpr std::uint64_t inline_limit = 1 << 20;
 
+    // A full buffer on its way to the file and through the hash.
+    struct Piece {
+        Buffer bytes;
+        std::uint64_t file_offset;  // of bytes[0]
+        std::size_t size;
+        std::size_t hash_from;  // what comes before was hashed already
+        int stages;             // writing and hashing still to do
+    };
+    using PiecePtr = std::shared_ptr<Piece>;
+
+    // Filled by the appending thread only.
+    Buffer current;
+    std::uint64_t current_offset = 0;  // file offset of current[0], aligned
+    std::size_t filled = 0;
+    std::size_t hashed = 0;  // current[0, hashed) is in the digest state
+    std::size_t stored = 0;  // current[0, stored) is in the file
+
     std::mutex mutex;
     std::condition_variable changed;
-    std::unique_ptr<char[]> current;  // handed out by buffer(), not yet committed
-    std::vector<std::unique_ptr<char[]>> free;
+    std::vector<Buffer> free;
     std::size_t allocated = 0;
-    std::deque<std::pair<std::unique_ptr<char[]>, std::size_t>> queued;
-    bool hashing = false;  // a hash worker is draining `queued`
+    std::deque<PiecePtr> to_write, to_hash;
+    bool writing = false, hashing = false;
+    int write_error = 0;
+    std::uint64_t written = 0;  // the file is right up to here
+    bool recovered = false;
+    bool direct = false;  // the fd has O_DIRECT; dropped by a writer if the file system refuses it
     std::function<void()> resume;
 
-    void drain(oci::Hasher& hasher) {
-        std::unique_lock lock(mutex);
-        while (!queued.empty()) {
-            auto [bytes, size] = std::move(queued.front());
-            queued.pop_front();
+    // With the lock held; gives the lock up to wake a waiting reader.
+    void stage_done(Piece& piece, std::unique_lock<std::mutex>& lock) {
+        if (--piece.stages) return;
+        free.push_back(std::move(piece.bytes));
+        changed.notify_all();
+        if (auto wake = std::exchange(resume, nullptr)) {
             lock.unlock();
-            hasher.update(bytes.get(), size);
+            wake();
             lock.lock();
-            free.push_back(std::move(bytes));
-            changed.notify_all();
-            if (auto wake = std::exchange(resume, nullptr)) {
-                lock.unlock();
-                wake();
-                lock.lock();
+        }
+    }
+
+    // Queued pieces are consecutive, so whatever is queued goes in one write.
+    void drain_writes(int fd) {
+        std::unique_lock lock(mutex);
+        while (!to_write.empty()) {
+            std::vector<PiecePtr> batch(to_write.begin(), to_write.end());
+            to_write.clear();
+            const bool skip = write_error != 0;
+            lock.unlock();
+            int error = 0;
+            if (!skip) {
+                std::vector<iovec> iov;
+                for (auto& piece : batch) iov.push_back({piece->bytes.get(), piece->size});
+                error = write_at(fd, iov, batch.front()->file_offset);
+                // A file system may refuse O_DIRECT for this file after all: write through the cache.
+                if (error == EINVAL && direct && set_direct(fd, false)) {
+                    direct = false;
+                    error = write_at(fd, iov, batch.front()->file_offset);
+                }
             }
+            lock.lock();
+            if (error) write_error = error;
+            else if (!skip) written = batch.back()->file_offset + batch.back()->size;
+            for (auto& piece : batch) stage_done(*piece, lock);
+        }
+        writing = false;
+        changed.notify_all();
+    }
+
+    void drain_hashes(oci::Hasher& hasher) {
+        std::unique_lock lock(mutex);
+        while (!to_hash.empty()) {
+            auto piece = std::move(to_hash.front());
+            to_hash.pop_front();
+            lock.unlock();
+            hasher.update(piece->bytes.get() + piece->hash_from, piece->size - piece->hash_from);
+            lock.lock();
+            stage_done(*piece, lock);
         }
         hashing = false;
         changed.notify_all();
@@ -58,34 +156,63 @@ UploadAppender::UploadAppender(std::shared_ptr<UploadState> state, UploadTable& 
     : state_(std::move(state)), table_(table), max_bytes_(max_bytes) {}
 
 UploadAppender::~UploadAppender() {
+    try {
+        finish();
+    } catch (const std::exception& error) {
+        observe::log("warn", "upload write failed", {{"upload", state_->id}, {"error", error.what()}});
+    }
     std::function<void()> dropped;  // may hold the last reference to a session: destroyed unlocked
     if (pipeline_) {
-        std::unique_lock lock(pipeline_->mutex);
+        std::lock_guard lock(pipeline_->mutex);
         dropped = std::exchange(pipeline_->resume, nullptr);
-        pipeline_->changed.wait(lock, [&] { return !pipeline_->hashing; });
     }
     table_.release(state_);
 }
 
 std::uint64_t UploadAppender::offset() const { return state_->offset; }
 
-std::span<char> UploadAppender::buffer(std::function<void()> resume) {
-    if (!pipeline_) pipeline_ = std::make_shared<Pipeline>();
+// The first buffer starts at the aligned offset at or before the session's
+// end, holding the bytes in front of it read back from the file, so every
+// full buffer can be written with O_DIRECT.
+void UploadAppender::start() {
+    pipeline_ = std::make_shared<Pipeline>();
     auto& p = *pipeline_;
-    std::lock_guard lock(p.mutex);
+    p.current_offset = state_->offset / alignment * alignment;
+    p.written = state_->offset;
+    p.current = allocate(Pipeline::buffer_bytes);
+    p.allocated = 1;
+    const auto head = static_cast<std::size_t>(state_->offset - p.current_offset);
+    std::size_t got = 0;
+    while (got < head) {
+        auto n = ::pread(state_->fd, p.current.get() + got, head - got, static_cast<off_t>(p.current_offset + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            p.write_error = n < 0 ? errno : EIO;  // commit() reports it
+            break;
+        }
+        got += static_cast<std::size_t>(n);
+    }
+    p.filled = p.hashed = p.stored = head;
+    p.direct = set_direct(state_->fd, true);
+}
+
+std::span<char> UploadAppender::buffer(std::function<void()> resume) {
+    if (!pipeline_) start();
+    auto& p = *pipeline_;
     if (!p.current) {
+        std::lock_guard lock(p.mutex);
         if (!p.free.empty()) {
             p.current = std::move(p.free.back());
             p.free.pop_back();
         } else if (p.allocated < Pipeline::buffer_count) {
-            p.current = std::make_unique_for_overwrite<char[]>(Pipeline::buffer_bytes);
+            p.current = allocate(Pipeline::buffer_bytes);
             ++p.allocated;
         } else {
             p.resume = std::move(resume);
             return {};
         }
     }
-    return {p.current.get(), Pipeline::buffer_bytes};
+    return {p.current.get() + p.filled, Pipeline::buffer_bytes - p.filled};
 }
 
 void UploadAppender::commit(std::size_t size) {
@@ -94,43 +221,76 @@ void UploadAppender::commit(std::size_t size) {
         throw oci::Error(oci::ErrorCode::size_invalid, "blob exceeds the maximum size of an upload");
     table_.require_space(size);
     auto& p = *pipeline_;
-    const char* bytes = p.current.get();  // only this thread touches `current`
-    std::size_t done = 0;
-    while (done < size) {
-        auto n = ::pwrite(state_->fd, bytes + done, size - done, static_cast<off_t>(state_->offset + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int saved = errno;
-            // Keep file and hash state in step: drop the part of this write that landed.
-            if (::ftruncate(state_->fd, static_cast<off_t>(state_->offset)) != 0) {}
-            throw std::system_error(saved, std::generic_category(), "write upload file");
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    // Start writing back each finished 8 MiB now, so the fsync at commit
-    // waits for little more than the tail instead of the whole blob.
-    constexpr std::uint64_t writeback = 8 << 20;
-    const auto before = state_->offset / writeback, after = (state_->offset + size) / writeback;
-    if (after > before)
-        ::sync_file_range(state_->fd, static_cast<off_t>(before * writeback),
-                          static_cast<off_t>((after - before) * writeback), SYNC_FILE_RANGE_WRITE);
-    state_->offset += size;
-
-    bool start;
+    bool inline_hash;
     {
         std::lock_guard lock(p.mutex);
+        if (p.write_error) throw std::system_error(p.write_error, std::generic_category(), "write upload file");
         // The start of a body is hashed right here: for a small blob, handing
         // it to another thread costs more than the overlap gains.
-        if (inline_bytes_ < Pipeline::inline_limit && !p.hashing) {
-            inline_bytes_ += size;
-            state_->hasher->update(p.current.get(), size);
-            return;  // `current` stays ours for the next piece
-        }
-        p.queued.emplace_back(std::move(p.current), size);
-        start = !std::exchange(p.hashing, true);
+        inline_hash = inline_bytes_ < Pipeline::inline_limit && !p.hashing;
     }
-    if (start)
-        table_.hash_workers().post([pipeline = pipeline_, state = state_] { pipeline->drain(*state->hasher); });
+    p.filled += size;
+    if (inline_hash) {
+        // From `hashed`: the head of this buffer may have come while a worker was still hashing.
+        state_->hasher->update(p.current.get() + p.hashed, p.filled - p.hashed);
+        inline_bytes_ += p.filled - p.hashed;
+        p.hashed = p.filled;
+    }
+    state_->offset += size;
+    if (p.filled == Pipeline::buffer_bytes) submit();
+}
+
+void UploadAppender::submit() {
+    auto& p = *pipeline_;
+    auto piece = std::make_shared<Pipeline::Piece>(
+        Pipeline::Piece{std::move(p.current), p.current_offset, p.filled, p.hashed, 1});
+    bool start_writing, start_hashing = false;
+    {
+        std::lock_guard lock(p.mutex);
+        p.to_write.push_back(piece);
+        start_writing = !std::exchange(p.writing, true);
+        if (piece->hash_from < piece->size) {
+            ++piece->stages;
+            p.to_hash.push_back(piece);
+            start_hashing = !std::exchange(p.hashing, true);
+        }
+    }
+    p.current_offset += p.filled;
+    p.filled = p.hashed = p.stored = 0;
+    if (start_writing)
+        table_.write_workers().post([pipeline = pipeline_, state = state_] { pipeline->drain_writes(state->fd); });
+    if (start_hashing)
+        table_.hash_workers().post([pipeline = pipeline_, state = state_] { pipeline->drain_hashes(*state->hasher); });
+}
+
+void UploadAppender::finish() {
+    if (!pipeline_) return;
+    auto& p = *pipeline_;
+    std::unique_lock lock(p.mutex);
+    p.changed.wait(lock, [&] { return !p.writing && !p.hashing; });
+    if (!p.write_error && p.stored < p.filled) {
+        // The tail is seldom aligned: it goes through the page cache.
+        const bool buffered = !p.direct || set_direct(state_->fd, false);
+        p.direct = false;
+        int error = buffered ? 0 : errno;
+        if (!error)
+            error = write_at(state_->fd, {{p.current.get() + p.stored, p.filled - p.stored}},
+                             p.current_offset + p.stored);
+        if (error) {
+            p.write_error = error;
+        } else {
+            state_->hasher->update(p.current.get() + p.hashed, p.filled - p.hashed);
+            p.hashed = p.stored = p.filled;
+            p.written = p.current_offset + p.filled;
+        }
+    }
+    if (!p.write_error || std::exchange(p.recovered, true)) return;
+    // Back to what surely reached the file; the digest state is rebuilt from
+    // it when the session is next taken up.
+    if (::ftruncate(state_->fd, static_cast<off_t>(p.written)) != 0) {}
+    state_->offset = p.written;
+    state_->hasher.reset();
+    throw std::system_error(p.write_error, std::generic_category(), "write upload file");
 }
 
 void UploadAppender::write(const void* data, std::size_t size) {

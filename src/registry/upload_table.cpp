@@ -50,7 +50,8 @@ std::string new_upload_id(const std::string& replica_id) {
 UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id, Limits limits,
                          Now now)
     : blobs_(blobs), meta_(meta), replica_id_(std::move(replica_id)), limits_(limits), now_(std::move(now)),
-      hash_workers_(std::max(1u, std::thread::hardware_concurrency())) {
+      hash_workers_(std::max(1u, std::thread::hardware_concurrency())),
+      write_workers_(std::max(4u, 2 * std::thread::hardware_concurrency())) {
     for (auto& [id, record] : meta_.uploads()) {
         auto state = std::make_shared<UploadState>();
         state->id = id;

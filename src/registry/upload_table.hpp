@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "berth/oci/digest.hpp"
-#include "hash_workers.hpp"
+#include "worker_threads.hpp"
 
 namespace berth::storage {
 class BlobStore;
@@ -59,7 +59,8 @@ public:
     // (repository, id) of sessions not held and idle since before cutoff_ms.
     std::vector<std::pair<std::string, std::string>> idle_since(std::uint64_t cutoff_ms);
     std::uint64_t now() const { return now_(); }
-    HashWorkers& hash_workers() { return hash_workers_; }
+    WorkerThreads& hash_workers() { return hash_workers_; }
+    WorkerThreads& write_workers() { return write_workers_; }
     std::size_t size() {
         std::lock_guard lock(mutex_);
         return sessions_.size();
@@ -76,7 +77,8 @@ private:
     Now now_;
     std::mutex mutex_;
     std::unordered_map<std::string, std::shared_ptr<UploadState>> sessions_;
-    HashWorkers hash_workers_;
+    WorkerThreads hash_workers_;  // as many as cores: hashing is all CPU
+    WorkerThreads write_workers_;  // more: a write may wait for the disk
 };
 
 // Upload ids name the replica that owns the session ("<replica>_<uuid>"), so

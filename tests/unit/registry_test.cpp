@@ -1,4 +1,9 @@
+#include <sys/resource.h>
+
 #include <catch2/catch.hpp>
+#include <csignal>
+#include <fstream>
+#include <system_error>
 
 #include "berth/oci/error.hpp"
 #include "berth/registry/registry.hpp"
@@ -52,6 +57,18 @@ struct Fixture {
     }
 };
 
+std::string random_bytes(std::size_t size) {
+    std::string bytes(size, '\0');
+    std::uint32_t x = 12345;
+    for (auto& c : bytes) c = static_cast<char>((x = x * 1103515245 + 12345) >> 24);
+    return bytes;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
 ErrorCode code_of(const std::function<void()>& call) {
     try {
         call();
@@ -103,9 +120,7 @@ TEST_CASE("uploads check chunk offsets and digests") {
 
 TEST_CASE("large appends hashed on the hash workers give the digest of every byte in order") {
     Fixture f;
-    std::string content(7 << 20, '\0');
-    std::uint32_t x = 12345;
-    for (auto& c : content) c = static_cast<char>((x = x * 1103515245 + 12345) >> 24);
+    const auto content = random_bytes(7 << 20);
     auto session = f.reg.start_upload("r");
     // Two appends, like two PATCHes: the second starts where the first ended,
     // both past the part hashed inline, in pieces that straddle the buffers.
@@ -119,6 +134,54 @@ TEST_CASE("large appends hashed on the hash workers give the digest of every byt
     auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, content).str();
     CHECK(f.reg.finish_upload("r", session.id, digest).str() == digest);
     CHECK(f.reg.stat_blob("r", digest).size == content.size());
+}
+
+TEST_CASE("appends of any length, at any offset, land in the file byte for byte") {
+    Fixture f;
+    const auto content = random_bytes(5 << 20);
+    auto session = f.reg.start_upload("r");
+    // Each append (a PATCH) ends off the 4 KiB grid the O_DIRECT writes keep
+    // to, so the next one starts by reading back the block it ends in.
+    std::size_t at = 0;
+    for (std::size_t size : {1, 4095, 300'001, 262'144, 5, 1'048'577, 2'000'000}) {
+        auto appender = f.reg.append("r", session.id, at);
+        appender->write(content.data() + at, size);
+        appender->finish();
+        at += size;
+        CHECK(appender->offset() == at);
+    }
+    f.reg.append("r", session.id, at)->write(content.data() + at, content.size() - at);
+    auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, content);
+    CHECK(f.reg.finish_upload("r", session.id, digest.str()) == digest);
+    CHECK(read_file(f.blobs.path(digest)) == content);
+}
+
+TEST_CASE("a failed write leaves the session at the bytes that reached the file, to be resumed") {
+    Fixture f;
+    const auto content = random_bytes(5 << 20);
+    auto session = f.reg.start_upload("r");
+    // A file size limit makes the disk refuse writes past 2 MiB and a bit.
+    const rlim_t limit = (2 << 20) + 1000;
+    rlimit saved{};
+    REQUIRE(getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit small = saved;
+    small.rlim_cur = limit;
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    {
+        auto appender = f.reg.append("r", session.id, 0);
+        // Reported by a later commit or, at the latest, by finish.
+        CHECK_THROWS_AS((appender->write(content.data(), content.size()), appender->finish()), std::system_error);
+    }
+    setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, old_handler);
+
+    const auto kept = f.reg.upload_status("r", session.id).offset;
+    CHECK(kept <= limit);
+    f.reg.append("r", session.id, kept)->write(content.data() + kept, content.size() - kept);
+    auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, content);
+    CHECK(f.reg.finish_upload("r", session.id, digest.str()) == digest);
+    CHECK(read_file(f.blobs.path(digest)) == content);
 }
 
 TEST_CASE("a session hashed in sha256 can be closed with a sha512 digest") {

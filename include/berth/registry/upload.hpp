@@ -1,8 +1,12 @@
 #pragma once
 // Appending to an upload session. One appender holds a session exclusively.
-// Each piece is written to the file at once and hashed on a hash worker while
-// the next one arrives; the appender lets go of the session only once every
-// written byte is hashed, so file and digest state never disagree for anyone else.
+// Bytes are received into aligned buffers; each full buffer is written to the
+// file with O_DIRECT (no copy into the page cache, which a fresh blob would
+// only pollute) on a write worker and hashed on a hash worker while the next
+// arrives. The unaligned tail of a request is written through the page cache
+// and read back as the head of the next one. The appender lets go of the
+// session only once every byte is written and hashed, so file and digest
+// state never disagree for anyone else.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -17,21 +21,29 @@ class UploadTable;
 class UploadAppender {
 public:
     UploadAppender(std::shared_ptr<UploadState> state, UploadTable& table, std::uint64_t max_bytes);
-    ~UploadAppender();  // waits for the hashing of what was written
+    ~UploadAppender();  // stores what finish() did not, then lets go of the session
     UploadAppender(const UploadAppender&) = delete;
     UploadAppender& operator=(const UploadAppender&) = delete;
 
-    // Room for the next bytes. Empty while every buffer waits to be hashed;
-    // `resume` then runs (on a hash worker) once one is free.
+    // Room for the next bytes. Empty while every buffer is being written or
+    // hashed; `resume` then runs (on a worker) once one is free.
     std::span<char> buffer(std::function<void()> resume);
-    // Writes the first `size` bytes of the last buffer() and queues them for hashing.
+    // The first `size` bytes of the last buffer() are the upload's next bytes.
+    // Throws once a write has failed.
     void commit(std::size_t size);
+    // Waits until every committed byte is in the file and hashed. Blocks: not
+    // on an I/O thread. On a failed write, throws, leaving the session at the
+    // bytes that did reach the file.
+    void finish();
     // Copies bytes in through buffer() and commit(), waiting for room.
     void write(const void* data, std::size_t size);
     std::uint64_t offset() const;
 
 private:
     struct Pipeline;
+    void start();
+    void submit();
+
     std::shared_ptr<UploadState> state_;
     UploadTable& table_;
     std::uint64_t max_bytes_;

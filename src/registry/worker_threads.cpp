@@ -1,12 +1,12 @@
-#include "hash_workers.hpp"
+#include "worker_threads.hpp"
 
 namespace berth::registry {
 
-HashWorkers::HashWorkers(unsigned threads) {
+WorkerThreads::WorkerThreads(unsigned threads) {
     for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
 }
 
-HashWorkers::~HashWorkers() {
+WorkerThreads::~WorkerThreads() {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
@@ -15,7 +15,7 @@ HashWorkers::~HashWorkers() {
     for (auto& thread : threads_) thread.join();
 }
 
-void HashWorkers::post(std::function<void()> task) {
+void WorkerThreads::post(std::function<void()> task) {
     {
         std::lock_guard lock(mutex_);
         tasks_.push_back(std::move(task));
@@ -23,7 +23,7 @@ void HashWorkers::post(std::function<void()> task) {
     wake_.notify_one();
 }
 
-void HashWorkers::run() {
+void WorkerThreads::run() {
     std::unique_lock lock(mutex_);
     for (;;) {
         wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
