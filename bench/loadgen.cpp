@@ -6,6 +6,9 @@
 // and a unique random 64-byte trailer makes every blob distinct. Because the
 // trailer comes last, the SHA-256 state after each pool buffer is computed once and
 // cloned per blob, so even millions of 100 MiB blob digests cost almost nothing.
+// The pool lives in memfds and bodies go out with sendfile(2): the kernel sends
+// the pool's pages without copying them, so the generator takes as little as it
+// can of the cores it shares with the server under test.
 //
 // Run `berth-bench --help` for the workloads and flags.
 
@@ -15,6 +18,8 @@
 #include <netinet/tcp.h>
 #include <openssl/evp.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -208,6 +213,37 @@ std::string sha256_digest(const void* data, std::size_t n) {
     return "sha256:" + hex(md, 32);
 }
 
+// Memory mapped from a memfd, so that sendfile can send it. Set up before any
+// request and never changed after, so the senders read it without a lock.
+struct FileBacked {
+    const unsigned char* base;
+    std::size_t length;
+    int fd;
+};
+std::vector<FileBacked> file_backed;
+
+// `size` bytes mapped from a new memfd (plain memory if that fails).
+unsigned char* allocate_pool_buffer(std::size_t size) {
+    const std::size_t length = std::max<std::size_t>(size, 1);
+    int fd = ::memfd_create("berth-bench-pool", MFD_CLOEXEC);
+    if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(length)) == 0) {
+        void* map = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map != MAP_FAILED) {
+            file_backed.push_back({static_cast<unsigned char*>(map), length, fd});
+            return static_cast<unsigned char*>(map);
+        }
+    }
+    if (fd >= 0) ::close(fd);
+    return new unsigned char[length];
+}
+
+const FileBacked* backing_of(const void* data) {
+    auto* p = static_cast<const unsigned char*>(data);
+    for (auto& region : file_backed)
+        if (p >= region.base && p < region.base + region.length) return &region;
+    return nullptr;
+}
+
 // A blob = pool[pool_index][0, prefix) followed by its own trailer (up to 64 bytes).
 struct Blob {
     std::uint32_t pool_index = 0;
@@ -224,11 +260,11 @@ public:
         if (size >= 64 * MiB) n_pool = 2;
         pool_.resize(n_pool);
         for (auto& buf : pool_) {
-            buf.reset(new unsigned char[prefix_len_ ? prefix_len_ : 1]);
-            rng_.fill(buf.get(), prefix_len_);
+            buf = allocate_pool_buffer(prefix_len_);  // lives as long as the process
+            rng_.fill(buf, prefix_len_);
             EVP_MD_CTX* ctx = EVP_MD_CTX_new();
             EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-            EVP_DigestUpdate(ctx, buf.get(), prefix_len_);
+            EVP_DigestUpdate(ctx, buf, prefix_len_);
             prefix_ctx_.push_back(ctx);
         }
     }
@@ -259,7 +295,7 @@ public:
         std::uint64_t end = offset + length;
         if (offset < prefix_len_) {
             std::uint64_t e = std::min(end, prefix_len_);
-            out.push_back({pool_[b.pool_index].get() + offset, static_cast<std::size_t>(e - offset)});
+            out.push_back({pool_[b.pool_index] + offset, static_cast<std::size_t>(e - offset)});
         }
         if (end > prefix_len_) {
             std::uint64_t s = std::max(offset, prefix_len_) - prefix_len_;
@@ -273,7 +309,7 @@ private:
     std::uint64_t size_, prefix_len_, trailer_len_;
     SplitMix rng_;
     std::uint64_t counter_ = 0;
-    std::vector<std::unique_ptr<unsigned char[]>> pool_;
+    std::vector<unsigned char*> pool_;
     std::vector<EVP_MD_CTX*> prefix_ctx_;
 };
 
@@ -416,17 +452,43 @@ public:
     }
 
 private:
+    // Runs of plain memory go out with sendmsg, pool memory with sendfile.
     void send_all(std::vector<iovec>& iov) {
-        std::size_t idx = 0;
-        while (idx < iov.size()) {
-            int cnt = static_cast<int>(std::min<std::size_t>(iov.size() - idx, IOV_MAX));
-            ssize_t n = ::writev(fd_, iov.data() + idx, cnt);
+        std::size_t from = 0;
+        for (std::size_t i = 0; i < iov.size(); ++i) {
+            auto* region = backing_of(iov[i].iov_base);
+            if (!region) continue;
+            send_memory(iov, from, i, true);
+            send_file(*region, iov[i]);
+            from = i + 1;
+        }
+        send_memory(iov, from, iov.size(), false);
+    }
+
+    void send_file(const FileBacked& region, const iovec& part) {
+        off_t offset = static_cast<const unsigned char*>(part.iov_base) - region.base;
+        std::size_t left = part.iov_len;
+        while (left > 0) {
+            ssize_t n = ::sendfile(fd_, region.fd, &offset, left);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) throw NetError(Failure::connection, std::string("sendfile: ") + std::strerror(n ? errno : EPIPE));
+            left -= static_cast<std::size_t>(n);
+        }
+    }
+
+    // iov[idx, end); `more`: further body follows, so the kernel may hold a partial packet.
+    void send_memory(std::vector<iovec>& iov, std::size_t idx, std::size_t end, bool more) {
+        while (idx < end) {
+            msghdr msg{};
+            msg.msg_iov = iov.data() + idx;
+            msg.msg_iovlen = std::min<std::size_t>(end - idx, IOV_MAX);
+            ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
             if (n < 0) {
                 if (errno == EINTR) continue;
                 throw NetError(Failure::connection, std::string("send: ") + std::strerror(errno));
             }
             std::size_t left = static_cast<std::size_t>(n);
-            while (idx < iov.size() && left >= iov[idx].iov_len) {
+            while (idx < end && left >= iov[idx].iov_len) {
                 left -= iov[idx].iov_len;
                 ++idx;
             }
