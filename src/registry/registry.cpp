@@ -121,7 +121,7 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     require_name(repo);
     auto expected = oci::Digest::parse_or_throw(digest_text);
     auto state = uploads_->acquire(repo, id);
-    UploadAppender hold(state, *uploads_, 0);  // releases the session on every path
+    HeldUpload hold(*uploads_, state);
     auto actual = state->algorithm == expected.algorithm() ? state->hasher->peek()
                                                            : hash_file(state->path, expected.algorithm());
     storage::MetaStore::Batch batch;
@@ -148,7 +148,7 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
 void Registry::cancel_upload(const std::string& repo, const std::string& id) {
     require_name(repo);
     auto state = uploads_->acquire(repo, id);
-    UploadAppender hold(state, *uploads_, 0);
+    HeldUpload hold(*uploads_, state);
     uploads_->erase(state);
     storage::MetaStore::Batch batch;
     batch.remove_upload(id);

@@ -153,7 +153,14 @@ struct UploadAppender::Pipeline {
 };
 
 UploadAppender::UploadAppender(std::shared_ptr<UploadState> state, UploadTable& table, std::uint64_t max_bytes)
-    : state_(std::move(state)), table_(table), max_bytes_(max_bytes) {}
+    : state_(std::move(state)), table_(table), max_bytes_(max_bytes) {
+    try {
+        start();
+    } catch (...) {
+        table_.release(state_);
+        throw;
+    }
+}
 
 UploadAppender::~UploadAppender() {
     try {
@@ -162,7 +169,7 @@ UploadAppender::~UploadAppender() {
         observe::log("warn", "upload write failed", {{"upload", state_->id}, {"error", error.what()}});
     }
     std::function<void()> dropped;  // may hold the last reference to a session: destroyed unlocked
-    if (pipeline_) {
+    {
         std::lock_guard lock(pipeline_->mutex);
         dropped = std::exchange(pipeline_->resume, nullptr);
     }
@@ -173,7 +180,8 @@ std::uint64_t UploadAppender::offset() const { return state_->offset; }
 
 // The first buffer starts at the aligned offset at or before the session's
 // end, holding the bytes in front of it read back from the file, so every
-// full buffer can be written with O_DIRECT.
+// full buffer can be written with O_DIRECT. Done here, on the worker that
+// takes up the session, not on the I/O thread that will fill the buffers.
 void UploadAppender::start() {
     pipeline_ = std::make_shared<Pipeline>();
     auto& p = *pipeline_;
@@ -197,7 +205,6 @@ void UploadAppender::start() {
 }
 
 std::span<char> UploadAppender::buffer(std::function<void()> resume) {
-    if (!pipeline_) start();
     auto& p = *pipeline_;
     if (!p.current) {
         std::lock_guard lock(p.mutex);
@@ -264,7 +271,6 @@ void UploadAppender::submit() {
 }
 
 void UploadAppender::finish() {
-    if (!pipeline_) return;
     auto& p = *pipeline_;
     std::unique_lock lock(p.mutex);
     p.changed.wait(lock, [&] { return !p.writing && !p.hashing; });

@@ -81,6 +81,19 @@ private:
     WorkerThreads write_workers_;  // more: a write may wait for the disk
 };
 
+// Lets go of a session acquired from the table at the end of a scope.
+class HeldUpload {
+public:
+    HeldUpload(UploadTable& table, std::shared_ptr<UploadState> state) : table_(table), state_(std::move(state)) {}
+    ~HeldUpload() { table_.release(state_); }
+    HeldUpload(const HeldUpload&) = delete;
+    HeldUpload& operator=(const HeldUpload&) = delete;
+
+private:
+    UploadTable& table_;
+    std::shared_ptr<UploadState> state_;
+};
+
 // Upload ids name the replica that owns the session ("<replica>_<uuid>"), so
 // another replica can forward requests for it.
 std::string new_upload_id(const std::string& replica_id);

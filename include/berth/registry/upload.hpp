@@ -20,6 +20,7 @@ class UploadTable;
 
 class UploadAppender {
 public:
+    // Takes over a session acquired from the table.
     UploadAppender(std::shared_ptr<UploadState> state, UploadTable& table, std::uint64_t max_bytes);
     ~UploadAppender();  // stores what finish() did not, then lets go of the session
     UploadAppender(const UploadAppender&) = delete;
@@ -47,7 +48,7 @@ private:
     std::shared_ptr<UploadState> state_;
     UploadTable& table_;
     std::uint64_t max_bytes_;
-    std::shared_ptr<Pipeline> pipeline_;  // made on the first buffer()
+    std::shared_ptr<Pipeline> pipeline_;
     std::uint64_t inline_bytes_ = 0;      // hashed on the caller's thread
 };
 
