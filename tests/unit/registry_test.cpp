@@ -69,6 +69,15 @@ std::string read_file(const std::filesystem::path& path) {
     return {std::istreambuf_iterator<char>(in), {}};
 }
 
+// Appends content[from, end) to session `id` of repository "r", closes it, and
+// checks the stored blob byte for byte.
+void append_rest_and_check(Fixture& f, const std::string& id, const std::string& content, std::size_t from) {
+    f.reg.append("r", id, from)->write(content.data() + from, content.size() - from);
+    auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, content);
+    CHECK(f.reg.finish_upload("r", id, digest.str()) == digest);
+    CHECK(read_file(f.blobs.path(digest)) == content);
+}
+
 ErrorCode code_of(const std::function<void()>& call) {
     try {
         call();
@@ -150,10 +159,7 @@ TEST_CASE("appends of any length, at any offset, land in the file byte for byte"
         at += size;
         CHECK(appender->offset() == at);
     }
-    f.reg.append("r", session.id, at)->write(content.data() + at, content.size() - at);
-    auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, content);
-    CHECK(f.reg.finish_upload("r", session.id, digest.str()) == digest);
-    CHECK(read_file(f.blobs.path(digest)) == content);
+    append_rest_and_check(f, session.id, content, at);
 }
 
 TEST_CASE("a failed write leaves the session at the bytes that reached the file, to be resumed") {
@@ -178,10 +184,7 @@ TEST_CASE("a failed write leaves the session at the bytes that reached the file,
 
     const auto kept = f.reg.upload_status("r", session.id).offset;
     CHECK(kept <= limit);
-    f.reg.append("r", session.id, kept)->write(content.data() + kept, content.size() - kept);
-    auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, content);
-    CHECK(f.reg.finish_upload("r", session.id, digest.str()) == digest);
-    CHECK(read_file(f.blobs.path(digest)) == content);
+    append_rest_and_check(f, session.id, content, kept);
 }
 
 TEST_CASE("a session hashed in sha256 can be closed with a sha512 digest") {
