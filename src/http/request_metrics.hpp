@@ -16,6 +16,8 @@ public:
                 std::uint64_t bytes_out);
     std::string text() const;
     std::atomic<std::int64_t> connections{0};
+    // Blob bytes a GET found outside the page cache and had a worker read in.
+    std::atomic<std::uint64_t> blob_bytes_read_from_disk{0};
 
 private:
     static constexpr std::size_t routes = static_cast<std::size_t>(RouteKind::unknown) + 1;

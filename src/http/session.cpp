@@ -19,6 +19,7 @@
 #include "berth/observe/log.hpp"
 #include "context.hpp"
 #include "handlers.hpp"
+#include "storage/page_cache.hpp"
 
 namespace berth::http {
 namespace {
@@ -34,6 +35,10 @@ constexpr std::size_t body_chunk_bytes = 256 * 1024;
 // A body the route does not want is read and dropped up to this size, so the
 // connection can stay open; larger ones close it.
 constexpr std::size_t unwanted_body_limit = 64 * 1024;
+// A blob is sent in windows of this size, each checked for being in the page
+// cache before it is sent and read in by a worker if not; while one window is
+// sent, the kernel reads the next.
+constexpr std::uint64_t send_window_bytes = 4 << 20;
 
 Method method_of(bhttp::verb verb) {
     switch (verb) {
@@ -411,8 +416,9 @@ private:
     // TLS encrypts in user space: read large pieces and write them through the stream.
     void copy_file() {
         if (file_->length == 0) return on_written({}, 0);
+        if (!file_window_cached(&Session::copy_file)) return;
         if (chunk_.size() < body_chunk_bytes) chunk_.resize(body_chunk_bytes);
-        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(file_->length, chunk_.size()));
+        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(cached_until_ - file_->offset, chunk_.size()));
         auto n = ::pread(file_->fd, chunk_.data(), want, static_cast<off_t>(file_->offset));
         if (n <= 0) return close();
         file_->offset += static_cast<std::uint64_t>(n);
@@ -431,9 +437,10 @@ private:
         beast::error_code ec;
         sock.native_non_blocking(true, ec);
         while (file_->length > 0) {
+            if (!file_window_cached(&Session::send_file)) return;
             off_t offset = static_cast<off_t>(file_->offset);
             auto n = ::sendfile(sock.native_handle(), file_->fd, &offset,
-                                static_cast<std::size_t>(std::min<std::uint64_t>(file_->length, 1 << 30)));
+                                static_cast<std::size_t>(std::min(file_->length, cached_until_ - file_->offset)));
             if (n > 0) {
                 file_->offset += static_cast<std::uint64_t>(n);
                 file_->length -= static_cast<std::uint64_t>(n);
@@ -444,6 +451,28 @@ private:
             return close();  // 0: the file is shorter than promised; or a socket error
         }
         on_written({}, 0);
+    }
+
+    // True when the file's next bytes are in the page cache, so sending them
+    // cannot wait for the disk. Otherwise a worker reads the next window in
+    // and `resume` runs on this connection's thread once it is there.
+    bool file_window_cached(void (Session::*resume)()) {
+        if (file_->offset < cached_until_) return true;
+        const auto window = std::min(file_->length, send_window_bytes);
+        if (storage::in_page_cache(file_->fd, file_->offset, window)) {
+            cached_until_ = file_->offset + window;
+            return true;
+        }
+        context_.request_metrics.blob_bytes_read_from_disk += window;
+        asio::post(context_.worker_pool, [self = shared_from_this(), fd = file_->fd, offset = file_->offset, window,
+                                          resume] {
+            storage::load_into_page_cache(fd, offset, window, send_window_bytes);
+            asio::post(self->stream_.get_executor(), [self, until = offset + window, resume] {
+                self->cached_until_ = until;
+                (self.get()->*resume)();
+            });
+        });
+        return false;
     }
 
     void wait_writable() {
@@ -498,6 +527,7 @@ private:
     void close_file() {
         if (file_ && file_->fd >= 0) ::close(file_->fd);
         file_.reset();
+        cached_until_ = 0;
     }
 
     void close() {
@@ -530,6 +560,7 @@ private:
     std::optional<bhttp::response_serializer<bhttp::empty_body>> head_serializer_;
     std::optional<bhttp::response<bhttp::string_body>> string_response_;
     std::optional<FileBody> file_;
+    std::uint64_t cached_until_ = 0;  // file_ is known to be in the page cache up to here
 
     // For the access log.
     std::string peer_, method_text_, target_text_, principal_;

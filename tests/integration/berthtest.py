@@ -480,6 +480,19 @@ def blob_files(root):
     return out
 
 
+def evict_from_page_cache(path):
+    """Drops a file's pages from the page cache, so the next read of it goes to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+COLD_BYTES = "berth_blob_read_from_disk_bytes_total"
+
+
 def file_sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -147,6 +147,19 @@ class TlsTest(unittest.TestCase):
                     self.assertEqual(s.version(), {ssl.TLSVersion.TLSv1_2: "TLSv1.2",
                                                    ssl.TLSVersion.TLSv1_3: "TLSv1.3"}[version])
 
+    def test_cold_blob_over_tls(self):
+        # TLS copies the file through user space in pieces; a piece not in the page cache is
+        # read in by a worker first, as for sendfile.
+        b = self.b
+        data = os.urandom(6 * 1024 * 1024 + 5)
+        digest = b.push_blob("tls/cold", data)
+        bt.evict_from_page_cache(bt.blob_files(b.root)[digest.split(":")[1]])
+        before = b.metrics()[bt.COLD_BYTES]
+        r = b.get(f"/v2/tls/cold/blobs/{digest}")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body, data)
+        self.assertGreaterEqual(b.metrics()[bt.COLD_BYTES] - before, 4 * 1024 * 1024)
+
     def test_plain_http_on_tls_port(self):
         with socket.create_connection(("127.0.0.1", self.b.port), timeout=10) as s:
             s.sendall(b"GET /v2/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
