@@ -490,6 +490,12 @@ def evict_from_page_cache(path):
         os.close(fd)
 
 
+def on_tmpfs(path):
+    """Whether path is on tmpfs, where page-cache eviction does nothing."""
+    kind = subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True, text=True, check=True)
+    return kind.stdout.strip() == "tmpfs"
+
+
 COLD_BYTES = "berth_blob_read_from_disk_bytes_total"
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Blob GETs of files that are not in the page cache: a worker reads each window in before the
 I/O thread sends it (berth_blob_read_from_disk_bytes_total counts those bytes), whole and ranged,
-and a blob already in the cache is sent without that detour. One I/O thread, so a cold read that
-blocked it would also hold up the requests checked alongside."""
+and a blob already in the cache is sent without that detour. Several cold pulls at once on one
+I/O thread come back intact while the thread goes on answering. (That the I/O thread never waits
+for the disk is not timed here: the counter shows which path each window took.)"""
 
 import os
 import sys
@@ -20,6 +21,9 @@ class ColdBlobReadTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.b = bt.Berth(config={"threads": {"io": 1}})
+        if bt.on_tmpfs(cls.b.tmp):
+            cls.b.cleanup()
+            raise unittest.SkipTest("tmpfs keeps every page in memory: nothing can be evicted")
         try:
             cls.b.start()
         except BaseException:
@@ -64,7 +68,7 @@ class ColdBlobReadTest(unittest.TestCase):
         self.assertEqual(r.body, data[first:last + 1])
         self.assertEqual(self.cold_bytes() - before, last + 1 - first)
 
-    def test_other_requests_answered_during_cold_reads(self):
+    def test_concurrent_cold_pulls(self):
         blobs = [self.push_cold(f"cold/busy{i}", 8 * MiB) for i in range(4)]
         errors = []
 
