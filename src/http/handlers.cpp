@@ -104,6 +104,10 @@ public:
     std::span<char> buffer(std::function<void()> resume) override { return appender_->buffer(std::move(resume)); }
     void commit(std::size_t size) override { appender_->commit(size); }
     void finish() override { appender_->finish(); }
+    bool when_stored(std::function<void()>& ready) override {
+        appender_->when_stored(std::move(ready));
+        return true;
+    }
     std::uint64_t offset() const override { return appender_->offset(); }
 
 private:
@@ -440,6 +444,9 @@ Plan plan_request(Services& services, Request& request) {
             std::string text = services.requests ? services.requests->text() : "";
             text += "# HELP berth_uploads_in_progress Upload sessions open.\n# TYPE berth_uploads_in_progress gauge\n"
                     "berth_uploads_in_progress " + std::to_string(registry.uploads_in_progress()) + "\n";
+            text += "# HELP berth_upload_buffer_bytes Memory held by the receive buffers of uploads being appended "
+                    "to.\n# TYPE berth_upload_buffer_bytes gauge\n"
+                    "berth_upload_buffer_bytes " + std::to_string(registry.upload_buffer_bytes()) + "\n";
             if (services.maintenance) text += services.maintenance->metrics_text();
             if (services.replicator) text += services.replicator->metrics_text();
             return immediate(json_response(200, std::move(text), "text/plain; version=0.0.4"));

@@ -70,6 +70,10 @@ public:
     // The body is complete: store what is still in flight. May block; throws
     // if the body could not be stored.
     virtual void finish() {}
+    // Arranges for `ready` to run, on a thread that may block, once finish()
+    // has nothing in flight to wait for, and returns true; false (keeping
+    // `ready`) when this sink cannot tell, so the caller waits in finish().
+    virtual bool when_stored(std::function<void()>&) { return false; }
     virtual std::uint64_t offset() const = 0;
 };
 

@@ -339,20 +339,30 @@ private:
                 error_response(oci::ErrorCode::blob_upload_invalid, "body is shorter than its Content-Range"));
         plan_.abort = nullptr;  // finish owns the outcome now
         if (!plan_.blocking && !plan_.sink) return respond(guarded([&] { return plan_.finish(body_, 0); }));
-        asio::post(context_.worker_pool, [self = shared_from_this(), sink = std::move(plan_.sink)]() mutable {
-            auto response = guarded([&] {
-                std::uint64_t offset = 0;
-                if (sink) {
-                    sink->finish();
-                    offset = sink->offset();
-                    sink.reset();  // let go of the upload session before finishing it
-                }
-                return self->plan_.finish(self->body_, offset);
-            });
-            sink.reset();
-            asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
-                self->respond(std::move(response));
-            });
+        std::function<void()> completion = [self = shared_from_this()] { self->complete(); };
+        // An append that finishes quickly runs on the thread that stored its
+        // last bytes, instead of a worker waiting for them: one thread hop
+        // fewer for every chunk of a chunked upload.
+        if (!plan_.blocking && plan_.sink && plan_.sink->when_stored(completion)) return;
+        asio::post(context_.worker_pool, std::move(completion));
+    }
+
+    // Off the I/O threads: waits for what the sink still stores, finishes the
+    // plan, and answers on the connection's thread.
+    void complete() {
+        auto sink = std::move(plan_.sink);
+        auto response = guarded([&] {
+            std::uint64_t offset = 0;
+            if (sink) {
+                sink->finish();
+                offset = sink->offset();
+                sink.reset();  // let go of the upload session before finishing it
+            }
+            return plan_.finish(body_, offset);
+        });
+        sink.reset();
+        asio::post(stream_.get_executor(), [self = shared_from_this(), response = std::move(response)]() mutable {
+            self->respond(std::move(response));
         });
     }
 

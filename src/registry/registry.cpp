@@ -157,6 +157,8 @@ void Registry::cancel_upload(const std::string& repo, const std::string& id) {
 
 std::size_t Registry::uploads_in_progress() const { return uploads_->size(); }
 
+std::size_t Registry::upload_buffer_bytes() const { return uploads_->buffer_bytes(); }
+
 std::size_t Registry::purge_idle_uploads() {
     const auto ttl_ms = static_cast<std::uint64_t>(options_.upload_idle_ttl.count()) * 1000;
     const auto now = uploads_->now();

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -64,8 +65,13 @@ int write_at(int fd, std::vector<iovec> iov, std::uint64_t offset) {
 
 struct UploadAppender::Pipeline {
     static constexpr std::size_t buffer_bytes = 256 * 1024;
-    // Three let receiving, writing and hashing overlap; more only cost memory.
+    // Three let receiving, writing and hashing overlap. A lone upload may go
+    // deeper: the writer then takes several buffers per write and the I/O
+    // thread seldom waits for a free one. Many uploads keep the disk busy
+    // together, so once they hold 16 MiB in all, none grows past three.
     static constexpr std::size_t buffer_count = 3;
+    static constexpr std::size_t deep_buffer_count = 8;
+    static constexpr std::size_t deep_while_all_below = 16 << 20;  // bytes, over all uploads
     static constexpr std::uint64_t inline_limit = 1 << 20;
 
     // A full buffer on its way to the file and through the hash.
@@ -96,6 +102,26 @@ struct UploadAppender::Pipeline {
     bool recovered = false;
     bool direct = false;  // the fd has O_DIRECT; dropped by a writer if the file system refuses it
     std::function<void()> resume;
+    std::function<void()> on_stored;  // see when_stored()
+
+    // Counts a new buffer against this pipeline and `all_bytes`, if it may have one.
+    bool may_allocate(std::atomic<std::size_t>& all_bytes) {
+        if (allocated >= deep_buffer_count) return false;
+        if (allocated >= buffer_count && all_bytes.load(std::memory_order_relaxed) >= deep_while_all_below)
+            return false;
+        ++allocated;
+        all_bytes += buffer_bytes;
+        return true;
+    }
+
+    // With the lock held, once neither a write nor a hash is in flight;
+    // gives the lock up for good when it runs on_stored.
+    void run_if_stored(std::unique_lock<std::mutex>& lock) {
+        if (writing || hashing || !on_stored) return;
+        auto ready = std::exchange(on_stored, nullptr);
+        lock.unlock();
+        ready();
+    }
 
     // With the lock held; gives the lock up to wake a waiting reader.
     void stage_done(Piece& piece, std::unique_lock<std::mutex>& lock) {
@@ -135,6 +161,7 @@ struct UploadAppender::Pipeline {
         }
         writing = false;
         changed.notify_all();
+        run_if_stored(lock);
     }
 
     void drain_hashes(oci::Hasher& hasher) {
@@ -149,6 +176,7 @@ struct UploadAppender::Pipeline {
         }
         hashing = false;
         changed.notify_all();
+        run_if_stored(lock);
     }
 };
 
@@ -168,11 +196,14 @@ UploadAppender::~UploadAppender() {
     } catch (const std::exception& error) {
         observe::log("warn", "upload write failed", {{"upload", state_->id}, {"error", error.what()}});
     }
-    std::function<void()> dropped;  // may hold the last reference to a session: destroyed unlocked
+    std::function<void()> dropped, unstored;  // may hold the last reference to a session: destroyed unlocked
     {
         std::lock_guard lock(pipeline_->mutex);
         dropped = std::exchange(pipeline_->resume, nullptr);
+        unstored = std::exchange(pipeline_->on_stored, nullptr);
     }
+    // No worker touches the buffers any more; they go with the pipeline's last reference.
+    table_.buffer_bytes() -= pipeline_->allocated * Pipeline::buffer_bytes;
     table_.release(state_);
 }
 
@@ -188,7 +219,7 @@ void UploadAppender::start() {
     p.current_offset = state_->offset / alignment * alignment;
     p.written = state_->offset;
     p.current = allocate(Pipeline::buffer_bytes);
-    p.allocated = 1;
+    p.may_allocate(table_.buffer_bytes());  // the first is always allowed
     const auto head = static_cast<std::size_t>(state_->offset - p.current_offset);
     std::size_t got = 0;
     while (got < head) {
@@ -211,9 +242,8 @@ std::span<char> UploadAppender::buffer(std::function<void()> resume) {
         if (!p.free.empty()) {
             p.current = std::move(p.free.back());
             p.free.pop_back();
-        } else if (p.allocated < Pipeline::buffer_count) {
+        } else if (p.may_allocate(table_.buffer_bytes())) {
             p.current = allocate(Pipeline::buffer_bytes);
-            ++p.allocated;
         } else {
             p.resume = std::move(resume);
             return {};
@@ -268,6 +298,18 @@ void UploadAppender::submit() {
         table_.write_workers().post([pipeline = pipeline_, state = state_] { pipeline->drain_writes(state->fd); });
     if (start_hashing)
         table_.hash_workers().post([pipeline = pipeline_, state = state_] { pipeline->drain_hashes(*state->hasher); });
+}
+
+void UploadAppender::when_stored(std::function<void()> ready) {
+    auto& p = *pipeline_;
+    {
+        std::lock_guard lock(p.mutex);
+        if (p.writing || p.hashing) {
+            p.on_stored = std::move(ready);
+            return;
+        }
+    }
+    table_.write_workers().post(std::move(ready));
 }
 
 void UploadAppender::finish() {

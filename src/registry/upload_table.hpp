@@ -2,6 +2,8 @@
 // Upload sessions: which exist, who is appending, and where their bytes are.
 // Sessions survive a restart through their upload record and scratch file; the
 // hash state is rebuilt from the file the first time such a session is touched.
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -59,6 +61,9 @@ public:
     // (repository, id) of sessions not held and idle since before cutoff_ms.
     std::vector<std::pair<std::string, std::string>> idle_since(std::uint64_t cutoff_ms);
     std::uint64_t now() const { return now_(); }
+    // Bytes of receive buffers held by all appenders together: the depth a
+    // lone upload's pipeline may grow to depends on it (UploadAppender).
+    std::atomic<std::size_t>& buffer_bytes() { return buffer_bytes_; }
     WorkerThreads& hash_workers() { return hash_workers_; }
     WorkerThreads& write_workers() { return write_workers_; }
     std::size_t size() {
@@ -77,6 +82,7 @@ private:
     Now now_;
     std::mutex mutex_;
     std::unordered_map<std::string, std::shared_ptr<UploadState>> sessions_;
+    std::atomic<std::size_t> buffer_bytes_{0};
     WorkerThreads hash_workers_;  // as many as cores: hashing is all CPU
     WorkerThreads write_workers_;  // more: a write may wait for the disk
 };

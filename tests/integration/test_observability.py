@@ -157,6 +157,26 @@ class ObservabilityTest(unittest.TestCase):
         for name in ("berth_storage_blob_bytes", "berth_gc_runs_total", "berth_scrub_corrupt_total"):
             self.assertIn(name, m2)
 
+    def test_upload_buffer_gauge(self):
+        """An upload's receive buffers are counted while its PATCH is read, and given back after the answer."""
+        b = self.b
+        settled(b, lambda m: m["berth_upload_buffer_bytes"] == 0)
+        r = b.request("POST", "/v2/obs/buffers/blobs/uploads/", headers={**ALICE, "Content-Length": "0"})
+        self.assertEqual(r.status, 202, r)
+        path = bt.location_path(r.header("Location"))
+        body = os.urandom(1 << 20)
+        head = (f"PATCH {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {ALICE['Authorization']}\r\n"
+                f"Content-Type: application/octet-stream\r\nContent-Length: {len(body)}\r\n\r\n")
+        with bt.connect(b.port) as s:
+            s.sendall(head.encode() + body[:100_000])
+            settled(b, lambda m: m["berth_upload_buffer_bytes"] >= 256 * 1024)
+            s.sendall(body[100_000:])
+            status, headers, _ = bt.RawReader(s).read_response()
+        self.assertEqual(status, 202)
+        self.assertEqual(headers["range"], f"0-{len(body) - 1}")
+        settled(b, lambda m: m["berth_upload_buffer_bytes"] == 0)
+        self.assertEqual(b.request("DELETE", path, headers=ALICE).status, 204)
+
     def test_audit_log(self):
         b = self.b
         img = self.push("obs/audited", "v1", ALICE)

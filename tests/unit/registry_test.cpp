@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <fstream>
+#include <future>
+#include <thread>
 #include <system_error>
 
 #include "berth/oci/error.hpp"
@@ -159,6 +161,33 @@ TEST_CASE("appends of any length, at any offset, land in the file byte for byte"
         at += size;
         CHECK(appender->offset() == at);
     }
+    append_rest_and_check(f, session.id, content, at);
+}
+
+TEST_CASE("when_stored runs off the caller's thread once every appended byte is stored") {
+    Fixture f;
+    const auto content = random_bytes(3 << 20);
+    auto session = f.reg.start_upload("r");
+    // 3 MiB keeps the write and hash workers busy past the write() below; 1
+    // byte is hashed inline and leaves them nothing, so that call is answered
+    // by a posted task.
+    std::size_t at = 0;
+    for (std::size_t size : {content.size() - 1, std::size_t{1}}) {
+        auto appender = f.reg.append("r", session.id, at);
+        appender->write(content.data() + at, size);
+        CHECK(f.reg.upload_buffer_bytes() > 0);
+        std::promise<std::thread::id> ran;
+        appender->when_stored([&] {
+            appender->finish();  // nothing left in flight: returns at once, storing the unaligned tail
+            ran.set_value(std::this_thread::get_id());
+        });
+        auto ran_on = ran.get_future();
+        REQUIRE(ran_on.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+        CHECK(ran_on.get() != std::this_thread::get_id());
+        at += size;
+        CHECK(appender->offset() == at);
+    }
+    CHECK(f.reg.upload_buffer_bytes() == 0);  // given back with each appender
     append_rest_and_check(f, session.id, content, at);
 }
 

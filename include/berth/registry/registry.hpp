@@ -94,6 +94,8 @@ public:
     // Drops sessions idle for longer than the configured time; returns how many.
     std::size_t purge_idle_uploads();
     std::size_t uploads_in_progress() const;
+    // Memory held by the receive buffers of uploads being appended to.
+    std::size_t upload_buffer_bytes() const;
 
     // Manifests
     PutManifestResult put_manifest(const std::string& repo, const std::string& reference,
