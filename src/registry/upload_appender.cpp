@@ -9,7 +9,6 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <new>
 #include <system_error>
 #include <vector>
 
@@ -25,17 +24,10 @@ namespace berth::registry {
 namespace {
 
 // O_DIRECT wants buffer, file offset and length aligned to the disk's logical
-// block; a page covers every common one.
+// block; a page covers every common one (and the buffers are whole pages).
 constexpr std::size_t alignment = 4096;
 
-struct AlignedDelete {
-    void operator()(char* bytes) const { ::operator delete[](bytes, std::align_val_t{alignment}); }
-};
-using Buffer = std::unique_ptr<char[], AlignedDelete>;
-
-Buffer allocate(std::size_t size) {
-    return Buffer(static_cast<char*>(::operator new[](size, std::align_val_t{alignment})));
-}
+using Buffer = UploadBuffers::Buffer;
 
 bool set_direct(int fd, bool on) {
     const int flags = ::fcntl(fd, F_GETFL);
@@ -64,7 +56,7 @@ int write_at(int fd, std::vector<iovec> iov, std::uint64_t offset) {
 }  // namespace
 
 struct UploadAppender::Pipeline {
-    static constexpr std::size_t buffer_bytes = 256 * 1024;
+    static constexpr std::size_t buffer_bytes = UploadBuffers::buffer_bytes;
     // Three let receiving, writing and hashing overlap. A lone upload may go
     // deeper: the writer then takes several buffers per write and the I/O
     // thread seldom waits for a free one. Many uploads keep the disk busy
@@ -218,7 +210,7 @@ void UploadAppender::start() {
     auto& p = *pipeline_;
     p.current_offset = state_->offset / alignment * alignment;
     p.written = state_->offset;
-    p.current = allocate(Pipeline::buffer_bytes);
+    p.current = table_.buffers().take();
     p.may_allocate(table_.buffer_bytes());  // the first is always allowed
     const auto head = static_cast<std::size_t>(state_->offset - p.current_offset);
     std::size_t got = 0;
@@ -243,7 +235,7 @@ std::span<char> UploadAppender::buffer(std::function<void()> resume) {
             p.current = std::move(p.free.back());
             p.free.pop_back();
         } else if (p.may_allocate(table_.buffer_bytes())) {
-            p.current = allocate(Pipeline::buffer_bytes);
+            p.current = table_.buffers().take();
         } else {
             p.resume = std::move(resume);
             return {};

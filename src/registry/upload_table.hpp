@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "berth/oci/digest.hpp"
+#include "upload_buffers.hpp"
 #include "worker_threads.hpp"
 
 namespace berth::storage {
@@ -64,6 +65,7 @@ public:
     // Bytes of receive buffers held by all appenders together: the depth a
     // lone upload's pipeline may grow to depends on it (UploadAppender).
     std::atomic<std::size_t>& buffer_bytes() { return buffer_bytes_; }
+    UploadBuffers& buffers() { return buffers_; }
     WorkerThreads& hash_workers() { return hash_workers_; }
     WorkerThreads& write_workers() { return write_workers_; }
     std::size_t size() {
@@ -83,6 +85,7 @@ private:
     std::mutex mutex_;
     std::unordered_map<std::string, std::shared_ptr<UploadState>> sessions_;
     std::atomic<std::size_t> buffer_bytes_{0};
+    UploadBuffers buffers_{16 << 20};  // before the workers: their tasks may hold the last of a pipeline's buffers
     WorkerThreads hash_workers_;  // as many as cores: hashing is all CPU
     WorkerThreads write_workers_;  // more: a write may wait for the disk
 };

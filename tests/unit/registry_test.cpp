@@ -1,9 +1,13 @@
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <future>
+#include <set>
 #include <thread>
 #include <system_error>
 
@@ -11,6 +15,7 @@
 #include "berth/registry/registry.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "registry/upload_buffers.hpp"
 #include "temp_dir.hpp"
 
 using namespace berth;
@@ -189,6 +194,25 @@ TEST_CASE("when_stored runs off the caller's thread once every appended byte is 
     }
     CHECK(f.reg.upload_buffer_bytes() == 0);  // given back with each appender
     append_rest_and_check(f, session.id, content, at);
+}
+
+TEST_CASE("upload buffers are page-aligned, and given-back ones are kept up to the limit, the rest unmapped") {
+    using registry::UploadBuffers;
+    UploadBuffers pool(2 * UploadBuffers::buffer_bytes);
+    std::vector<UploadBuffers::Buffer> taken;
+    for (int i = 0; i < 3; ++i) {
+        taken.push_back(pool.take());
+        CHECK(reinterpret_cast<std::uintptr_t>(taken.back().get()) % 4096 == 0);
+        std::memset(taken.back().get(), i, UploadBuffers::buffer_bytes);
+    }
+    std::set<char*> kept{taken[0].get(), taken[1].get()};
+    char* over = taken[2].get();
+    taken.clear();  // the first two are kept, the third goes back to the kernel
+    CHECK(::msync(over, UploadBuffers::buffer_bytes, MS_ASYNC) == -1);
+    CHECK(errno == ENOMEM);
+    auto again = pool.take();
+    auto again2 = pool.take();
+    CHECK(std::set<char*>{again.get(), again2.get()} == kept);
 }
 
 TEST_CASE("a failed write leaves the session at the bytes that reached the file, to be resumed") {

@@ -1,0 +1,39 @@
+#pragma once
+// Receive buffers for upload pipelines: 256 KiB, page-aligned for O_DIRECT,
+// mapped from the kernel directly. Returned buffers wait for the next upload
+// up to a limit; the rest are unmapped at once. (From malloc, a buffer taken
+// on one thread and freed on another stayed in the allocator's per-thread
+// arenas, and a burst of pushes left tens of MiB behind for good.)
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace berth::registry {
+
+class UploadBuffers {
+public:
+    static constexpr std::size_t buffer_bytes = 256 * 1024;
+
+    explicit UploadBuffers(std::size_t keep_bytes) : keep_(keep_bytes / buffer_bytes) {}
+    ~UploadBuffers();
+    UploadBuffers(const UploadBuffers&) = delete;
+    UploadBuffers& operator=(const UploadBuffers&) = delete;
+
+    struct GiveBack {
+        UploadBuffers* pool;
+        void operator()(char* bytes) const { pool->give_back(bytes); }
+    };
+    using Buffer = std::unique_ptr<char[], GiveBack>;
+
+    Buffer take();  // throws std::bad_alloc
+
+private:
+    void give_back(char* bytes);
+
+    std::mutex mutex_;
+    std::vector<char*> spare_;
+    std::size_t keep_;  // buffers
+};
+
+}  // namespace berth::registry
