@@ -46,36 +46,29 @@ class AuthTest(unittest.TestCase):
     def setUpClass(cls):
         b = bt.Berth()
         cls.b = b
-        try:
-            d = b.tmp
-            bt.write_htpasswd(os.path.join(d, "htpasswd"), PASSWORDS)
-            bt.gen_ec_key(os.path.join(d, "token.key"))  # the built-in endpoint signs with this
-            bt.public_key(os.path.join(d, "token.key"), os.path.join(d, "token.pub"))
-            bt.gen_rsa_key(os.path.join(d, "issuer.key"))  # an external issuer
-            bt.public_key(os.path.join(d, "issuer.key"), os.path.join(d, "issuer.pub"))
-            bt.gen_rsa_key(os.path.join(d, "attacker.key"))  # trusted by nobody
-            bt.public_key(os.path.join(d, "attacker.key"), os.path.join(d, "attacker.pub"))
-            b.config = {"auth": {
-                "htpasswd": "htpasswd",  # relative to the config file's directory
-                "token": {"signing_key": "token.key", "verify_keys": ["issuer.pub"], "issuer": "berth",
-                          "service": "berth", "ttl_seconds": 300},
-                "groups": {"ci": ["bob"]},
-                "rules": RULES,
-            }}
-            b.ready_statuses = (401,)
-            b.start()
-            cls.images = {}
-            for repo in REPOS:
-                img = cls.push_image(repo, "v1", auth("root"))
-                alt = cls.push_image(repo, None, auth("root"))
-                cls.images[repo] = (img, alt)
-        except BaseException:
-            b.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.b.cleanup()
+        cls.addClassCleanup(b.cleanup)
+        d = b.tmp
+        bt.write_htpasswd(os.path.join(d, "htpasswd"), PASSWORDS)
+        bt.gen_ec_key(os.path.join(d, "token.key"))  # the built-in endpoint signs with this
+        bt.public_key(os.path.join(d, "token.key"), os.path.join(d, "token.pub"))
+        bt.gen_rsa_key(os.path.join(d, "issuer.key"))  # an external issuer
+        bt.public_key(os.path.join(d, "issuer.key"), os.path.join(d, "issuer.pub"))
+        bt.gen_rsa_key(os.path.join(d, "attacker.key"))  # trusted by nobody
+        bt.public_key(os.path.join(d, "attacker.key"), os.path.join(d, "attacker.pub"))
+        b.config = {"auth": {
+            "htpasswd": "htpasswd",  # relative to the config file's directory
+            "token": {"signing_key": "token.key", "verify_keys": ["issuer.pub"], "issuer": "berth",
+                      "service": "berth", "ttl_seconds": 300},
+            "groups": {"ci": ["bob"]},
+            "rules": RULES,
+        }}
+        b.ready_statuses = (401,)
+        b.start()
+        cls.images = {}
+        for repo in REPOS:
+            img = cls.push_image(repo, "v1", auth("root"))
+            alt = cls.push_image(repo, None, auth("root"))
+            cls.images[repo] = (img, alt)
 
     # ---- helpers
 
@@ -555,18 +548,11 @@ class NoRulesDeletesOffTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         b = cls.b = bt.Berth()
-        try:
-            bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), {"alice": "alice-pw", "bob": "bob-pw"})
-            b.config = {"deletes": False, "auth": {"htpasswd": "htpasswd"}}
-            b.ready_statuses = (401,)
-            b.start()
-        except BaseException:
-            b.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.b.cleanup()
+        cls.addClassCleanup(b.cleanup)
+        bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), {"alice": "alice-pw", "bob": "bob-pw"})
+        b.config = {"deletes": False, "auth": {"htpasswd": "htpasswd"}}
+        b.ready_statuses = (401,)
+        b.start()
 
     def test_no_rules(self):
         b = self.b

@@ -21,18 +21,10 @@ class ColdBlobReadTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.b = bt.Berth(config={"threads": {"io": 1}})
+        cls.addClassCleanup(cls.b.cleanup)
         if bt.on_tmpfs(cls.b.tmp):
-            cls.b.cleanup()
             raise unittest.SkipTest("tmpfs keeps every page in memory: nothing can be evicted")
-        try:
-            cls.b.start()
-        except BaseException:
-            cls.b.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.b.cleanup()
+        cls.b.start()
 
     def cold_bytes(self):
         return self.b.metrics()[bt.COLD_BYTES]

@@ -84,20 +84,13 @@ class HostileTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.berth = bt.Berth(config={"limits": {"idle_timeout_seconds": 2, "body_timeout_seconds": 2}})
-        try:
-            cls.berth.start()
-            cls.image = cls.berth.push_image(REPO, "v1", layer_sizes=(1000, 300_000))
-            r = cls.berth.put_manifest(REPO, "stable", cls.image["manifest"])
-            assert r.status == 201, r
-            cls.snapshot = cls.take_snapshot()
-            cls.passwd = cls.passwd_stat()
-        except BaseException:
-            cls.berth.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.berth.cleanup()
+        cls.addClassCleanup(cls.berth.cleanup)
+        cls.berth.start()
+        cls.image = cls.berth.push_image(REPO, "v1", layer_sizes=(1000, 300_000))
+        r = cls.berth.put_manifest(REPO, "stable", cls.image["manifest"])
+        assert r.status == 201, r
+        cls.snapshot = cls.take_snapshot()
+        cls.passwd = cls.passwd_stat()
 
     @staticmethod
     def passwd_stat():

@@ -39,18 +39,11 @@ class ObservabilityTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.b = b = bt.Berth()
-        try:
-            bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), {"alice": "alice-pw", "bob": "bob-pw"})
-            b.config = {"auth": {"htpasswd": "htpasswd"}}
-            b.ready_statuses = (401,)
-            b.start()
-        except BaseException:
-            b.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.b.cleanup()
+        cls.addClassCleanup(b.cleanup)
+        bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), {"alice": "alice-pw", "bob": "bob-pw"})
+        b.config = {"auth": {"htpasswd": "htpasswd"}}
+        b.ready_statuses = (401,)
+        b.start()
 
     def push(self, repo, tag, headers, layer_sizes=(2048,)):
         b = self.b

@@ -86,25 +86,18 @@ class TlsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.b = b = bt.Berth()
-        try:
-            d = b.tmp
-            cls.ca, cls.ca_key = bt.make_ca(d)
-            cls.cert1 = bt.make_cert(d, "server1", cls.ca, cls.ca_key, cn="berth-one", serial=0x1111)
-            cls.cert2 = bt.make_cert(d, "server2", cls.ca, cls.ca_key, cn="berth-two", serial=0x2222, rsa=True)
-            with open(cls.cert1[0], "rb") as f, open(os.path.join(d, "srv.crt"), "wb") as out:
-                out.write(f.read())
-            with open(cls.cert1[1], "rb") as f, open(os.path.join(d, "srv.key"), "wb") as out:
-                out.write(f.read())
-            b.config = {"tls": {"cert": "srv.crt", "key": "srv.key"}}
-            b.ssl_context = client_context(cls.ca)
-            b.start()
-        except BaseException:
-            b.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.b.cleanup()
+        cls.addClassCleanup(b.cleanup)
+        d = b.tmp
+        cls.ca, cls.ca_key = bt.make_ca(d)
+        cls.cert1 = bt.make_cert(d, "server1", cls.ca, cls.ca_key, cn="berth-one", serial=0x1111)
+        cls.cert2 = bt.make_cert(d, "server2", cls.ca, cls.ca_key, cn="berth-two", serial=0x2222, rsa=True)
+        with open(cls.cert1[0], "rb") as f, open(os.path.join(d, "srv.crt"), "wb") as out:
+            out.write(f.read())
+        with open(cls.cert1[1], "rb") as f, open(os.path.join(d, "srv.key"), "wb") as out:
+            out.write(f.read())
+        b.config = {"tls": {"cert": "srv.crt", "key": "srv.key"}}
+        b.ssl_context = client_context(cls.ca)
+        b.start()
 
     def test_https_with_the_ca(self):
         r = self.b.get("/v2/")
@@ -250,23 +243,16 @@ class ClientCertificateTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.b = b = bt.Berth()
-        try:
-            d = b.tmp
-            cls.ca, ca_key = bt.make_ca(d)
-            cls.other_ca, other_key = bt.make_ca(d, "other-ca")
-            bt.make_cert(d, "srv", cls.ca, ca_key)
-            cls.client = bt.make_cert(d, "client", cls.ca, ca_key, client=True)
-            cls.stranger = bt.make_cert(d, "stranger", cls.other_ca, other_key, client=True)
-            b.config = {"tls": {"cert": "srv.crt", "key": "srv.key", "client_ca": cls.ca}}
-            b.ssl_context = client_context(cls.ca, *cls.client)
-            b.start()
-        except BaseException:
-            b.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.b.cleanup()
+        cls.addClassCleanup(b.cleanup)
+        d = b.tmp
+        cls.ca, ca_key = bt.make_ca(d)
+        cls.other_ca, other_key = bt.make_ca(d, "other-ca")
+        bt.make_cert(d, "srv", cls.ca, ca_key)
+        cls.client = bt.make_cert(d, "client", cls.ca, ca_key, client=True)
+        cls.stranger = bt.make_cert(d, "stranger", cls.other_ca, other_key, client=True)
+        b.config = {"tls": {"cert": "srv.crt", "key": "srv.key", "client_ca": cls.ca}}
+        b.ssl_context = client_context(cls.ca, *cls.client)
+        b.start()
 
     def request_with(self, ctx, version=None):
         if version:
