@@ -85,6 +85,27 @@ void append_rest_and_check(Fixture& f, const std::string& id, const std::string&
     CHECK(read_file(f.blobs.path(digest)) == content);
 }
 
+// Makes the disk refuse writes to any file past `limit` bytes while it lives.
+class FileSizeLimit {
+public:
+    explicit FileSizeLimit(rlim_t limit) : old_handler_(std::signal(SIGXFSZ, SIG_IGN)) {
+        REQUIRE(getrlimit(RLIMIT_FSIZE, &saved_) == 0);
+        rlimit small = saved_;
+        small.rlim_cur = limit;
+        REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    }
+    ~FileSizeLimit() {
+        setrlimit(RLIMIT_FSIZE, &saved_);
+        std::signal(SIGXFSZ, old_handler_);
+    }
+    FileSizeLimit(const FileSizeLimit&) = delete;
+    FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+private:
+    rlimit saved_{};
+    void (*old_handler_)(int);
+};
+
 ErrorCode code_of(const std::function<void()>& call) {
     try {
         call();
@@ -196,6 +217,37 @@ TEST_CASE("when_stored runs off the caller's thread once every appended byte is 
     append_rest_and_check(f, session.id, content, at);
 }
 
+TEST_CASE("a write that fails before when_stored's task runs is reported by finish() there") {
+    Fixture f;
+    const auto content = random_bytes(3 << 20);
+    auto session = f.reg.start_upload("r");
+    const rlim_t limit = (1 << 20) + 1000;
+    {
+        FileSizeLimit refuse_past(limit);
+        auto appender = f.reg.append("r", session.id, 0);
+        try {
+            appender->write(content.data(), content.size());
+        } catch (const std::system_error&) {
+            // a later commit may see the failure first; when_stored's finish() must report it all the same
+        }
+        std::promise<bool> reported;
+        appender->when_stored([&] {
+            try {
+                appender->finish();
+                reported.set_value(false);
+            } catch (const std::system_error&) {
+                reported.set_value(true);
+            }
+        });
+        auto outcome = reported.get_future();
+        REQUIRE(outcome.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+        CHECK(outcome.get());
+    }
+    const auto kept = f.reg.upload_status("r", session.id).offset;
+    CHECK(kept <= limit);
+    append_rest_and_check(f, session.id, content, kept);
+}
+
 TEST_CASE("upload buffers are page-aligned, and given-back ones are kept up to the limit, the rest unmapped") {
     using registry::UploadBuffers;
     UploadBuffers pool(2 * UploadBuffers::buffer_bytes);
@@ -219,21 +271,13 @@ TEST_CASE("a failed write leaves the session at the bytes that reached the file,
     Fixture f;
     const auto content = random_bytes(5 << 20);
     auto session = f.reg.start_upload("r");
-    // A file size limit makes the disk refuse writes past 2 MiB and a bit.
     const rlim_t limit = (2 << 20) + 1000;
-    rlimit saved{};
-    REQUIRE(getrlimit(RLIMIT_FSIZE, &saved) == 0);
-    auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-    rlimit small = saved;
-    small.rlim_cur = limit;
-    REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
     {
+        FileSizeLimit refuse_past(limit);
         auto appender = f.reg.append("r", session.id, 0);
         // Reported by a later commit or, at the latest, by finish.
         CHECK_THROWS_AS((appender->write(content.data(), content.size()), appender->finish()), std::system_error);
     }
-    setrlimit(RLIMIT_FSIZE, &saved);
-    std::signal(SIGXFSZ, old_handler);
 
     const auto kept = f.reg.upload_status("r", session.id).offset;
     CHECK(kept <= limit);
