@@ -217,37 +217,6 @@ TEST_CASE("when_stored runs off the caller's thread once every appended byte is 
     append_rest_and_check(f, session.id, content, at);
 }
 
-TEST_CASE("a write that fails before when_stored's task runs is reported by finish() there") {
-    Fixture f;
-    const auto content = random_bytes(3 << 20);
-    auto session = f.reg.start_upload("r");
-    const rlim_t limit = (1 << 20) + 1000;
-    {
-        FileSizeLimit refuse_past(limit);
-        auto appender = f.reg.append("r", session.id, 0);
-        try {
-            appender->write(content.data(), content.size());
-        } catch (const std::system_error&) {
-            // a later commit may see the failure first; when_stored's finish() must report it all the same
-        }
-        std::promise<bool> reported;
-        appender->when_stored([&] {
-            try {
-                appender->finish();
-                reported.set_value(false);
-            } catch (const std::system_error&) {
-                reported.set_value(true);
-            }
-        });
-        auto outcome = reported.get_future();
-        REQUIRE(outcome.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
-        CHECK(outcome.get());
-    }
-    const auto kept = f.reg.upload_status("r", session.id).offset;
-    CHECK(kept <= limit);
-    append_rest_and_check(f, session.id, content, kept);
-}
-
 TEST_CASE("upload buffers are page-aligned, and given-back ones are kept up to the limit, the rest unmapped") {
     using registry::UploadBuffers;
     UploadBuffers pool(2 * UploadBuffers::buffer_bytes);
@@ -275,10 +244,29 @@ TEST_CASE("a failed write leaves the session at the bytes that reached the file,
     {
         FileSizeLimit refuse_past(limit);
         auto appender = f.reg.append("r", session.id, 0);
-        // Reported by a later commit or, at the latest, by finish.
-        CHECK_THROWS_AS((appender->write(content.data(), content.size()), appender->finish()), std::system_error);
+        SECTION("reported by a later commit or, at the latest, by finish") {
+            CHECK_THROWS_AS((appender->write(content.data(), content.size()), appender->finish()), std::system_error);
+        }
+        SECTION("reported by finish() inside when_stored's task") {
+            try {
+                appender->write(content.data(), content.size());
+            } catch (const std::system_error&) {
+                // a later commit saw it first; finish() must report it all the same
+            }
+            std::promise<bool> reported;
+            appender->when_stored([&] {
+                try {
+                    appender->finish();
+                    reported.set_value(false);
+                } catch (const std::system_error&) {
+                    reported.set_value(true);
+                }
+            });
+            auto outcome = reported.get_future();
+            REQUIRE(outcome.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+            CHECK(outcome.get());
+        }
     }
-
     const auto kept = f.reg.upload_status("r", session.id).offset;
     CHECK(kept <= limit);
     append_rest_and_check(f, session.id, content, kept);
