@@ -24,7 +24,6 @@ import http.client
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -370,17 +369,6 @@ class NetnsPartition:
             self.created = False
 
 
-def netns_usable():
-    if os.geteuid() != 0 or shutil.which("ip") is None or os.environ.get("BERTH_NO_NETNS"):
-        return False
-    probe = f"berth-probe-{os.urandom(3).hex()}"
-    ok = subprocess.run(["ip", "netns", "add", probe], capture_output=True, timeout=10).returncode == 0
-    if ok:
-        ok = subprocess.run(["ip", "netns", "exec", probe, "true"], capture_output=True, timeout=10).returncode == 0
-        subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=10)
-    return ok
-
-
 class PartitionTest(ReplicationTestCase):
     write_quorum = "local"  # writes succeed on the isolated side too
 
@@ -388,7 +376,7 @@ class PartitionTest(ReplicationTestCase):
         c = self.cluster
         a, b, iso = c[0], c[1], c[2]
         repo = "part/app"
-        use_netns = netns_usable()
+        use_netns = bt.netns_usable()
         if use_netns:
             part = NetnsPartition(c, iso)
             self.addCleanup(part.teardown)

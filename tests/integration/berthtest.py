@@ -120,6 +120,7 @@ class Berth:
         self.config = dict(config or {})
         self.extra_args = list(extra_args)
         self.use_flags = use_flags  # False: listen and root go in the config file instead
+        self.listen_host = "127.0.0.1"  # what berth binds; tests connect to 127.0.0.1 either way
         # With auth on, GET /v2/ answers 401 to the anonymous readiness probe: also "ready".
         self.ready_statuses = (200,)
         # An ssl.SSLContext: requests (and the readiness probe) go over HTTPS.
@@ -151,11 +152,11 @@ class Berth:
         self._starts += 1
         args = [BIN, "serve"]
         if self.use_flags:
-            args += ["--root", self.root, "--listen", f"127.0.0.1:{self.port}"]
+            args += ["--root", self.root, "--listen", f"{self.listen_host}:{self.port}"]
         if self.config or not self.use_flags:
             cfg = dict(self.config)
             if not self.use_flags:
-                cfg["listen"], cfg["root"] = f"127.0.0.1:{self.port}", self.root
+                cfg["listen"], cfg["root"] = f"{self.listen_host}:{self.port}", self.root
             path = os.path.join(self.tmp, "config.json")
             with open(path, "w") as f:
                 json.dump(cfg, f)
@@ -515,6 +516,18 @@ def file_sha256(path):
 PEER_SECRET_HEADER = "Berth-Peer-Secret"
 
 
+def netns_usable():
+    """Whether this process may create network namespaces (root, iproute2, a kernel that allows it)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None or os.environ.get("BERTH_NO_NETNS"):
+        return False
+    probe = f"berth-probe-{os.urandom(3).hex()}"
+    ok = subprocess.run(["ip", "netns", "add", probe], capture_output=True, timeout=10).returncode == 0
+    if ok:
+        ok = subprocess.run(["ip", "netns", "exec", probe, "true"], capture_output=True, timeout=10).returncode == 0
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=10)
+    return ok
+
+
 class Replica(Berth):
     """One replica of a Cluster: a berth process whose port (and so its peers' lists) is fixed by
     the cluster before any replica starts. Its temp dir holds config.json, peer-secret, stderr
@@ -526,7 +539,6 @@ class Replica(Berth):
         self.replica_id = f"berth-{index}"
         self.root = os.path.join(self.tmp, "root")
         self.host = "127.0.0.1"  # where this test's clients connect
-        self.listen_host = "127.0.0.1"  # what berth binds
         self.peer_host = "127.0.0.1"  # how the other replicas reach it
         self.netns = None
         self.peers_override = None  # a list replaces the peers computed from the cluster
