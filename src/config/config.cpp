@@ -161,6 +161,13 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         s.seconds("purge_interval_seconds", config.upload_purge_interval);
     });
     top.section("log", [&](Section& s) { s.boolean("access", config.server.access_log); });
+    top.section("tcp", [&](Section& s) {
+        auto& name = config.server.same_host_congestion;
+        s.string("same_host_congestion_control", name);
+        // The kernel's names: at most 15 characters (TCP_CA_NAME_MAX less the NUL).
+        if (name.size() > 15 || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
+            throw ConfigError("tcp.same_host_congestion_control must be a congestion control's name, such as reno");
+    });
     top.section("gc", [&](Section& s) {
         s.seconds("interval_seconds", config.gc_interval);
         s.seconds("grace_seconds", config.gc.grace);

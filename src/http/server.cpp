@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "berth/observe/log.hpp"
+#include "congestion.hpp"
 #include "context.hpp"
 #include "session.hpp"
 
@@ -39,6 +40,21 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const ServerOptions& option
         ctx->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
     }
     return ctx;
+}
+
+asio::ip::address unmapped(const asio::ip::address& address) {
+    if (address.is_v6() && address.to_v6().is_v4_mapped())
+        return asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+    return address;
+}
+
+// Loopback, or the host's own address: the kernel routes both over loopback.
+bool on_this_host(const tcp::socket& socket, const tcp::endpoint& peer) {
+    const auto address = unmapped(peer.address());
+    if (address.is_loopback()) return true;
+    boost::system::error_code ec;
+    const auto local = socket.local_endpoint(ec);
+    return !ec && unmapped(local.address()) == address;
 }
 
 std::filesystem::file_time_type modified(const std::string& file) {
@@ -76,6 +92,7 @@ struct Server::Impl {
     std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep_running;
     std::size_t next_io = 0;
     tcp::acceptor acceptor;
+    SameHostCongestion congestion;
     asio::signal_set signals;
     std::list<asio::steady_timer> timers;
     std::vector<std::pair<std::chrono::seconds, std::function<void()>>> tasks;
@@ -126,6 +143,7 @@ struct Server::Impl {
                     socket.close(ignored);  // over a limit: refuse rather than queue
                 } else {
                     socket.set_option(tcp::no_delay(true), ec);
+                    congestion.accepted(socket.native_handle(), on_this_host(socket, peer));
                     start_session(std::move(socket), context, current_tls());
                 }
             }
@@ -201,6 +219,10 @@ void Server::bind() {
     auto& acceptor = impl_->acceptor;
     acceptor.open(endpoint.protocol());
     acceptor.set_option(asio::socket_base::reuse_address(true));
+    const auto refused = impl_->congestion.configure_listener(acceptor.native_handle(), options.same_host_congestion,
+                                                              unmapped(endpoint.address()).is_loopback());
+    if (!refused.empty())
+        observe::log("warn", "same-host connections keep the system's congestion control", {{"error", refused}});
     acceptor.bind(endpoint);
     acceptor.listen(asio::socket_base::max_listen_connections);
 }

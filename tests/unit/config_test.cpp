@@ -24,6 +24,8 @@ TEST_CASE("configuration is read with its defaults") {
     CHECK_FALSE(config.registry.deletes_enabled);
     CHECK(config.registry.max_manifest_bytes == 4u << 20);
     CHECK(parse_config("{}").server.port == 5000);
+    CHECK(parse_config("{}").server.same_host_congestion == "reno");
+    CHECK(parse_config(R"({"tcp":{"same_host_congestion_control":""}})").server.same_host_congestion.empty());
 }
 
 TEST_CASE("configuration errors name the key and what was expected") {
@@ -36,6 +38,8 @@ TEST_CASE("configuration errors name the key and what was expected") {
     CHECK(error_of("not json") == "the configuration is not valid JSON");
     CHECK(error_of(R"({"listen":"nohost"})").find("listen address") == 0);
     CHECK(error_of(R"({"listen":"h:99999"})").find("listen port") == 0);
+    CHECK(error_of(R"({"tcp":{"same_host_congestion_control":"Reno; rm"}})").find("tcp.same_host_congestion_control") == 0);
+    CHECK(error_of(R"({"tcp":{"same_host_congestion_control":"a_name_of_16chrs"}})").find("tcp.same_host") == 0);
 }
 
 TEST_CASE("listen accepts IPv6 in brackets") {

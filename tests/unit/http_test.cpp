@@ -103,3 +103,100 @@ TEST_CASE("per-client connection and request limits") {
     ClientLimits unlimited(0, 0);
     for (int i = 0; i < 1000; ++i) REQUIRE(unlimited.allow_request("a"));
 }
+
+#include <arpa/inet.h>
+#include <fstream>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <utility>
+
+#include "http/congestion.hpp"
+
+namespace {
+struct Fd {
+    int fd;
+    explicit Fd(int f) : fd(f) { REQUIRE(fd >= 0); }
+    Fd(Fd&& other) noexcept : fd(std::exchange(other.fd, -1)) {}
+    Fd(const Fd&) = delete;
+    ~Fd() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+// A listener on 127.0.0.1 with a port the kernel picks; not yet listening.
+Fd loopback_socket() {
+    Fd s(::socket(AF_INET, SOCK_STREAM, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(s.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    return s;
+}
+
+// Connects to the listener and returns the accepted socket.
+Fd accept_one(const Fd& listener, Fd& client) {
+    sockaddr_in a{};
+    socklen_t n = sizeof a;
+    REQUIRE(::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&a), &n) == 0);
+    REQUIRE(::connect(client.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    return Fd(::accept(listener.fd, nullptr, nullptr));
+}
+}  // namespace
+
+TEST_CASE("same-host connections get their congestion control from the listener") {
+    Fd probe(::socket(AF_INET, SOCK_STREAM, 0));
+    const auto system = congestion_control(probe.fd);
+    REQUIRE_FALSE(system.empty());
+    // reno may always be chosen; on a host already using it, try the others.
+    std::string other;
+    std::ifstream available("/proc/sys/net/ipv4/tcp_available_congestion_control");
+    for (std::string name = "reno"; !name.empty(); name.clear(), available >> name)
+        if (name != system && set_congestion_control(probe.fd, name)) {
+            other = name;
+            break;
+        }
+    if (other.empty()) {
+        WARN("no congestion control other than " << system << " may be set here");
+        return;
+    }
+
+    SECTION("a loopback listener: accepted sockets inherit the same-host choice") {
+        auto listener = loopback_socket();
+        SameHostCongestion congestion;
+        CHECK(congestion.configure_listener(listener.fd, other, true).empty());
+        REQUIRE(::listen(listener.fd, 4) == 0);
+        Fd client(::socket(AF_INET, SOCK_STREAM, 0));
+        auto accepted = accept_one(listener, client);
+        CHECK(congestion_control(accepted.fd) == other);
+        congestion.accepted(accepted.fd, false);  // cannot be another host's: nothing to undo
+        CHECK(congestion_control(accepted.fd) == other);
+    }
+    SECTION("a listener on every address: another host's connection goes back to the system's") {
+        auto listener = loopback_socket();
+        SameHostCongestion congestion;
+        CHECK(congestion.configure_listener(listener.fd, other, false).empty());
+        REQUIRE(::listen(listener.fd, 4) == 0);
+        Fd client(::socket(AF_INET, SOCK_STREAM, 0)), client2(::socket(AF_INET, SOCK_STREAM, 0));
+        auto same_host = accept_one(listener, client);
+        congestion.accepted(same_host.fd, true);
+        CHECK(congestion_control(same_host.fd) == other);
+        auto remote = accept_one(listener, client2);
+        congestion.accepted(remote.fd, false);
+        CHECK(congestion_control(remote.fd) == system);
+    }
+    SECTION("turned off, or refused by the kernel: the system's choice everywhere") {
+        auto listener = loopback_socket();
+        SameHostCongestion congestion;
+        CHECK(congestion.configure_listener(listener.fd, "", true).empty());
+        CHECK(congestion_control(listener.fd) == system);
+        auto refused = congestion.configure_listener(listener.fd, "no_such_cc", false);
+        CHECK(refused.find("no_such_cc") != std::string::npos);
+        CHECK(congestion_control(listener.fd) == system);
+        REQUIRE(::listen(listener.fd, 4) == 0);
+        Fd client(::socket(AF_INET, SOCK_STREAM, 0));
+        auto accepted = accept_one(listener, client);
+        congestion.accepted(accepted.fd, false);
+        CHECK(congestion_control(accepted.fd) == system);
+    }
+}

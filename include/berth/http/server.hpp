@@ -37,6 +37,9 @@ struct ServerOptions {
     std::chrono::seconds body_timeout{60};   // no progress while reading or sending a body
     std::chrono::seconds shutdown_grace{10};
     bool access_log = true;
+    // TCP congestion control for clients on this host ("" keeps the system's
+    // for them too): reno paces nothing, and pacing only costs CPU there.
+    std::string same_host_congestion = "reno";
     // TLS: with a certificate and key, every connection is TLS 1.2 or newer.
     // The files are read again when they change, without a restart.
     std::string tls_cert_file, tls_key_file;
