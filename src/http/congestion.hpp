@@ -33,7 +33,9 @@ public:
     void accepted(int fd, bool peer_on_same_host) const;
 
 private:
-    std::string other_hosts_;  // set on connections from other hosts; "" when nothing to do
+    // On a listener that other hosts can reach: what their connections
+    // inherit, and what they are switched to. Both "" when nothing to do.
+    std::string same_host_, other_hosts_;
 };
 
 }  // namespace berth::http

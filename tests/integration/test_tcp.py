@@ -62,15 +62,11 @@ class SameHostCongestionTest(unittest.TestCase):
         self.assertTrue(any("congestion control" in line.get("msg", "") and "no_such_cc" in line.get("error", "")
                             for line in b.log_lines()), b.stderr()[-2000:])
 
-    def test_listener_on_every_address(self):
-        """Loopback clients get the same-host choice; a client in another network namespace the
-        system's, and its pull is whole."""
+    def other_host(self):
+        """A network namespace joined to this one by a veth pair; returns (namespace, host-side
+        device, the subnet's first three octets): the host end is .1, the namespace's .2."""
         if not bt.netns_usable():
             self.skipTest("network namespaces need root and iproute2")
-        b = self.start(listen_host="0.0.0.0")
-        self.assert_client_gets(b, SAME_HOST)
-        digest = b.push_blob("tcp/remote", os.urandom(3 << 20))
-
         tag = os.urandom(3).hex()
         ns, host_dev, ns_dev = f"berth-{tag}", f"vt{tag}h", f"vt{tag}n"
         net = f"10.215.{int(tag[:2], 16) % 250 + 1}"
@@ -86,9 +82,14 @@ class SameHostCongestionTest(unittest.TestCase):
         ip("-n", ns, "addr", "add", f"{net}.2/24", "dev", ns_dev)
         ip("link", "set", host_dev, "up")
         ip("-n", ns, "link", "set", ns_dev, "up")
+        return ns, host_dev, net
 
-        # The client in the namespace pulls the blob, prints its port and what it got, then
-        # keeps the connection open until its stdin closes.
+    def assert_remote_pull_gets(self, b, ns, net, expected):
+        """A client in the namespace pulls a blob whole over a connection whose server end uses
+        `expected`."""
+        digest = b.push_blob("tcp/remote", os.urandom(3 << 20))
+        # The client prints its port and what it got, then keeps the connection open until
+        # its stdin closes.
         client = ("import hashlib, http.client, sys\n"
                   f"c = http.client.HTTPConnection('{net}.1', {b.port}, timeout=10)\n"
                   f"c.request('GET', '/v2/tcp/remote/blobs/{digest}')\n"
@@ -101,10 +102,30 @@ class SameHostCongestionTest(unittest.TestCase):
             try:
                 port, status, got = proc.stdout.readline().split()
                 self.assertEqual((status, got), ("200", digest))
-                self.assertEqual(server_side_congestion(b.port, port), SYSTEM)
+                self.assertEqual(server_side_congestion(b.port, port), expected)
             finally:
                 proc.stdin.close()
                 proc.wait(timeout=10)
+
+    def test_listener_on_every_address(self):
+        """Loopback clients get the same-host choice; a client on another host the system's."""
+        ns, _, net = self.other_host()
+        b = self.start(listen_host="0.0.0.0")
+        self.assert_client_gets(b, SAME_HOST)
+        self.assert_remote_pull_gets(b, ns, net, SYSTEM)
+
+    def test_route_choice_is_kept(self):
+        """A congestion control set on the route to a client (ip route ... congctl) stays."""
+        ns, host_dev, net = self.other_host()
+        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+            others = [name for name in f.read().split() if name not in (SYSTEM, SAME_HOST)]
+        if not others:
+            self.skipTest("no third congestion control in this kernel")
+        subprocess.run(["ip", "route", "replace", f"{net}.0/24", "dev", host_dev, "congctl", others[0]],
+                       check=True, capture_output=True, timeout=10)
+        b = self.start(listen_host="0.0.0.0")
+        self.assert_remote_pull_gets(b, ns, net, others[0])
+
 
 if __name__ == "__main__":
     unittest.main()
