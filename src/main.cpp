@@ -1,5 +1,4 @@
 // berth: wires the layers together and runs the command line.
-#include <netdb.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,13 +14,17 @@
 #include "berth/auth/authorizer.hpp"
 #include "berth/config/config.hpp"
 #include "berth/http/server.hpp"
+#include "berth/net/resolve.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/registry/maintenance.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/replication/replicator.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
+
+namespace layout = berth::storage::layout;
 
 namespace {
 
@@ -76,11 +79,11 @@ std::string sanitize_replica_id(std::string text) {
 
 std::string replica_id(const berth::config::Config& config, berth::storage::MetaStore& meta) {
     if (!config.replica_id.empty()) return sanitize_replica_id(config.replica_id);
-    if (auto stored = meta.setting("replica_id")) return *stored;
+    if (auto stored = meta.setting(layout::setting::replica_id)) return *stored;
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
     auto id = sanitize_replica_id(host);
-    meta.put_setting("replica_id", id);
+    meta.put_setting(layout::setting::replica_id, id);
     return id;
 }
 
@@ -121,12 +124,12 @@ int gc(const std::vector<std::string>& args) {
         return 0;
     }
     auto config = load(flags);
-    if (!std::filesystem::exists(config.root / "meta"))
+    if (!std::filesystem::exists(layout::meta_dir(config.root)))
         throw berth::config::ConfigError("no registry store at " + config.root.string());
     using Mode = berth::storage::MetaStore::Mode;
     std::unique_ptr<berth::storage::MetaStore> meta;
     try {
-        meta = std::make_unique<berth::storage::MetaStore>(config.root / "meta", flags.dry_run ? Mode::read_only
+        meta = std::make_unique<berth::storage::MetaStore>(layout::meta_dir(config.root), flags.dry_run ? Mode::read_only
                                                                                               : Mode::read_write);
     } catch (const std::exception& error) {
         std::cerr << "berth: " << error.what()
@@ -135,7 +138,7 @@ int gc(const std::vector<std::string>& args) {
     }
     berth::storage::BlobStore blobs(config.root);
     berth::storage::HybridClock clock(berth::storage::system_wall_clock());
-    auto report = berth::registry::collect_garbage(blobs, *meta, clock, meta->setting("replica_id").value_or("berth"),
+    auto report = berth::registry::collect_garbage(blobs, *meta, clock, meta->setting(layout::setting::replica_id).value_or("berth"),
                                                    config.gc, flags.dry_run);
     for (auto& line : report.removed) std::cout << (flags.dry_run ? "would remove " : "removed ") << line << "\n";
     std::cout << (flags.dry_run ? "dry run: " : "") << report.manifests << " manifests, " << report.links
@@ -152,13 +155,11 @@ int serve(const std::vector<std::string>& args) {
     }
     auto config = load(flags);
     // Before anything is created on disk: an address we cannot listen on is a configuration error.
-    addrinfo* resolved = nullptr;
-    if (getaddrinfo(config.server.host.c_str(), nullptr, nullptr, &resolved) != 0)
+    if (berth::net::resolve({config.server.host, std::to_string(config.server.port)}).empty())
         throw berth::config::ConfigError("listen: cannot resolve host \"" + config.server.host + "\"");
-    freeaddrinfo(resolved);
 
     berth::storage::BlobStore blobs(config.root);
-    berth::storage::MetaStore meta(config.root / "meta");
+    berth::storage::MetaStore meta(layout::meta_dir(config.root));
     berth::storage::HybridClock clock(berth::storage::system_wall_clock());
     config.registry.replica_id = replica_id(config, meta);
     berth::registry::Registry registry(config.registry, blobs, meta, clock);
@@ -166,7 +167,7 @@ int serve(const std::vector<std::string>& args) {
     if (config.replication.enabled()) {
         replicator = std::make_unique<berth::replication::Replicator>(config.replication, config.registry.replica_id,
                                                                      blobs, meta, clock);
-        registry.set_replicator(replicator.get());
+        registry.set_peers(replicator.get());
     }
     berth::registry::MaintenanceStats maintenance;
     std::unique_ptr<berth::auth::Authorizer> authorizer;

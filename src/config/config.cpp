@@ -1,6 +1,7 @@
 #include "berth/config/config.hpp"
 
 #include "berth/auth/authorizer.hpp"
+#include "berth/net/host_port.hpp"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -261,8 +262,12 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
     else if (quorum == "quorum") config.replication.write_quorum = replication::WriteQuorum::quorum;
     else if (quorum == "all") config.replication.write_quorum = replication::WriteQuorum::all;
     else throw ConfigError("replication.write_quorum must be \"local\", \"quorum\" or \"all\"");
-    for (auto& peer : config.replication.peers)
-        if (peer.rfind(':') == std::string::npos) throw ConfigError("replication.peers entries must be HOST:PORT");
+    try {
+        for (auto& peer : config.replication.peers) net::parse_host_port(peer);
+        if (!config.replication.peer_dns.empty()) net::parse_host_port(config.replication.peer_dns, "5000");
+    } catch (const std::invalid_argument& error) {
+        throw ConfigError(std::string("replication: ") + error.what());
+    }
     if (config.replication.enabled()) {
         if (secret_file.empty()) throw ConfigError("replication.secret_file is required when peers are configured");
         std::filesystem::path secret_path(secret_file);

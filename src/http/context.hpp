@@ -3,6 +3,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "berth/http/server.hpp"
+#include "berth/net/client.hpp"
 #include "message.hpp"
 #include "client_limits.hpp"
 #include "request_metrics.hpp"
@@ -15,10 +16,12 @@ struct ServerContext {
         : options(std::move(opts)), services(svc), worker_pool(workers),
           client_limits(options.max_connections_per_client, options.requests_per_second) {
         services.requests = &request_metrics;
+        services.client = &client;
     }
 
     ServerOptions options;
     Services services;
+    net::Client client;  // before the workers: none may still use it when it goes
     boost::asio::thread_pool worker_pool;
     std::atomic<std::size_t> connections{0};
     std::atomic<std::size_t> in_flight{0};

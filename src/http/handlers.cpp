@@ -2,7 +2,6 @@
 #include "request_metrics.hpp"
 
 #include <charconv>
-#include <fcntl.h>
 #include <nlohmann/json.hpp>
 
 #include "berth/auth/authorizer.hpp"
@@ -10,7 +9,7 @@
 #include "berth/observe/log.hpp"
 #include "berth/registry/maintenance.hpp"
 #include "berth/registry/registry.hpp"
-#include "berth/registry/upload.hpp"
+#include "berth/storage/upload_appender.hpp"
 #include "berth/replication/replicator.hpp"
 
 namespace berth::http {
@@ -19,6 +18,7 @@ namespace {
 using oci::Error;
 using oci::ErrorCode;
 using registry::Registry;
+namespace protocol = replication::protocol;
 
 // Who a request counts against for per-client limits: the user, else the address.
 std::string client_of(const Request& request) {
@@ -30,13 +30,6 @@ void audit(const Request& request, const char* action, const std::string& refere
     observe::log("info", "audit",
                  {{"action", action}, {"principal", request.principal}, {"repository", request.target.route.name},
                   {"reference", reference}});
-}
-
-Plan immediate(Response response) {
-    Plan plan;
-    plan.blocking = false;
-    plan.finish = [response = std::move(response)](std::string&, std::uint64_t) mutable { return std::move(response); };
-    return plan;
 }
 
 std::string method_name(Method method) {
@@ -52,12 +45,6 @@ std::string method_name(Method method) {
 }
 
 Response status_only(int status) { return Response{status, {}, {}, {}, {}}; }
-
-Response json_response(int status, std::string body, std::string content_type = "application/json") {
-    Response response{status, {}, std::move(body), {}, {}};
-    response.set("Content-Type", std::move(content_type));
-    return response;
-}
 
 [[noreturn]] void not_allowed() { throw Error(ErrorCode::unsupported, "method not allowed on this route"); }
 
@@ -100,7 +87,7 @@ std::string next_link(const std::string& path, std::size_t n, const std::string&
 
 class UploadSink : public BodySink {
 public:
-    explicit UploadSink(std::unique_ptr<registry::UploadAppender> appender) : appender_(std::move(appender)) {}
+    explicit UploadSink(std::unique_ptr<storage::UploadAppender> appender) : appender_(std::move(appender)) {}
     std::span<char> buffer(std::function<void()> resume) override { return appender_->buffer(std::move(resume)); }
     void commit(std::size_t size) override { appender_->commit(size); }
     void finish() override { appender_->finish(); }
@@ -111,7 +98,7 @@ public:
     std::uint64_t offset() const override { return appender_->offset(); }
 
 private:
-    std::unique_ptr<registry::UploadAppender> appender_;
+    std::unique_ptr<storage::UploadAppender> appender_;
 };
 
 // Beginning an append checks the chunk's place in the session before any byte is read.
@@ -182,37 +169,40 @@ Plan blob_route(Registry& registry, Request& request) {
     switch (request.method) {
         case Method::get:
         case Method::head: {
-            auto blob = registry.stat_blob(route.name, route.reference);
             auto response = status_only(200);
             response.set("Content-Type", "application/octet-stream");
-            response.set("Docker-Content-Digest", blob.digest.str());
             response.set("Accept-Ranges", "bytes");
-            response.set("ETag", "\"" + blob.digest.str() + "\"");
             if (request.method == Method::head) {
+                auto blob = registry.stat_blob(route.name, route.reference);
+                response.set("Docker-Content-Digest", blob.digest.str());
+                response.set("ETag", "\"" + blob.digest.str() + "\"");
                 response.head_length = blob.size;
                 return immediate(std::move(response));
             }
-            FileBody file{-1, 0, blob.size};
+            auto blob = registry.open_blob(route.name, route.reference);
+            const auto digest = oci::Digest::parse_or_throw(route.reference);
+            response.set("Docker-Content-Digest", digest.str());
+            response.set("ETag", "\"" + digest.str() + "\"");
+            FileBody file{-1, 0, blob.size()};
             if (!request.range.empty()) {
                 std::optional<ByteRange> range;
                 try {
-                    range = parse_range(request.range, blob.size);
+                    range = parse_range(request.range, blob.size());
                 } catch (const Error& error) {
                     auto refused = error_response(error);
-                    refused.set("Content-Range", "bytes */" + std::to_string(blob.size));
+                    refused.set("Content-Range", "bytes */" + std::to_string(blob.size()));
                     return immediate(std::move(refused));
                 }
                 if (range) {
                     response.status = 206;
                     response.set("Content-Range", "bytes " + std::to_string(range->first) + "-" +
                                                       std::to_string(range->first + range->length - 1) + "/" +
-                                                      std::to_string(blob.size));
+                                                      std::to_string(blob.size()));
                     file.offset = range->first;
                     file.length = range->length;
                 }
             }
-            file.fd = ::open(blob.path.c_str(), O_RDONLY | O_CLOEXEC);
-            if (file.fd < 0) throw Error(ErrorCode::blob_unknown, "blob unknown to registry", blob.digest.str());
+            file.fd = blob.release();
             response.file = file;
             return immediate(std::move(response));
         }
@@ -397,7 +387,28 @@ std::vector<auth::Need> needs_of(const Request& request) {
     }
 }
 
+// A replica that speaks no protocol version this one does is refused, not misunderstood.
+void require_compatible_peer(const Request& request) {
+    auto versions = protocol::parse_versions(request.peer_versions);
+    if (!versions) throw Error(ErrorCode::bad_request, "malformed peer protocol versions");
+    if (!protocol::compatible(*versions))
+        throw Error(ErrorCode::bad_request, "incompatible peer protocol", protocol::incompatibility(*versions));
+}
+
 }  // namespace
+
+Plan immediate(Response response) {
+    Plan plan;
+    plan.blocking = false;
+    plan.finish = [response = std::move(response)](std::string&, std::uint64_t) mutable { return std::move(response); };
+    return plan;
+}
+
+Response json_response(int status, std::string body, std::string content_type) {
+    Response response{status, {}, std::move(body), {}, {}};
+    response.set("Content-Type", std::move(content_type));
+    return response;
+}
 
 Response error_response(oci::ErrorCode code, const std::string& message, const std::string& detail) {
     return json_response(oci::http_status(code), oci::error_json(code, message, detail));
@@ -413,6 +424,7 @@ Plan plan_request(Services& services, Request& request) {
                     kind == RouteKind::upload || kind == RouteKind::referrers;
     // A request forwarded by a peer was authorized where it arrived.
     const bool from_peer = request.forwarded && services.replicator && services.replicator->authorized(request.peer_secret);
+    if (from_peer) require_compatible_peer(request);
     if (v2 && services.authorizer && services.authorizer->enabled() && !from_peer) {
         auto decision = services.authorizer->check(request.authorization, needs_of(request), request.host, request.secure);
         if (!decision.allowed) {
@@ -437,8 +449,13 @@ Plan plan_request(Services& services, Request& request) {
             return immediate(json_response(200, "{}"));
         case RouteKind::healthz: return immediate(json_response(200, R"({"status":"ok"})"));
         case RouteKind::readyz:
-            if (services.replicator && !services.replicator->ready())
-                return immediate(json_response(503, R"({"status":"catching up with peers"})"));
+            if (services.replicator && !services.replicator->ready()) {
+                auto problem = services.replicator->incompatible_peers();
+                return immediate(json_response(
+                    503, nlohmann::json{{"status", problem.empty() ? "catching up with peers"
+                                                                   : "peers speak an incompatible protocol: " + problem}}
+                             .dump()));
+            }
             return immediate(json_response(200, R"({"status":"ready"})"));
         case RouteKind::metrics: {
             std::string text = services.requests ? services.requests->text() : "";
@@ -454,7 +471,16 @@ Plan plan_request(Services& services, Request& request) {
         case RouteKind::peer:
             if (!services.replicator || !services.replicator->authorized(request.peer_secret))
                 return immediate(error_response(ErrorCode::unauthorized, "peer authentication required"));
-            return plan_peer_request(*services.replicator, request);
+            require_compatible_peer(request);
+            {
+                auto plan = plan_peer_request(*services.replicator, request);
+                plan.finish = [finish = std::move(plan.finish)](std::string& body, std::uint64_t offset) {
+                    auto response = finish(body, offset);
+                    response.set(protocol::header::versions, protocol::versions_text());
+                    return response;
+                };
+                return plan;
+            }
         case RouteKind::catalog: return catalog_route(registry, services.authorizer, request);
         case RouteKind::tags: return tags_route(registry, request);
         case RouteKind::manifest: return manifest_route(registry, request);
@@ -466,7 +492,8 @@ Plan plan_request(Services& services, Request& request) {
             auto owner = id.substr(0, id.find('_'));
             if (services.replicator && !request.forwarded && owner != services.replicator->self_id())
                 if (auto address = services.replicator->address_of(owner))
-                    return plan_forward(*address, services.replicator->secret(), request, method_name(request.method),
+                    return plan_forward(*services.client, *address, services.replicator->secret(), request,
+                                        method_name(request.method),
                                         "/v2/" + request.target.route.name + "/blobs/uploads/" + id +
                                             request.target.raw_query);
             return upload_route(registry, request);

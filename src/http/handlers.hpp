@@ -6,10 +6,13 @@
 namespace berth::http {
 
 Plan plan_request(Services& services, Request& request);
-// The /_berth/v1/ peer API; the caller has checked the peer secret.
+// A plan that answers at once, on the I/O thread.
+Plan immediate(Response response);
+Response json_response(int status, std::string body, std::string content_type = "application/json");
+// The peer API (replication/protocol.hpp); the caller has checked the peer secret.
 Plan plan_peer_request(replication::Replicator& replicator, Request& request);
 // Sends an upload request on to the replica that owns the session.
-Plan plan_forward(const std::string& address, const std::string& secret, Request& request,
+Plan plan_forward(net::Client& client, const std::string& address, const std::string& secret, Request& request,
                   const std::string& method, const std::string& target);
 
 // Range: a single "bytes=a-b", "bytes=a-" or "bytes=-n". nullopt means serve the

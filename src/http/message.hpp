@@ -25,6 +25,9 @@ class Authorizer;
 namespace berth::registry {
 struct MaintenanceStats;
 }
+namespace berth::net {
+class Client;
+}
 
 namespace berth::http {
 
@@ -45,6 +48,7 @@ struct Request {
     std::string peer_address; // the client's IP address
     std::string peer_secret;  // Berth-Peer-Secret, from another replica
     std::string peer_origin;  // Berth-Replica: the id of the replica calling
+    std::string peer_versions;  // Berth-Protocol: the peer protocol versions it speaks
     bool forwarded = false;   // Berth-Forwarded: already sent on by a replica
 };
 
@@ -55,6 +59,7 @@ struct Services {
     const auth::Authorizer* authorizer;   // null: everyone may do everything
     registry::MaintenanceStats* maintenance = nullptr;
     const class RequestMetrics* requests = nullptr;
+    net::Client* client = nullptr;  // for upload requests sent on to the replica that owns the session
 };
 
 // Where a streamed request body goes, chunk by chunk, as it arrives. The

@@ -1,5 +1,4 @@
-// The /_berth/v1/ API that replicas use among themselves.
-#include <fcntl.h>
+// The peer API that replicas use among themselves (replication/protocol.hpp).
 
 #include <charconv>
 #include <nlohmann/json.hpp>
@@ -12,19 +11,8 @@ namespace {
 
 using oci::Error;
 using oci::ErrorCode;
-
-Plan answer(Response response) {
-    Plan plan;
-    plan.blocking = false;
-    plan.finish = [response = std::move(response)](std::string&, std::uint64_t) mutable { return std::move(response); };
-    return plan;
-}
-
-Response json_body(std::string body) {
-    Response response{200, {}, std::move(body), {}, {}};
-    response.set("Content-Type", "application/json");
-    return response;
-}
+namespace protocol = replication::protocol;
+using protocol::Operation;
 
 std::uint64_t number(const Query& query, const char* key, std::uint64_t fallback) {
     auto text = query.get(key);
@@ -41,52 +29,46 @@ Plan plan_peer_request(replication::Replicator& replicator, Request& request) {
     const auto& path = request.target.route.reference;
     const auto& query = request.target.query;
     const bool get = request.method == Method::get || request.method == Method::head;
-    if (get && path == "log")
-        return answer(json_body(replicator.log_json(number(query, "after", 0), number(query, "limit", 500))));
-    if (get && path == "snapshot") return answer(json_body(replicator.snapshot_json()));
-    if (get && path == "status") return answer(json_body(replicator.status_json()));
-    if (get && path.starts_with("blobs/")) {
-        auto blob = replicator.blob_file(path.substr(6));
+    const auto operation = protocol::operation_of(path);
+    if (get && operation == Operation::log)
+        return immediate(json_response(200, replicator.log_json(number(query, "after", 0), number(query, "limit", 500))));
+    if (get && operation == Operation::snapshot) return immediate(json_response(200, replicator.snapshot_json()));
+    if (get && operation == Operation::status) return immediate(json_response(200, replicator.status_json()));
+    if (get && operation == Operation::blob) {
+        auto blob = replicator.blob_file(std::string(protocol::content_digest(path)));
         if (!blob) not_found();
         Response response{200, {}, {}, {}, {}};
         response.set("Content-Type", "application/octet-stream");
-        int fd = ::open(blob->path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) not_found();
-        response.file = FileBody{fd, 0, blob->size};
-        return answer(std::move(response));
+        response.file = FileBody{blob->fd(), 0, blob->size()};
+        blob->release();
+        return immediate(std::move(response));
     }
-    if (get && path.starts_with("manifests/")) {
-        auto content = replicator.manifest_content(query.get("repo").value_or(""), path.substr(10));
+    if (get && operation == Operation::manifest) {
+        auto content =
+            replicator.manifest_content(query.get("repo").value_or(""), std::string(protocol::content_digest(path)));
         if (!content) not_found();
         Response response{200, {}, std::move(content->second), {}, {}};
         response.set("Content-Type", content->first);
-        return answer(std::move(response));
+        return immediate(std::move(response));
     }
-    if (get && path == "record") {
-        for (auto kind : {"link", "manifest", "tag"})
-            if (auto key = query.get(kind)) {
+    if (get && operation == Operation::record) {
+        for (auto kind : {protocol::RecordKind::link, protocol::RecordKind::manifest, protocol::RecordKind::tag})
+            if (auto key = query.get(protocol::record_kind_name(kind))) {
                 auto record = replicator.record_json(query.get("repo").value_or(""), kind, *key);
                 if (!record) not_found();
-                return answer(json_body(*record));
+                return immediate(json_response(200, *record));
             }
         throw Error(ErrorCode::bad_request, "record needs link, manifest or tag");
     }
-    if (request.method == Method::post && path == "apply") {
+    if (request.method == Method::post && operation == Operation::apply) {
         Plan plan;
         plan.body = Plan::Body::buffer;
         plan.buffer_limit = 16 << 20;
         plan.finish = [&replicator, origin = request.peer_origin](std::string& body, std::uint64_t) {
-            auto doc = nlohmann::json::parse(body, nullptr, false);
-            if (!doc.is_object() || !doc.contains("events") || !doc["events"].is_array())
-                throw Error(ErrorCode::bad_request, "apply needs {\"events\":[...]}");
-            std::vector<storage::Event> events;
-            for (auto& item : doc["events"]) {
-                auto event = storage::Event::parse(item.dump());
-                if (!event) throw Error(ErrorCode::bad_request, "malformed event");
-                events.push_back(std::move(*event));
-            }
-            replicator.apply_pushed(origin, events);
-            return json_body("{}");
+            auto pushed = protocol::parse_apply(body);
+            if (!pushed) throw Error(ErrorCode::bad_request, "apply needs {\"events\":[...]} of well-formed events");
+            replicator.apply_pushed(origin, *pushed);
+            return json_response(200, "{}");
         };
         return plan;
     }

@@ -1,3 +1,4 @@
+#include "berth/replication/protocol.hpp"
 #include "router.hpp"
 
 namespace berth::http {
@@ -116,7 +117,8 @@ std::optional<Target> parse_target(std::string_view target) {
     else if (path == "/readyz") out.route.kind = RouteKind::readyz;
     else if (path == "/metrics") out.route.kind = RouteKind::metrics;
     else if (path == "/auth/token") out.route.kind = RouteKind::token;
-    else if (path.starts_with("/_berth/v1/")) out.route = {RouteKind::peer, {}, std::string(path.substr(11))};
+    else if (path.starts_with(replication::protocol::prefix))
+        out.route = {RouteKind::peer, {}, std::string(path.substr(replication::protocol::prefix.size()))};
     else if (path == "/v2") out.route.kind = RouteKind::base;
     else if (path.starts_with("/v2/")) {
         std::vector<std::string> segments;

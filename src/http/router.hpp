@@ -14,7 +14,7 @@ enum class RouteKind {
     base, catalog, tags, manifest, blob, upload_start, upload, referrers,
     healthz, readyz, metrics,
     token,  // /auth/token, the built-in token endpoint
-    peer,  // /_berth/v1/<reference>
+    peer,  // the peer API (replication/protocol.hpp); reference: the path after its prefix
     unknown
 };
 

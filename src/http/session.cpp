@@ -1,3 +1,4 @@
+#include "berth/replication/protocol.hpp"
 #include "session.hpp"
 
 #include <sys/sendfile.h>
@@ -19,7 +20,7 @@
 #include "berth/observe/log.hpp"
 #include "context.hpp"
 #include "handlers.hpp"
-#include "storage/page_cache.hpp"
+#include "berth/storage/page_cache.hpp"
 
 namespace berth::http {
 namespace {
@@ -28,6 +29,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
+namespace protocol = replication::protocol;
 
 // Large enough that hashing and writing dominate, small enough that 32
 // concurrent uploads cost a few MiB.
@@ -149,9 +151,10 @@ private:
         request_.host = std::string(head[bhttp::field::host]);
         request_.peer_address = peer_;
         request_.secure = tls;
-        request_.peer_secret = std::string(head["Berth-Peer-Secret"]);
-        request_.peer_origin = std::string(head["Berth-Replica"]);
-        request_.forwarded = !head["Berth-Forwarded"].empty();
+        request_.peer_secret = std::string(head[protocol::header::secret]);
+        request_.peer_origin = std::string(head[protocol::header::replica]);
+        request_.peer_versions = std::string(head[protocol::header::versions]);
+        request_.forwarded = !head[protocol::header::forwarded].empty();
         expect_continue_ = beast::iequals(head[bhttp::field::expect], "100-continue");
 
         // Reads are index lookups and answer on the I/O thread. Anything that

@@ -136,6 +136,14 @@ ParsedManifest parse_manifest(std::string_view body, std::string_view content_ty
     return out;
 }
 
+std::vector<Descriptor> ParsedManifest::local_blobs() const {
+    std::vector<Descriptor> out;
+    if (config) out.push_back(*config);
+    for (auto& layer : layers)
+        if (!(layer.has_urls && layer.media_type == oci::media_type::docker_foreign_layer)) out.push_back(layer);
+    return out;
+}
+
 std::string referrer_descriptor_json(const ParsedManifest& manifest, const Digest& digest, std::size_t size) {
     json descriptor = {{"mediaType", manifest.media_type}, {"digest", digest.str()}, {"size", size}};
     if (!manifest.artifact_type.empty()) descriptor["artifactType"] = manifest.artifact_type;

@@ -84,9 +84,7 @@ GcReport collect_garbage(storage::BlobStore& blobs, storage::MetaStore& meta, st
                     if (current && !current->deleted && current->stamp == record.stamp) {
                         storage::Stamp stamp{clock.now(), replica_id};
                         storage::MetaStore::Batch batch;
-                        if (!current->subject.empty()) batch.remove_referrer(repo, current->subject, digest);
-                        batch.put_manifest(repo, digest, {current->media_type, current->subject, {}, {}, stamp, true});
-                        batch.log({Event::Type::manifest_deleted, repo, digest, {}, stamp});
+                        batch.tombstone_manifest(repo, digest, &*current, stamp);
                         meta.commit(batch);
                     }
                 }
@@ -120,8 +118,7 @@ GcReport collect_garbage(storage::BlobStore& blobs, storage::MetaStore& meta, st
             }
             storage::Stamp fresh{clock.now(), replica_id};
             storage::MetaStore::Batch batch;
-            batch.put_link(repo, digest, {fresh, true});
-            batch.log({Event::Type::unlink, repo, digest, {}, fresh});
+            batch.record_link(repo, digest, fresh, true);
             meta.commit(batch);
         }
         report.removed.push_back("link " + repo + "@" + digest);

@@ -5,7 +5,6 @@
 #include "berth/oci/manifest.hpp"
 #include "berth/oci/media_types.hpp"
 #include "berth/registry/registry.hpp"
-#include "berth/replication/replicator.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/events.hpp"
@@ -55,18 +54,16 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
 
     auto parsed = oci::parse_manifest(body, media_type_without_parameters(content_type));
     uploads_->require_space(body.size());
-    auto check_blob = [&](const oci::Descriptor& d) {
-        if (d.has_urls && d.media_type == oci::media_type::docker_foreign_layer) return;
+    const auto blobs = parsed.local_blobs();
+    for (auto& d : blobs) {
         auto size = has_blob(repo, d.digest) ? blobs_.size(d.digest) : std::nullopt;
         if (!size) missing(d, "blob");
         if (*size != static_cast<std::uint64_t>(d.size))
             throw Error(ErrorCode::manifest_invalid, "descriptor size does not match the blob", d.digest.str());
-    };
-    if (parsed.config) check_blob(*parsed.config);
-    for (auto& layer : parsed.layers) check_blob(layer);
+    }
     for (auto& child : parsed.manifests) {
         auto record = meta_.manifest(repo, child.digest.str());
-        if (!record && replicator_ && replicator_->fetch_manifest(repo, child.digest.str()))
+        if (!record && peers_ && peers_->fetch_manifest(repo, child.digest.str()))
             record = meta_.manifest(repo, child.digest.str());
         if (!record || record->deleted) missing(child, "manifest");
         if (record->bytes.size() != static_cast<std::size_t>(child.size))
@@ -84,39 +81,22 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
     const auto digest_text = digest.str();
-    storage::ManifestRecord record{parsed.media_type, {}, {}, std::move(body), stamp, false};
-    std::vector<storage::Event> events;
     storage::MetaStore::Batch batch;
     // Under the lock garbage collection takes to unlink: the blobs are still
     // linked, and old links are renewed so the next collection keeps them.
-    std::vector<oci::Descriptor> blobs = parsed.layers;
-    if (parsed.config) blobs.push_back(*parsed.config);
-    const auto renew_before = storage::HybridClock::physical_ms(stamp.clock) -
-                              static_cast<std::uint64_t>(options_.gc_grace.count()) * 500;
+    const auto now_ms = storage::HybridClock::physical_ms(stamp.clock);
+    const auto half_grace_ms = static_cast<std::uint64_t>(options_.gc_grace.count()) * 500;
+    const auto renew_before = now_ms > half_grace_ms ? now_ms - half_grace_ms : 0;
     for (auto& blob : blobs) {
-        if (blob.has_urls && blob.media_type == oci::media_type::docker_foreign_layer) continue;
         auto link = meta_.link(repo, blob.digest.str());
         if (!link || link->deleted) missing(blob, "blob");
-        if (storage::HybridClock::physical_ms(link->stamp.clock) < renew_before) {
-            batch.put_link(repo, blob.digest.str(), {stamp, false});
-            events.push_back({storage::Event::Type::link, repo, blob.digest.str(), {}, stamp});
-        }
+        if (storage::HybridClock::physical_ms(link->stamp.clock) < renew_before)
+            batch.record_link(repo, blob.digest.str(), stamp, false);
     }
-    batch.add_repository(repo);
-    if (parsed.subject) {
-        record.subject = parsed.subject->digest.str();
-        record.referrer_json = oci::referrer_descriptor_json(parsed, digest, record.bytes.size());
-        batch.put_referrer(repo, record.subject, digest_text, record.referrer_json);
-    }
-    batch.put_manifest(repo, digest_text, record);
-    events.push_back({storage::Event::Type::manifest, repo, digest_text, {}, stamp});
-    for (auto& tag : tags) {
-        batch.put_tag(repo, tag, {digest_text, stamp});
-        events.push_back({storage::Event::Type::tag, repo, digest_text, tag, stamp});
-    }
-    for (auto& event : events) batch.log(event);
-    commit_replicated(lock, batch, events);
-    return {digest, record.subject, tags};
+    batch.record_manifest(repo, digest, parsed, std::move(body), stamp);
+    for (auto& tag : tags) batch.record_tag(repo, tag, digest_text, stamp);
+    commit_replicated(lock, batch);
+    return {digest, parsed.subject ? parsed.subject->digest.str() : std::string(), tags};
 }
 
 Manifest Registry::get_manifest(const std::string& repo, const std::string& reference) {
@@ -129,7 +109,7 @@ Manifest Registry::get_manifest(const std::string& repo, const std::string& refe
     // Read-through only for what this replica has no record of at all: a
     // tombstone here is an answer, not a gap.
     auto fetched = [&](const std::string& reference_text) {
-        return replicator_ && replicator_->fetch_manifest(repo, reference_text);
+        return peers_ && peers_->fetch_manifest(repo, reference_text);
     };
     std::string digest_text;
     if (auto* tag = std::get_if<std::string>(&ref)) {
@@ -153,29 +133,19 @@ void Registry::delete_manifest(const std::string& repo, const std::string& refer
     if (!meta_.has_repository(repo)) throw Error(ErrorCode::name_unknown, "repository name not known to registry");
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
-    std::vector<storage::Event> events;
     storage::MetaStore::Batch batch;
     if (auto* tag = std::get_if<std::string>(&ref)) {
         auto record = meta_.tag(repo, *tag);
         if (!record || record->deleted()) throw Error(ErrorCode::manifest_unknown, "tag unknown", *tag);
-        batch.put_tag(repo, *tag, {"", stamp});
-        events.push_back({storage::Event::Type::tag_deleted, repo, {}, *tag, stamp});
+        batch.record_tag(repo, *tag, "", stamp);
     } else {
         const auto digest_text = std::get<oci::Digest>(ref).str();
         auto record = meta_.manifest(repo, digest_text);
         if (!record || record->deleted) throw Error(ErrorCode::manifest_unknown, "manifest unknown", digest_text);
-        if (!record->subject.empty()) batch.remove_referrer(repo, record->subject, digest_text);
-        for (auto& tag : meta_.tags_of(repo, digest_text)) {
-            batch.put_tag(repo, tag, {"", stamp});
-            events.push_back({storage::Event::Type::tag_deleted, repo, {}, tag, stamp});
-        }
-        // A tombstone, not an erase: a replica must not bring the manifest back.
-        storage::ManifestRecord tombstone{record->media_type, record->subject, {}, {}, stamp, true};
-        batch.put_manifest(repo, digest_text, tombstone);
-        events.push_back({storage::Event::Type::manifest_deleted, repo, digest_text, {}, stamp});
+        for (auto& tag : meta_.tags_of(repo, digest_text)) batch.record_tag(repo, tag, "", stamp);
+        batch.tombstone_manifest(repo, digest_text, &*record, stamp);
     }
-    for (auto& event : events) batch.log(event);
-    commit_replicated(lock, batch, events);
+    commit_replicated(lock, batch);
 }
 
 }  // namespace berth::registry

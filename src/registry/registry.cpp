@@ -2,7 +2,6 @@
 
 #include "berth/oci/error.hpp"
 #include "berth/oci/names.hpp"
-#include "berth/replication/replicator.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/events.hpp"
@@ -29,29 +28,36 @@ storage::Stamp Registry::stamp() { return {clock_.now(), options_.replica_id}; }
 bool Registry::has_blob(const std::string& repo, const oci::Digest& digest) {
     auto live = [&] { return meta_.has_link(repo, digest.str()) && blobs_.size(digest); };
     if (live()) return true;
-    if (!replicator_) return false;
+    if (!peers_) return false;
     // Read-through when this replica knows nothing of the link, or links a
     // blob it lost (quarantined by scrub); an unlink here must not be undone
     // by a peer that has not seen it yet.
     auto link = meta_.link(repo, digest.str());
     if (link && link->deleted) return false;
-    return replicator_->fetch_blob(repo, digest) && live();
+    return peers_->fetch_blob(repo, digest) && live();
 }
 
-void Registry::commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch,
-                                 const std::vector<storage::Event>& events) {
+void Registry::commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch) {
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     lock.unlock();  // visible here; the fsync and waiting for peers need no lock
     meta_.sync();
-    if (replicator_) replicator_->replicate(events);
+    if (peers_) peers_->replicate(batch.events());
 }
 
 BlobInfo Registry::stat_blob(const std::string& repo, const std::string& digest_text) {
     require_name(repo);
     auto digest = oci::Digest::parse_or_throw(digest_text);
     if (has_blob(repo, digest)) {
-        if (auto size = blobs_.size(digest)) return {digest, *size, blobs_.path(digest)};
+        if (auto size = blobs_.size(digest)) return {digest, *size};
     }
+    throw Error(ErrorCode::blob_unknown, "blob unknown to registry", digest.str());
+}
+
+storage::OpenBlob Registry::open_blob(const std::string& repo, const std::string& digest_text) {
+    require_name(repo);
+    auto digest = oci::Digest::parse_or_throw(digest_text);
+    if (has_blob(repo, digest))
+        if (auto blob = blobs_.open(digest)) return std::move(*blob);
     throw Error(ErrorCode::blob_unknown, "blob unknown to registry", digest.str());
 }
 
@@ -63,8 +69,7 @@ void Registry::delete_blob(const std::string& repo, const std::string& digest_te
     if (!meta_.has_link(repo, digest.str())) throw Error(ErrorCode::blob_unknown, "blob unknown to registry");
     const auto stamp = this->stamp();
     storage::MetaStore::Batch batch;
-    batch.put_link(repo, digest.str(), {stamp, true});
-    batch.log({storage::Event::Type::unlink, repo, digest.str(), {}, stamp});
+    batch.record_link(repo, digest.str(), stamp, true);
     meta_.commit(batch);
 }
 
@@ -91,9 +96,7 @@ MountResult Registry::mount_blob(const std::string& repo, const std::string& dig
             auto lock = meta_.lock_writes();
             const auto stamp = this->stamp();
             storage::MetaStore::Batch batch;
-            batch.add_repository(repo);
-            batch.put_link(repo, digest.str(), {stamp, false});
-            batch.log({storage::Event::Type::link, repo, digest.str(), {}, stamp});
+            batch.record_link(repo, digest.str(), stamp, false);
             meta_.commit(batch);
             return {digest, {}};
         }
@@ -106,11 +109,14 @@ UploadStatus Registry::upload_status(const std::string& repo, const std::string&
     return {id, uploads_->offset(repo, id)};
 }
 
-std::unique_ptr<UploadAppender> Registry::append(const std::string& repo, const std::string& id,
+std::unique_ptr<storage::UploadAppender> Registry::append(const std::string& repo, const std::string& id,
                                                  std::optional<std::uint64_t> start) {
     require_name(repo);
     auto state = uploads_->acquire(repo, id);
-    auto appender = std::make_unique<UploadAppender>(state, *uploads_, options_.max_blob_bytes);
+    storage::UploadPolicy policy{options_.max_blob_bytes,
+                                 [uploads = uploads_.get()](std::uint64_t incoming) { uploads->require_space(incoming); },
+                                 [uploads = uploads_.get(), state] { uploads->release(state); }};
+    auto appender = std::make_unique<storage::UploadAppender>(state, uploads_->writers(), std::move(policy));
     if (start && *start != state->offset)
         throw Error(ErrorCode::upload_range_invalid, "chunk does not start at the end of the upload",
                     "expected offset " + std::to_string(state->offset));
@@ -136,9 +142,7 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     uploads_->erase(state);
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
-    batch.add_repository(repo);
-    batch.put_link(repo, actual.str(), {stamp, false});
-    batch.log({storage::Event::Type::link, repo, actual.str(), {}, stamp});
+    batch.record_link(repo, actual.str(), stamp, false);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     lock.unlock();
     meta_.sync();  // outside the lock: concurrent uploads share the fsync
@@ -157,7 +161,7 @@ void Registry::cancel_upload(const std::string& repo, const std::string& id) {
 
 std::size_t Registry::uploads_in_progress() const { return uploads_->size(); }
 
-std::size_t Registry::upload_buffer_bytes() const { return uploads_->buffer_bytes(); }
+std::size_t Registry::upload_buffer_bytes() const { return uploads_->writers().buffer_bytes(); }
 
 std::size_t Registry::purge_idle_uploads() {
     const auto ttl_ms = static_cast<std::uint64_t>(options_.upload_idle_ttl.count()) * 1000;

@@ -1,3 +1,4 @@
+#include "berth/storage/layout.hpp"
 #include "upload_table.hpp"
 
 #include <fcntl.h>
@@ -49,23 +50,22 @@ std::string new_upload_id(const std::string& replica_id) {
 
 UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id, Limits limits,
                          Now now)
-    : blobs_(blobs), meta_(meta), replica_id_(std::move(replica_id)), limits_(limits), now_(std::move(now)),
-      hash_workers_(std::max(1u, std::thread::hardware_concurrency())),
-      write_workers_(std::max(4u, 2 * std::thread::hardware_concurrency())) {
+    : blobs_(blobs), meta_(meta), replica_id_(std::move(replica_id)), limits_(limits), now_(std::move(now)) {
     for (auto& [id, record] : meta_.uploads()) {
         auto state = std::make_shared<UploadState>();
         state->id = id;
         state->repo = record.repository;
         state->algorithm = oci::parse_algorithm(record.algorithm).value_or(oci::DigestAlgorithm::sha256);
-        state->path = blobs_.scratch_dir() / id;
+        state->path = storage::layout::upload_file(blobs_.scratch_dir(), id);
         state->last_active_ms = now_();
         sessions_.emplace(id, std::move(state));
     }
-    // Nothing is in flight at start: scratch files no session owns (a record a
-    // crash lost, a fetch from a peer cut short) are only litter.
+    // Nothing is in flight at start: an upload file no session owns (its
+    // record lost in a crash) is only litter.
     std::error_code ec;
     for (auto& entry : std::filesystem::directory_iterator(blobs_.scratch_dir(), ec))
-        if (!sessions_.count(entry.path().filename().string())) std::filesystem::remove(entry.path(), ec);
+        if (!storage::layout::is_fetch_file(entry.path()) && !sessions_.count(entry.path().filename().string()))
+            std::filesystem::remove(entry.path(), ec);
 }
 
 void UploadTable::require_space(std::uint64_t incoming) const {
@@ -83,7 +83,7 @@ std::shared_ptr<UploadState> UploadTable::create(const std::string& repo, oci::D
     state->repo = repo;
     state->client = client;
     state->algorithm = algorithm;
-    state->path = blobs_.scratch_dir() / state->id;
+    state->path = storage::layout::upload_file(blobs_.scratch_dir(), state->id);
     state->hasher.emplace(algorithm);
     state->last_active_ms = now_();
     {
@@ -106,7 +106,7 @@ std::shared_ptr<UploadState> UploadTable::create(const std::string& repo, oci::D
     }
     ::close(fd);
     storage::MetaStore::Batch batch;
-    batch.put_upload(state->id, {repo, std::string(oci::algorithm_name(algorithm)), state->last_active_ms});
+    batch.put_upload(state->id, {repo, std::string(oci::algorithm_name(algorithm))});
     // A crash may forget a session (its client starts the upload again); it
     // is not worth an fsync on every upload.
     meta_.commit(batch, storage::MetaStore::Durability::none);

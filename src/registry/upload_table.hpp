@@ -16,8 +16,7 @@
 #include <vector>
 
 #include "berth/oci/digest.hpp"
-#include "upload_buffers.hpp"
-#include "worker_threads.hpp"
+#include "berth/storage/upload_appender.hpp"
 
 namespace berth::storage {
 class BlobStore;
@@ -26,16 +25,12 @@ class MetaStore;
 
 namespace berth::registry {
 
-struct UploadState {
-    std::string id;
+// A session: its file (storage's) and what the registry decides about it.
+struct UploadState : storage::UploadFile {
     std::string repo;
     std::string client;  // who opened it, for the per-client limit
     oci::DigestAlgorithm algorithm = oci::DigestAlgorithm::sha256;
-    std::filesystem::path path;
-    std::optional<oci::Hasher> hasher;  // empty until loaded after a restart
-    std::uint64_t offset = 0;
     std::uint64_t last_active_ms = 0;
-    int fd = -1;  // open only while held
     bool busy = false;
 };
 
@@ -62,12 +57,7 @@ public:
     // (repository, id) of sessions not held and idle since before cutoff_ms.
     std::vector<std::pair<std::string, std::string>> idle_since(std::uint64_t cutoff_ms);
     std::uint64_t now() const { return now_(); }
-    // Bytes of receive buffers held by all appenders together: the depth a
-    // lone upload's pipeline may grow to depends on it (UploadAppender).
-    std::atomic<std::size_t>& buffer_bytes() { return buffer_bytes_; }
-    UploadBuffers& buffers() { return buffers_; }
-    WorkerThreads& hash_workers() { return hash_workers_; }
-    WorkerThreads& write_workers() { return write_workers_; }
+    storage::UploadWriters& writers() { return writers_; }
     std::size_t size() {
         std::lock_guard lock(mutex_);
         return sessions_.size();
@@ -84,10 +74,7 @@ private:
     Now now_;
     std::mutex mutex_;
     std::unordered_map<std::string, std::shared_ptr<UploadState>> sessions_;
-    std::atomic<std::size_t> buffer_bytes_{0};
-    UploadBuffers buffers_{16 << 20};  // before the workers: their tasks may hold the last of a pipeline's buffers
-    WorkerThreads hash_workers_;  // as many as cores: hashing is all CPU
-    WorkerThreads write_workers_;  // more: a write may wait for the disk
+    storage::UploadWriters writers_;
 };
 
 // Lets go of a session acquired from the table at the end of a scope.

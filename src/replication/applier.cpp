@@ -1,6 +1,6 @@
+#include "berth/replication/protocol.hpp"
+#include "berth/storage/layout.hpp"
 #include "applier.hpp"
-
-#include <openssl/rand.h>
 
 #include "berth/oci/error.hpp"
 #include "berth/oci/manifest.hpp"
@@ -14,18 +14,6 @@ namespace berth::replication {
 using storage::Event;
 
 namespace {
-
-std::string scratch_name() {
-    unsigned char bytes[8];
-    RAND_bytes(bytes, sizeof bytes);
-    std::string out = "fetch-";
-    for (auto b : bytes) {
-        static constexpr char hex[] = "0123456789abcdef";
-        out += hex[b >> 4];
-        out += hex[b & 15];
-    }
-    return out;
-}
 
 // A failure to reach one source leaves the answer open; only when every
 // source said "not here" is the content gone.
@@ -59,10 +47,10 @@ ApplyResult Applier::ensure_blob(const oci::Digest& digest, const std::vector<Pe
     } done{*this, digest.str()};
     Outcome outcome;
     for (auto* source : sources) {
-        const auto scratch = blobs_.scratch_dir() / scratch_name();
+        const auto scratch = storage::layout::fetch_file(blobs_.scratch_dir());
         try {
             oci::Hasher hasher(digest.algorithm());
-            int status = source->download("/_berth/v1/blobs/" + digest.str(), scratch, hasher);
+            int status = source->download(protocol::blob_target(digest.str()), scratch, hasher);
             if (status == 200 && hasher.peek() == digest) {
                 bytes_fetched_ += std::filesystem::file_size(scratch);
                 blobs_.commit(scratch, digest);
@@ -78,12 +66,14 @@ ApplyResult Applier::ensure_blob(const oci::Digest& digest, const std::vector<Pe
     return outcome.missing();
 }
 
-ApplyResult Applier::apply(const Event& event, const std::vector<PeerClient*>& sources) {
+ApplyResult Applier::apply(const Event& event, const std::vector<PeerClient*>& sources,
+                           std::optional<ManifestContent> content) {
     clock_.observe(event.stamp.clock);
     switch (event.type) {
         case Event::Type::link:
         case Event::Type::unlink: return apply_link(event, sources);
-        case Event::Type::manifest: return apply_manifest(event.repo, event.digest, event.stamp, std::nullopt, sources);
+        case Event::Type::manifest:
+            return apply_manifest(event.repo, event.digest, event.stamp, std::move(content), sources);
         case Event::Type::tag: return apply_tag(event, sources);
         case Event::Type::manifest_deleted:
         case Event::Type::tag_deleted: return apply_deletion(event);
@@ -107,10 +97,8 @@ ApplyResult Applier::apply_link(const Event& event, const std::vector<PeerClient
     auto lock = meta_.lock_writes();
     if (newer_here()) return ApplyResult::skipped;
     storage::MetaStore::Batch batch;
-    batch.add_repository(event.repo);
-    batch.put_link(event.repo, event.digest, {event.stamp, deleted});
-    batch.log(event);
-    meta_.commit(batch);
+    batch.record_link(event.repo, event.digest, event.stamp, deleted);
+    meta_.commit(batch, storage::MetaStore::Durability::deferred);
     return ApplyResult::applied;
 }
 
@@ -128,7 +116,7 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
     Outcome outcome;
     for (std::size_t i = 0; !content && i < sources.size(); ++i) {
         try {
-            auto response = sources[i]->request("GET", "/_berth/v1/manifests/" + digest_text + "?repo=" + repo);
+            auto response = sources[i]->request("GET", protocol::manifest_target(repo, digest_text));
             if (response.status == 200 && oci::Digest::of(digest->algorithm(), response.body) == *digest)
                 content = ManifestContent{response.header("content-type"), std::move(response.body)};
             else if (response.status != 404)
@@ -148,10 +136,8 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
     }
 
     // Blobs before references: everything it points at is here before it is.
-    std::vector<oci::Descriptor> blobs = parsed.layers;
-    if (parsed.config) blobs.push_back(*parsed.config);
+    const auto blobs = parsed.local_blobs();
     for (auto& blob : blobs) {
-        if (blob.has_urls && blob.media_type == oci::media_type::docker_foreign_layer) continue;
         auto result = ensure_blob(blob.digest, sources);
         if (result == ApplyResult::gone || result == ApplyResult::unavailable) return result;
     }
@@ -165,21 +151,11 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
     auto lock = meta_.lock_writes();
     if (newer_here()) return ApplyResult::skipped;
     storage::MetaStore::Batch batch;
-    batch.add_repository(repo);
-    storage::ManifestRecord record{parsed.media_type, {}, {}, std::move(content->bytes), stamp, false};
-    if (parsed.subject) {
-        record.subject = parsed.subject->digest.str();
-        record.referrer_json = oci::referrer_descriptor_json(parsed, *digest, record.bytes.size());
-        batch.put_referrer(repo, record.subject, digest_text, record.referrer_json);
-    }
-    for (auto& blob : blobs) {
-        if (meta_.has_link(repo, blob.digest.str()) || !blobs_.size(blob.digest)) continue;
-        batch.put_link(repo, blob.digest.str(), {stamp, false});
-        batch.log({Event::Type::link, repo, blob.digest.str(), {}, stamp});
-    }
-    batch.put_manifest(repo, digest_text, record);
-    batch.log({Event::Type::manifest, repo, digest_text, {}, stamp});
-    meta_.commit(batch);
+    for (auto& blob : blobs)
+        if (!meta_.has_link(repo, blob.digest.str()) && blobs_.size(blob.digest))
+            batch.record_link(repo, blob.digest.str(), stamp, false);
+    batch.record_manifest(repo, *digest, parsed, std::move(content->bytes), stamp);
+    meta_.commit(batch, storage::MetaStore::Durability::deferred);
     return ApplyResult::applied;
 }
 
@@ -199,10 +175,8 @@ ApplyResult Applier::apply_tag(const Event& event, const std::vector<PeerClient*
     auto lock = meta_.lock_writes();
     if (newer_here()) return ApplyResult::skipped;
     storage::MetaStore::Batch batch;
-    batch.add_repository(event.repo);
-    batch.put_tag(event.repo, event.tag, {event.digest, event.stamp});
-    batch.log(event);
-    meta_.commit(batch);
+    batch.record_tag(event.repo, event.tag, event.digest, event.stamp);
+    meta_.commit(batch, storage::MetaStore::Durability::deferred);
     return ApplyResult::applied;
 }
 
@@ -212,23 +186,13 @@ ApplyResult Applier::apply_deletion(const Event& event) {
     if (event.type == Event::Type::tag_deleted) {
         auto local = meta_.tag(event.repo, event.tag);
         if (local && local->stamp >= event.stamp) return ApplyResult::skipped;
-        batch.put_tag(event.repo, event.tag, {"", event.stamp});
+        batch.record_tag(event.repo, event.tag, "", event.stamp);
     } else {
         auto local = meta_.manifest(event.repo, event.digest);
         if (local && local->stamp >= event.stamp) return ApplyResult::skipped;
-        storage::ManifestRecord tombstone{};
-        tombstone.stamp = event.stamp;
-        tombstone.deleted = true;
-        if (local) {
-            tombstone.media_type = local->media_type;
-            tombstone.subject = local->subject;
-            if (!local->subject.empty()) batch.remove_referrer(event.repo, local->subject, event.digest);
-        }
-        batch.put_manifest(event.repo, event.digest, tombstone);
+        batch.tombstone_manifest(event.repo, event.digest, local ? &*local : nullptr, event.stamp);
     }
-    batch.add_repository(event.repo);
-    batch.log(event);
-    meta_.commit(batch);
+    meta_.commit(batch, storage::MetaStore::Durability::deferred);
     return ApplyResult::applied;
 }
 

@@ -2,7 +2,10 @@
 // Applies change-log events from peers. Content comes first (blobs and child
 // manifests are fetched and verified before anything references them), then
 // the record, last writer wins by stamp. Applied events are logged again
-// unchanged, so a replica relays what it learned to the others.
+// unchanged, so a replica relays what it learned to the others. What it
+// writes is visible at once and durable once the caller calls
+// MetaStore::sync(): callers sync once per batch of events, before they
+// acknowledge them or move a cursor past them, so a batch costs one fsync.
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -39,7 +42,9 @@ public:
     Applier(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock);
 
     // sources: the peer the event came from first, then any other peer.
-    ApplyResult apply(const storage::Event& event, const std::vector<PeerClient*>& sources);
+    // content: a manifest event's bytes when they came with it.
+    ApplyResult apply(const storage::Event& event, const std::vector<PeerClient*>& sources,
+                      std::optional<ManifestContent> content = std::nullopt);
     ApplyResult apply_manifest(const std::string& repo, const std::string& digest, const storage::Stamp& stamp,
                                std::optional<ManifestContent> content, const std::vector<PeerClient*>& sources,
                                int depth = 0);

@@ -1,51 +1,40 @@
 #pragma once
-// A blocking HTTP/1.1 client for the peer API, with a small pool of
-// keep-alive connections. Used from replication and worker threads only.
+// One peer's end of the peer protocol: requests carry the shared secret and
+// this build's protocol versions, and go over berth's HTTP client. Blocking:
+// for replication and worker threads only.
 #include <chrono>
-#include <cstdint>
 #include <filesystem>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "berth/net/client.hpp"
 #include "berth/oci/digest.hpp"
 
 namespace berth::replication {
 
-struct PeerResponse {
-    int status = 0;
-    std::map<std::string, std::string> headers;  // lower-case names
-    std::string body;
-    std::string header(const std::string& name) const;
-};
-
 class PeerClient {
 public:
-    PeerClient(std::string address, std::string secret);
-    ~PeerClient();
+    // address: HOST:PORT; throws std::invalid_argument otherwise.
+    PeerClient(net::Client& client, const std::string& address, std::string secret);
 
     const std::string& address() const { return address_; }
 
-    // Throws std::runtime_error when the peer cannot be reached or answers garbage.
-    PeerResponse request(const std::string& method, const std::string& target, const std::string& body = {},
-                         std::chrono::milliseconds timeout = std::chrono::seconds(10),
-                         const std::vector<std::pair<std::string, std::string>>& headers = {});
+    // Throws net::Error when the peer cannot be reached or answers garbage.
+    net::Response request(const std::string& method, const std::string& target, const std::string& body = {},
+                          std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                          const net::Headers& headers = {});
     // Streams a 200 body into file while hashing it; returns the status. The
     // file holds exactly the body when the digest matched.
-    int download(const std::string& target, const std::filesystem::path& file, oci::Hasher& hasher,
-                 std::chrono::milliseconds idle_timeout = std::chrono::seconds(30));
+    int download(const std::string& target, const std::filesystem::path& file, oci::Hasher& hasher);
 
 private:
-    struct Connection;
-    std::unique_ptr<Connection> take(bool fresh = false);
-    void give_back(std::unique_ptr<Connection> connection);
+    net::RequestHead head(const std::string& method, const std::string& target) const;
 
-    std::string address_, host_, port_, secret_;
-    std::mutex mutex_;
-    std::vector<std::unique_ptr<Connection>> idle_;
+    net::Client& client_;
+    std::string address_;
+    net::Origin origin_;
+    std::string secret_;
 };
 
 }  // namespace berth::replication

@@ -1,6 +1,5 @@
 #include "berth/replication/replicator.hpp"
 
-#include <netdb.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
@@ -13,8 +12,10 @@
 #include <thread>
 
 #include "applier.hpp"
+#include "berth/net/resolve.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/observe/log.hpp"
+#include "berth/replication/protocol.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/meta_store.hpp"
@@ -45,7 +46,11 @@ std::string random_hex(std::size_t bytes) {
 
 namespace {
 
-json stamp_fields(const storage::Stamp& stamp) { return {{"clock", stamp.clock}, {"origin", stamp.replica}}; }
+json stamp_fields(const storage::Stamp& stamp) {
+    json out = json::object();
+    protocol::put_stamp(out, stamp);
+    return out;
+}
 
 }  // namespace
 
@@ -56,9 +61,13 @@ void Replicator::Impl::follow(Peer& peer) {
     while (!stopping) {
         try {
             auto response = peer.client.request(
-                "GET", "/_berth/v1/log?after=" + std::to_string(peer.cursor) + "&limit=500", {}, std::chrono::seconds(3));
+                "GET", protocol::log_target(peer.cursor, 500), {}, std::chrono::seconds(3));
             if (response.status != 200)
                 throw std::runtime_error("peer answered " + std::to_string(response.status) + " to /log");
+            if (!check_protocol(peer, response.header(protocol::header::versions))) {
+                sleep_for(std::chrono::seconds(5));
+                continue;
+            }
             auto doc = json::parse(response.body);
             const auto id = doc.at("replica").get<std::string>();
             const auto peer_epoch = doc.at("epoch").get<std::string>();
@@ -104,6 +113,7 @@ void Replicator::Impl::follow(Peer& peer) {
                 std::lock_guard lock(mutex);
                 ++peer.applied;
             }
+            meta.sync();
             save_cursor(peer);
             {
                 std::lock_guard lock(mutex);
@@ -129,18 +139,34 @@ void Replicator::Impl::follow(Peer& peer) {
     }
 }
 
+// A peer whose protocol this replica does not speak is not followed (its
+// events could be misread) and keeps this replica unready until one of the
+// two is upgraded: then a rolling upgrade stops at the first replica that cannot
+// talk to the others instead of letting them diverge.
+bool Replicator::Impl::check_protocol(Peer& peer, const std::string& header) {
+    auto versions = protocol::parse_versions(header);
+    std::string problem;
+    if (!versions) problem = "peer sent malformed protocol versions '" + header + "'";
+    else if (!protocol::compatible(*versions)) problem = protocol::incompatibility(*versions);
+    std::lock_guard lock(mutex);
+    if (problem != peer.incompatible && !problem.empty())
+        observe::log("error", "peer speaks an incompatible protocol; not following it",
+                     {{"peer", peer.client.address()}, {"reason", problem}});
+    peer.incompatible = problem;
+    peer.reachable = true;
+    return problem.empty();
+}
+
 // An empty or far-behind replica copies the peer's whole state at once: every
 // blob in parallel, then the records, then it follows the log from the head
 // the state was read at. Interrupted, it starts over and skips what it has.
 void Replicator::Impl::bootstrap(Peer& peer) {
     observe::log("info", "bootstrapping from peer", {{"peer", peer.client.address()}, {"peer_id", peer.id}});
-    auto response = peer.client.request("GET", "/_berth/v1/snapshot", {}, std::chrono::minutes(5));
+    auto response = peer.client.request("GET", protocol::snapshot_target(), {}, std::chrono::minutes(5));
     if (response.status != 200) throw std::runtime_error("snapshot answered " + std::to_string(response.status));
     auto doc = json::parse(response.body);
     response.body.clear();
-    auto stamp_of = [](const json& j) {
-        return storage::Stamp{j.at("clock").get<std::uint64_t>(), j.at("origin").get<std::string>()};
-    };
+    using protocol::stamp_of;
 
     std::set<std::string> wanted;
     for (auto& link : doc.at("links"))
@@ -189,31 +215,18 @@ void Replicator::Impl::bootstrap(Peer& peer) {
             throw std::runtime_error("bootstrap interrupted while copying tags");
     }
     peer.cursor = doc.at("head").get<std::uint64_t>();
+    meta.sync();
     save_cursor(peer);
     observe::log("info", "bootstrap finished",
                  {{"peer", peer.client.address()}, {"blobs_copied", missing.size()}, {"cursor", peer.cursor}});
 }
 
 void Replicator::Impl::resolve_dns() {
-    auto colon = options.peer_dns.rfind(':');
-    auto host = options.peer_dns.substr(0, colon);
-    auto port = colon == std::string::npos ? std::string("5000") : options.peer_dns.substr(colon + 1);
+    const auto name = net::parse_host_port(options.peer_dns, "5000");
     while (!stopping) {
-        addrinfo hints{};
-        hints.ai_socktype = SOCK_STREAM;
-        addrinfo* result = nullptr;
-        if (getaddrinfo(host.c_str(), port.c_str(), &hints, &result) == 0) {
-            for (auto* ai = result; ai; ai = ai->ai_next) {
-                char text[NI_MAXHOST];
-                if (getnameinfo(ai->ai_addr, ai->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0)
-                    continue;
-                std::string address = ai->ai_family == AF_INET6 ? "[" + std::string(text) + "]:" + port
-                                                                : std::string(text) + ":" + port;
-                std::lock_guard lock(mutex);
-                if (auto* peer = add_peer(address))
-                    peer->thread = std::thread([this, peer] { follow(*peer); });
-            }
-            freeaddrinfo(result);
+        for (auto& address : net::resolve(name)) {
+            std::lock_guard lock(mutex);
+            if (auto* peer = add_peer(address.str())) peer->thread = std::thread([this, peer] { follow(*peer); });
         }
         sleep_for(std::chrono::seconds(15));
     }
@@ -262,7 +275,17 @@ bool Replicator::authorized(std::string_view secret) const {
 bool Replicator::ready() const {
     std::lock_guard lock(impl_->mutex);
     if (!impl_->started) return false;
-    return std::none_of(impl_->peers.begin(), impl_->peers.end(), [](auto& p) { return p->holds_readiness; });
+    return std::none_of(impl_->peers.begin(), impl_->peers.end(),
+                        [](auto& p) { return p->holds_readiness || !p->incompatible.empty(); });
+}
+
+std::string Replicator::incompatible_peers() const {
+    std::lock_guard lock(impl_->mutex);
+    std::string out;
+    for (auto& peer : impl_->peers)
+        if (!peer->incompatible.empty())
+            out += (out.empty() ? "" : "; ") + peer->client.address() + ": " + peer->incompatible;
+    return out;
 }
 
 std::optional<std::string> Replicator::address_of(const std::string& replica_id) const {
@@ -281,10 +304,12 @@ std::string Replicator::status_json() const {
                          {"caught_up", !p->holds_readiness}, {"cursor", p->cursor}, {"head", p->head},
                          {"lag_events", p->head > p->cursor ? p->head - p->cursor : 0},
                          {"lag_seconds", p->oldest_unapplied_ms ? (now_ms() - p->oldest_unapplied_ms) / 1000.0 : 0.0},
-                         {"applied", p->applied}, {"errors", p->errors}, {"last_error", p->last_error}});
+                         {"applied", p->applied}, {"errors", p->errors}, {"last_error", p->last_error},
+                         {"incompatible", p->incompatible}});
     }
-    bool ready = impl_->started && std::none_of(impl_->peers.begin(), impl_->peers.end(),
-                                                [](auto& p) { return p->holds_readiness; });
+    bool ready = impl_->started && std::none_of(impl_->peers.begin(), impl_->peers.end(), [](auto& p) {
+                     return p->holds_readiness || !p->incompatible.empty();
+                 });
     return json{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"log_head", impl_->meta.log_head()},
                 {"ready", ready}, {"bytes_fetched", impl_->applier.bytes_fetched()}, {"peers", peers}}
         .dump();
@@ -301,6 +326,9 @@ std::string Replicator::metrics_text() const {
                          "# TYPE berth_replication_errors_total counter\n";
     std::string up = "# HELP berth_replication_peer_up Whether the last request to the peer succeeded.\n"
                      "# TYPE berth_replication_peer_up gauge\n";
+    std::string compatible =
+        "# HELP berth_replication_peer_compatible Whether the peer speaks a protocol version this replica does.\n"
+        "# TYPE berth_replication_peer_compatible gauge\n";
     for (auto& p : impl_->peers) {
         if (p->self) continue;
         auto label = "{peer=\"" + p->client.address() + "\"} ";
@@ -309,8 +337,9 @@ std::string Replicator::metrics_text() const {
                    std::to_string(p->oldest_unapplied_ms ? (now_ms() - p->oldest_unapplied_ms) / 1000.0 : 0.0) + "\n";
         errors += "berth_replication_errors_total" + label + std::to_string(p->errors) + "\n";
         up += "berth_replication_peer_up" + label + (p->reachable ? "1\n" : "0\n");
+        compatible += "berth_replication_peer_compatible" + label + (p->incompatible.empty() ? "1\n" : "0\n");
     }
-    return out + seconds + errors + up +
+    return out + seconds + errors + up + compatible +
            "# HELP berth_replication_fetched_bytes_total Blob bytes copied from peers.\n"
            "# TYPE berth_replication_fetched_bytes_total counter\n"
            "berth_replication_fetched_bytes_total " + std::to_string(impl_->applier.bytes_fetched()) + "\n";
@@ -355,7 +384,7 @@ std::string Replicator::snapshot_json() const {
         .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-void Replicator::apply_pushed(const std::string& origin, const std::vector<Event>& events) {
+void Replicator::apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed) {
     Peer* source = nullptr;
     {
         std::lock_guard lock(impl_->mutex);
@@ -363,24 +392,31 @@ void Replicator::apply_pushed(const std::string& origin, const std::vector<Event
             if (peer->id == origin) source = peer.get();
     }
     auto src = impl_->sources(source);
-    for (auto& event : events)
-        if (impl_->applier.apply(event, src) == ApplyResult::unavailable)
+    for (auto& event : pushed.events) {
+        std::optional<ManifestContent> content;
+        for (auto& m : pushed.manifests)
+            if (event.type == Event::Type::manifest && m.repo == event.repo && m.digest == event.digest)
+                content = ManifestContent{m.media_type, m.bytes};
+        if (impl_->applier.apply(event, src, std::move(content)) == ApplyResult::unavailable)
             throw oci::Error(oci::ErrorCode::unavailable, "content for a replicated write could not be fetched");
+    }
+    impl_->meta.sync();  // one fsync for the lot, before the writer counts this replica
 }
 
 bool Replicator::fetch_blob(const std::string& repo, const oci::Digest& digest) {
     for (auto* source : impl_->sources(nullptr)) {
         try {
-            auto response = source->request("GET", "/_berth/v1/record?repo=" + repo + "&link=" + digest.str(), {},
+            auto response = source->request("GET", protocol::record_target(repo, protocol::RecordKind::link, digest.str()), {},
                                             std::chrono::seconds(2));
             if (response.status != 200) continue;
             auto doc = json::parse(response.body);
-            Event event{Event::Type::link, repo, digest.str(), {}, {doc.at("clock"), doc.at("origin")}};
+            Event event{Event::Type::link, repo, digest.str(), {}, protocol::stamp_of(doc)};
             std::vector<PeerClient*> sources{source};
             // The content first: the link may be here already, its file lost.
             auto content = impl_->applier.ensure_blob(digest, sources);
             if (content == ApplyResult::gone || content == ApplyResult::unavailable) continue;
             impl_->applier.apply(event, sources);
+            impl_->meta.sync();
             if (impl_->meta.has_link(repo, digest.str())) return true;
         } catch (const std::exception&) {
         }
@@ -393,14 +429,18 @@ bool Replicator::fetch_manifest(const std::string& repo, const std::string& refe
     for (auto* source : impl_->sources(nullptr)) {
         try {
             auto response = source->request(
-                "GET", "/_berth/v1/record?repo=" + repo + (by_digest ? "&manifest=" : "&tag=") + reference, {},
+                "GET",
+                protocol::record_target(repo, by_digest ? protocol::RecordKind::manifest : protocol::RecordKind::tag,
+                                        reference),
+                {},
                 std::chrono::seconds(2));
             if (response.status != 200) continue;
             auto doc = json::parse(response.body);
-            storage::Stamp stamp{doc.at("clock"), doc.at("origin")};
+            auto stamp = protocol::stamp_of(doc);
             std::vector<PeerClient*> sources{source};
             if (by_digest) impl_->applier.apply_manifest(repo, reference, stamp, std::nullopt, sources);
             else impl_->applier.apply({Event::Type::tag, repo, doc.at("digest"), reference, stamp}, sources);
+            impl_->meta.sync();
             return true;
         } catch (const std::exception&) {
         }
@@ -419,9 +459,13 @@ void Replicator::replicate(const std::vector<Event>& events) {
     const std::size_t replicas = targets.size() + 1;
     const std::size_t needed =
         impl_->options.write_quorum == WriteQuorum::all ? replicas : replicas / 2 + 1;
-    json body = {{"events", json::array()}};
-    for (auto& event : events) body["events"].push_back(json::parse(event.json()));
-    const auto text = body.dump();
+    // The manifests travel with their events: the peer need not ask for them back.
+    protocol::ApplyRequest request{events, {}};
+    for (auto& event : events)
+        if (event.type == Event::Type::manifest)
+            if (auto record = impl_->meta.manifest(event.repo, event.digest); record && !record->deleted)
+                request.manifests.push_back({event.repo, event.digest, record->media_type, std::move(record->bytes)});
+    const auto text = protocol::encode_apply(request);
 
     struct Tally {
         std::mutex mutex;
@@ -437,7 +481,7 @@ void Replicator::replicate(const std::vector<Event>& events) {
                      timeout = impl_->options.quorum_timeout] {
             bool ok = false;
             try {
-                ok = peer->client.request("POST", "/_berth/v1/apply", text, timeout, {{"Berth-Replica", self}})
+                ok = peer->client.request("POST", protocol::apply_target(), text, timeout, {{protocol::header::replica, self}})
                          .status == 200;
             } catch (const std::exception&) {
             }

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "berth/storage/layout.hpp"
 #include "applier.hpp"
 #include "berth/replication/options.hpp"
 #include "berth/replication/replicator.hpp"
@@ -20,7 +21,7 @@ std::uint64_t now_ms();
 std::string random_hex(std::size_t bytes);
 
 struct Peer {
-    explicit Peer(const std::string& address, const std::string& secret) : client(address, secret) {}
+    Peer(net::Client& http, const std::string& address, const std::string& secret) : client(http, address, secret) {}
     PeerClient client;
     std::thread thread;
 
@@ -34,15 +35,16 @@ struct Peer {
     std::uint64_t cursor = 0, head = 0, errors = 0, applied = 0;
     std::uint64_t last_contact_ms = 0, oldest_unapplied_ms = 0;
     std::string last_error;
+    std::string incompatible;  // why this peer's protocol is refused; empty while it is understood
 };
 
 struct Replicator::Impl {
     Impl(Options o, std::string self, storage::BlobStore& b, storage::MetaStore& m, storage::HybridClock& c)
         : options(std::move(o)), self_id(std::move(self)), blobs(b), meta(m), clock(c), applier(b, m, c) {
-        epoch = meta.setting("log_epoch").value_or("");
+        epoch = meta.setting(storage::layout::setting::log_epoch).value_or("");
         if (epoch.empty()) {
             epoch = random_hex(8);
-            meta.put_setting("log_epoch", epoch);
+            meta.put_setting(storage::layout::setting::log_epoch, epoch);
         }
         for (auto& address : options.peers) add_peer(address);
     }
@@ -54,6 +56,8 @@ struct Replicator::Impl {
     storage::HybridClock& clock;
     Applier applier;
     std::string epoch;
+    // Every peer request goes through it: pooled connections, timeouts.
+    net::Client http;
 
     mutable std::mutex mutex;
     std::condition_variable wake;
@@ -66,14 +70,14 @@ struct Replicator::Impl {
     // A StatefulSet lists every member, itself included: berth-0.berth:5000 is
     // recognised as self on replica berth-0 before any request is made.
     bool looks_like_self(const std::string& address) const {
-        auto host = address.substr(0, address.rfind(':'));
+        auto host = net::parse_host_port(address).host;
         return host == self_id || host.starts_with(self_id + ".");
     }
 
     Peer* add_peer(const std::string& address) {
         for (auto& peer : peers)
             if (peer->client.address() == address) return nullptr;
-        auto& peer = peers.emplace_back(std::make_unique<Peer>(address, options.secret));
+        auto& peer = peers.emplace_back(std::make_unique<Peer>(http, address, options.secret));
         if (looks_like_self(address)) {
             peer->self = true;
             peer->holds_readiness = false;
@@ -99,11 +103,11 @@ struct Replicator::Impl {
     }
 
     void save_cursor(Peer& peer) {
-        meta.put_setting("cursor/" + peer.id, peer.epoch + ":" + std::to_string(peer.cursor));
+        meta.put_setting(storage::layout::setting::cursor(peer.id), peer.epoch + ":" + std::to_string(peer.cursor));
     }
 
     void load_cursor(Peer& peer) {
-        auto stored = meta.setting("cursor/" + peer.id).value_or("");
+        auto stored = meta.setting(storage::layout::setting::cursor(peer.id)).value_or("");
         auto colon = stored.find(':');
         if (colon == std::string::npos) return;
         peer.epoch = stored.substr(0, colon);
@@ -111,6 +115,7 @@ struct Replicator::Impl {
     }
 
     void follow(Peer& peer);
+    bool check_protocol(Peer& peer, const std::string& versions_header);
     void bootstrap(Peer& peer);
     void resolve_dns();
 };

@@ -1,6 +1,7 @@
 // The parts of the peer API that read local state for another replica.
 #include <nlohmann/json.hpp>
 
+#include "berth/replication/protocol.hpp"
 #include "berth/replication/replicator.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
@@ -8,12 +9,10 @@
 
 namespace berth::replication {
 
-std::optional<Replicator::BlobFile> Replicator::blob_file(const std::string& digest_text) const {
+std::optional<storage::OpenBlob> Replicator::blob_file(const std::string& digest_text) const {
     auto digest = oci::Digest::parse(digest_text);
     if (!digest) return std::nullopt;
-    auto size = impl_->blobs.size(*digest);
-    if (!size) return std::nullopt;
-    return BlobFile{impl_->blobs.path(*digest), *size};
+    return impl_->blobs.open(*digest);
 }
 
 std::optional<std::pair<std::string, std::string>> Replicator::manifest_content(const std::string& repo,
@@ -23,20 +22,25 @@ std::optional<std::pair<std::string, std::string>> Replicator::manifest_content(
     return std::pair{record->media_type, std::move(record->bytes)};
 }
 
-std::optional<std::string> Replicator::record_json(const std::string& repo, const std::string& kind,
+std::optional<std::string> Replicator::record_json(const std::string& repo, protocol::RecordKind kind,
                                                    const std::string& key) const {
-    auto stamp = [](const storage::Stamp& s) { return nlohmann::json{{"clock", s.clock}, {"origin", s.replica}}; };
-    if (kind == "link") {
+    auto stamp = [](const storage::Stamp& s) {
+        auto out = nlohmann::json::object();
+        protocol::put_stamp(out, s);
+        return out;
+    };
+    if (kind == protocol::RecordKind::link) {
         auto record = impl_->meta.link(repo, key);
-        if (!record || record->deleted || !blob_file(key)) return std::nullopt;
+        auto digest = oci::Digest::parse(key);
+        if (!record || record->deleted || !digest || !impl_->blobs.size(*digest)) return std::nullopt;
         return stamp(record->stamp).dump();
     }
-    if (kind == "manifest") {
+    if (kind == protocol::RecordKind::manifest) {
         auto record = impl_->meta.manifest(repo, key);
         if (!record || record->deleted) return std::nullopt;
         return stamp(record->stamp).dump();
     }
-    if (kind == "tag") {
+    if (kind == protocol::RecordKind::tag) {
         auto record = impl_->meta.tag(repo, key);
         if (!record || record->deleted()) return std::nullopt;
         auto out = stamp(record->stamp);

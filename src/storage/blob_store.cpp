@@ -1,4 +1,5 @@
 #include "berth/storage/blob_store.hpp"
+#include "berth/storage/layout.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -30,14 +31,31 @@ void fsync_path(const fs::path& path) {
 }
 
 BlobStore::BlobStore(fs::path root)
-    : blobs_(root / "blobs"), scratch_(root / "uploads"), quarantine_(root / "quarantine") {
+    : blobs_(layout::blobs_dir(root)), scratch_(layout::scratch_dir(root)), quarantine_(layout::quarantine_dir(root)) {
     fs::create_directories(blobs_);
     fs::create_directories(scratch_);
+    std::error_code ec;
+    for (auto& entry : fs::directory_iterator(scratch_, ec))
+        if (layout::is_fetch_file(entry.path())) fs::remove(entry.path(), ec);
 }
 
 fs::path BlobStore::path(const oci::Digest& digest) const {
-    const auto& hex = digest.hex();
-    return blobs_ / std::string(oci::algorithm_name(digest.algorithm())) / hex.substr(0, 2) / hex;
+    return layout::blob_file(blobs_, digest);
+}
+
+OpenBlob::~OpenBlob() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+std::optional<OpenBlob> BlobStore::open(const oci::Digest& digest) const {
+    int fd = ::open(path(digest).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    struct stat info {};
+    if (::fstat(fd, &info) != 0) {
+        ::close(fd);
+        return std::nullopt;
+    }
+    return OpenBlob(fd, static_cast<std::uint64_t>(info.st_size));
 }
 
 std::optional<std::uint64_t> BlobStore::size(const oci::Digest& digest) const {
@@ -96,7 +114,7 @@ bool BlobStore::remove_if_older(const oci::Digest& digest, std::chrono::system_c
 }
 
 void BlobStore::quarantine(const oci::Digest& digest) {
-    const auto target = quarantine_ / (std::string(oci::algorithm_name(digest.algorithm())) + "-" + digest.hex());
+    const auto target = layout::quarantine_file(quarantine_, digest);
     fs::create_directories(quarantine_);
     std::lock_guard lock(collect_mutex_);
     if (::rename(path(digest).c_str(), target.c_str()) != 0) throw_errno("quarantine " + digest.str());

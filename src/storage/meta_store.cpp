@@ -1,4 +1,5 @@
 #include "berth/storage/meta_store.hpp"
+#include "berth/storage/layout.hpp"
 
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
@@ -15,13 +16,8 @@ namespace {
 
 using nlohmann::json;
 
-enum Family { cf_settings, cf_repos, cf_manifests, cf_tags, cf_links, cf_referrers, cf_uploads, cf_log, family_count };
-const char* const family_names[family_count] = {"default",  // rocksdb::kDefaultColumnFamilyName, spelled out: static init order
-                                                "repos", "manifests", "tags", "links",
-                                                "referrers", "uploads", "log"};
+using namespace layout;  // column families and key shapes: layout.hpp
 
-// Names, tags and digests never contain NUL, so it separates key parts and keeps
-// every repository's keys contiguous.
 std::string key(const std::string& a, const std::string& b) {
     std::string out;
     out.reserve(a.size() + b.size() + 1);
@@ -84,11 +80,11 @@ LinkRecord decode_link(const std::string& v) {
 }
 
 std::string encode(const UploadRecord& r) {
-    return json{{"repo", r.repository}, {"alg", r.algorithm}, {"created", r.created_ms}}.dump();
+    return json{{"repo", r.repository}, {"alg", r.algorithm}}.dump();
 }
 UploadRecord decode_upload(std::string_view v) {
     auto j = json::parse(v);
-    return {j.at("repo").get<std::string>(), j.at("alg").get<std::string>(), j.at("created").get<std::uint64_t>()};
+    return {j.at("repo").get<std::string>(), j.at("alg").get<std::string>()};
 }
 
 }  // namespace
@@ -100,38 +96,69 @@ struct MetaStore::Batch::Impl {
         std::optional<std::string> value;  // nullopt deletes
     };
     std::vector<Op> ops;
-    std::vector<std::string> events;
+    std::vector<std::string> events;  // as the log stores them
+    std::vector<Event> logged;
+
+    void add_repository(const std::string& repo) { ops.push_back({cf_repos, repo, ""}); }
+    void put_manifest(const std::string& repo, const std::string& digest, const ManifestRecord& r) {
+        ops.push_back({cf_manifests, key(repo, digest), encode(r)});
+    }
+    void put_referrer(const std::string& repo, const std::string& subject, const std::string& digest,
+                      std::optional<std::string> descriptor_json) {
+        ops.push_back({cf_referrers, key(key(repo, subject), digest), std::move(descriptor_json)});
+    }
+    void log(Event event) {
+        add_repository(event.repo);
+        events.push_back(event.json());
+        logged.push_back(std::move(event));
+    }
 };
 
 MetaStore::Batch::Batch() : impl_(std::make_unique<Impl>()) {}
 MetaStore::Batch::~Batch() = default;
 MetaStore::Batch::Batch(Batch&&) noexcept = default;
 
-void MetaStore::Batch::add_repository(const std::string& repo) { impl_->ops.push_back({cf_repos, repo, ""}); }
-void MetaStore::Batch::put_manifest(const std::string& repo, const std::string& digest, const ManifestRecord& r) {
-    impl_->ops.push_back({cf_manifests, key(repo, digest), encode(r)});
+void MetaStore::Batch::record_manifest(const std::string& repo, const oci::Digest& digest,
+                                       const oci::ParsedManifest& parsed, std::string bytes, const Stamp& stamp) {
+    const auto digest_text = digest.str();
+    ManifestRecord record{parsed.media_type, {}, {}, std::move(bytes), stamp, false};
+    if (parsed.subject) {
+        record.subject = parsed.subject->digest.str();
+        record.referrer_json = oci::referrer_descriptor_json(parsed, digest, record.bytes.size());
+        impl_->put_referrer(repo, record.subject, digest_text, record.referrer_json);
+    }
+    impl_->put_manifest(repo, digest_text, record);
+    impl_->log({Event::Type::manifest, repo, digest_text, {}, stamp});
 }
-void MetaStore::Batch::put_tag(const std::string& repo, const std::string& tag, const TagRecord& r) {
-    impl_->ops.push_back({cf_tags, key(repo, tag), encode(r)});
+void MetaStore::Batch::tombstone_manifest(const std::string& repo, const std::string& digest,
+                                          const ManifestRecord* current, const Stamp& stamp) {
+    // A tombstone, not an erase: a replica must not bring the manifest back.
+    ManifestRecord tombstone{};
+    tombstone.stamp = stamp;
+    tombstone.deleted = true;
+    if (current) {
+        tombstone.media_type = current->media_type;
+        tombstone.subject = current->subject;
+        if (!current->subject.empty()) impl_->put_referrer(repo, current->subject, digest, std::nullopt);
+    }
+    impl_->put_manifest(repo, digest, tombstone);
+    impl_->log({Event::Type::manifest_deleted, repo, digest, {}, stamp});
 }
-void MetaStore::Batch::put_link(const std::string& repo, const std::string& digest, const LinkRecord& r) {
-    impl_->ops.push_back({cf_links, key(repo, digest), encode(r)});
+void MetaStore::Batch::record_tag(const std::string& repo, const std::string& tag, const std::string& digest,
+                                  const Stamp& stamp) {
+    impl_->ops.push_back({cf_tags, key(repo, tag), encode(TagRecord{digest, stamp})});
+    impl_->log({digest.empty() ? Event::Type::tag_deleted : Event::Type::tag, repo, digest, tag, stamp});
 }
-void MetaStore::Batch::put_referrer(const std::string& repo, const std::string& subject, const std::string& digest,
-                                    const std::string& descriptor_json) {
-    impl_->ops.push_back({cf_referrers, key(key(repo, subject), digest), descriptor_json});
+void MetaStore::Batch::record_link(const std::string& repo, const std::string& digest, const Stamp& stamp,
+                                   bool deleted) {
+    impl_->ops.push_back({cf_links, key(repo, digest), encode(LinkRecord{stamp, deleted})});
+    impl_->log({deleted ? Event::Type::unlink : Event::Type::link, repo, digest, {}, stamp});
 }
-void MetaStore::Batch::remove_referrer(const std::string& repo, const std::string& subject,
-                                       const std::string& digest) {
-    impl_->ops.push_back({cf_referrers, key(key(repo, subject), digest), std::nullopt});
-}
+const std::vector<Event>& MetaStore::Batch::events() const { return impl_->logged; }
 void MetaStore::Batch::put_upload(const std::string& id, const UploadRecord& r) {
     impl_->ops.push_back({cf_uploads, id, encode(r)});
 }
 void MetaStore::Batch::remove_upload(const std::string& id) { impl_->ops.push_back({cf_uploads, id, std::nullopt}); }
-void MetaStore::Batch::log(const Event& event) { impl_->events.push_back(event.json()); }
-bool MetaStore::Batch::empty() const { return impl_->ops.empty() && impl_->events.empty(); }
-
 // Decoded manifest and tag records and pages of tag lists, in front of RocksDB
 // for the hot read paths (manifest GET by tag, tags list). A commit invalidates
 // what it writes and bumps the generation; a reader caches what it read only if
@@ -242,7 +269,7 @@ MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode) : impl_(std::m
     rocksdb::ColumnFamilyOptions family_options;
     family_options.write_buffer_size = 8 << 20;  // small memtables keep idle memory low
     std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-    for (auto name : family_names) descriptors.emplace_back(name, family_options);
+    for (auto name : column_families) descriptors.emplace_back(name, family_options);
     rocksdb::DB* db = nullptr;
     if (mode == Mode::read_only)
         check(rocksdb::DB::OpenForReadOnly(options, dir.string(), descriptors, &impl_->families, &db),
@@ -318,12 +345,6 @@ bool MetaStore::has_link(const std::string& repo, const std::string& digest) con
 }
 
 bool MetaStore::has_repository(const std::string& repo) const { return impl_->get(cf_repos, repo).has_value(); }
-
-std::optional<UploadRecord> MetaStore::upload(const std::string& id) const {
-    auto value = impl_->get(cf_uploads, id);
-    if (!value) return std::nullopt;
-    return decode_upload(*value);
-}
 
 std::vector<std::string> MetaStore::tags(const std::string& repo, const std::string& after, std::size_t limit) const {
     if (limit == 0) return {};

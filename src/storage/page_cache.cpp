@@ -1,4 +1,4 @@
-#include "page_cache.hpp"
+#include "berth/storage/page_cache.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <thread>
 #include <system_error>
 #include <vector>
 
@@ -16,10 +17,11 @@
 
 #include "berth/oci/error.hpp"
 #include "berth/observe/log.hpp"
-#include "berth/registry/upload.hpp"
-#include "upload_table.hpp"
+#include "berth/storage/upload_appender.hpp"
+#include "upload_buffers.hpp"
+#include "worker_threads.hpp"
 
-namespace berth::registry {
+namespace berth::storage {
 
 namespace {
 
@@ -54,6 +56,19 @@ int write_at(int fd, std::vector<iovec> iov, std::uint64_t offset) {
 }
 
 }  // namespace
+
+struct UploadWriters::Impl {
+    // Bytes of receive buffers held by all appenders together: the depth a
+    // lone upload's pipeline may grow to depends on it.
+    std::atomic<std::size_t> buffer_bytes{0};
+    UploadBuffers buffers{16 << 20};  // before the workers: their tasks may hold the last of a pipeline's buffers
+    WorkerThreads hash_workers{std::max(1u, std::thread::hardware_concurrency())};  // hashing is all CPU
+    WorkerThreads write_workers{std::max(4u, 2 * std::thread::hardware_concurrency())};  // a write may wait for the disk
+};
+
+UploadWriters::UploadWriters() : impl_(std::make_unique<Impl>()) {}
+UploadWriters::~UploadWriters() = default;
+std::size_t UploadWriters::buffer_bytes() const { return impl_->buffer_bytes.load(); }
 
 struct UploadAppender::Pipeline {
     static constexpr std::size_t buffer_bytes = UploadBuffers::buffer_bytes;
@@ -172,12 +187,12 @@ struct UploadAppender::Pipeline {
     }
 };
 
-UploadAppender::UploadAppender(std::shared_ptr<UploadState> state, UploadTable& table, std::uint64_t max_bytes)
-    : state_(std::move(state)), table_(table), max_bytes_(max_bytes) {
+UploadAppender::UploadAppender(std::shared_ptr<UploadFile> file, UploadWriters& writers, UploadPolicy policy)
+    : state_(std::move(file)), writers_(writers), policy_(std::move(policy)) {
     try {
         start();
     } catch (...) {
-        table_.release(state_);
+        policy_.release();
         throw;
     }
 }
@@ -195,8 +210,8 @@ UploadAppender::~UploadAppender() {
         unstored = std::exchange(pipeline_->on_stored, nullptr);
     }
     // No worker touches the buffers any more; they go with the pipeline's last reference.
-    table_.buffer_bytes() -= pipeline_->allocated * Pipeline::buffer_bytes;
-    table_.release(state_);
+    writers_.impl_->buffer_bytes -= pipeline_->allocated * Pipeline::buffer_bytes;
+    policy_.release();
 }
 
 std::uint64_t UploadAppender::offset() const { return state_->offset; }
@@ -210,8 +225,8 @@ void UploadAppender::start() {
     auto& p = *pipeline_;
     p.current_offset = state_->offset / alignment * alignment;
     p.written = state_->offset;
-    p.current = table_.buffers().take();
-    p.may_allocate(table_.buffer_bytes());  // the first is always allowed
+    p.current = writers_.impl_->buffers.take();
+    p.may_allocate(writers_.impl_->buffer_bytes);  // the first is always allowed
     const auto head = static_cast<std::size_t>(state_->offset - p.current_offset);
     std::size_t got = 0;
     while (got < head) {
@@ -234,8 +249,8 @@ std::span<char> UploadAppender::buffer(std::function<void()> resume) {
         if (!p.free.empty()) {
             p.current = std::move(p.free.back());
             p.free.pop_back();
-        } else if (p.may_allocate(table_.buffer_bytes())) {
-            p.current = table_.buffers().take();
+        } else if (p.may_allocate(writers_.impl_->buffer_bytes)) {
+            p.current = writers_.impl_->buffers.take();
         } else {
             p.resume = std::move(resume);
             return {};
@@ -246,9 +261,9 @@ std::span<char> UploadAppender::buffer(std::function<void()> resume) {
 
 void UploadAppender::commit(std::size_t size) {
     if (size == 0) return;
-    if (max_bytes_ && state_->offset + size > max_bytes_)
+    if (policy_.max_bytes && state_->offset + size > policy_.max_bytes)
         throw oci::Error(oci::ErrorCode::size_invalid, "blob exceeds the maximum size of an upload");
-    table_.require_space(size);
+    if (policy_.require_space) policy_.require_space(size);
     auto& p = *pipeline_;
     bool inline_hash;
     {
@@ -287,9 +302,9 @@ void UploadAppender::submit() {
     p.current_offset += p.filled;
     p.filled = p.hashed = p.stored = 0;
     if (start_writing)
-        table_.write_workers().post([pipeline = pipeline_, state = state_] { pipeline->drain_writes(state->fd); });
+        writers_.impl_->write_workers.post([pipeline = pipeline_, state = state_] { pipeline->drain_writes(state->fd); });
     if (start_hashing)
-        table_.hash_workers().post([pipeline = pipeline_, state = state_] { pipeline->drain_hashes(*state->hasher); });
+        writers_.impl_->hash_workers.post([pipeline = pipeline_, state = state_] { pipeline->drain_hashes(*state->hasher); });
 }
 
 void UploadAppender::when_stored(std::function<void()> ready) {
@@ -301,7 +316,7 @@ void UploadAppender::when_stored(std::function<void()> ready) {
             return;
         }
     }
-    table_.write_workers().post(std::move(ready));
+    writers_.impl_->write_workers.post(std::move(ready));
 }
 
 void UploadAppender::finish() {
@@ -350,4 +365,4 @@ void UploadAppender::write(const void* data, std::size_t size) {
     }
 }
 
-}  // namespace berth::registry
+}  // namespace berth::storage

@@ -4,7 +4,7 @@
 
 #include <new>
 
-namespace berth::registry {
+namespace berth::storage {
 
 UploadBuffers::~UploadBuffers() {
     for (auto* bytes : spare_) ::munmap(bytes, buffer_bytes);
@@ -35,4 +35,4 @@ void UploadBuffers::give_back(char* bytes) {
     ::munmap(bytes, buffer_bytes);
 }
 
-}  // namespace berth::registry
+}  // namespace berth::storage

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-namespace berth::registry {
+namespace berth::storage {
 
 class UploadBuffers {
 public:
@@ -36,4 +36,4 @@ private:
     std::size_t keep_;  // buffers
 };
 
-}  // namespace berth::registry
+}  // namespace berth::storage

@@ -1,6 +1,6 @@
 #include "worker_threads.hpp"
 
-namespace berth::registry {
+namespace berth::storage {
 
 WorkerThreads::WorkerThreads(unsigned threads) {
     for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
@@ -36,4 +36,4 @@ void WorkerThreads::run() {
     }
 }
 
-}  // namespace berth::registry
+}  // namespace berth::storage

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace berth::registry {
+namespace berth::storage {
 
 class WorkerThreads {
 public:
@@ -32,4 +32,4 @@ private:
     std::vector<std::thread> threads_;
 };
 
-}  // namespace berth::registry
+}  // namespace berth::storage

@@ -21,6 +21,7 @@
 #include "berth/oci/digest.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/oci/names.hpp"
+#include "berth/replication/protocol.hpp"
 #include "fuzz_check.hpp"
 #include "http/handlers.hpp"
 #include "http/router.hpp"
@@ -98,7 +99,7 @@ void check_target(std::string_view target) {
     } else {
         FUZZ_CHECK(route.name.empty());
     }
-    if (route.kind == RouteKind::peer) FUZZ_CHECK(path.starts_with("/_berth/v1/"));
+    if (route.kind == RouteKind::peer) FUZZ_CHECK(path.starts_with(berth::replication::protocol::prefix));
 
     // What the handlers ask of a query.
     for (const char* key : {"n", "last", "digest", "mount", "from", "artifactType", "scope", "service"}) {

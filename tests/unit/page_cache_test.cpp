@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "storage/page_cache.hpp"
+#include "berth/storage/page_cache.hpp"
 #include "temp_dir.hpp"
 
 using namespace berth::storage;

@@ -15,7 +15,8 @@
 #include "berth/registry/registry.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
-#include "registry/upload_buffers.hpp"
+#include "storage/upload_buffers.hpp"
+#include "error_code.hpp"
 #include "temp_dir.hpp"
 
 using namespace berth;
@@ -105,16 +106,6 @@ private:
     rlimit saved_{};
     void (*old_handler_)(int);
 };
-
-ErrorCode code_of(const std::function<void()>& call) {
-    try {
-        call();
-    } catch (const oci::Error& error) {
-        return error.code();
-    }
-    FAIL("expected an oci::Error");
-    return ErrorCode::internal;
-}
 
 }  // namespace
 
@@ -218,7 +209,7 @@ TEST_CASE("when_stored runs off the caller's thread once every appended byte is 
 }
 
 TEST_CASE("upload buffers are page-aligned, and given-back ones are kept up to the limit, the rest unmapped") {
-    using registry::UploadBuffers;
+    using storage::UploadBuffers;
     UploadBuffers pool(2 * UploadBuffers::buffer_bytes);
     std::vector<UploadBuffers::Buffer> taken;
     for (int i = 0; i < 3; ++i) {

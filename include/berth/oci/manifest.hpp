@@ -32,6 +32,10 @@ struct ParsedManifest {
     std::optional<Descriptor> subject;
     std::string artifact_type;          // as the referrers API reports it
     std::string annotations_json;
+
+    // The blobs a registry must hold for this manifest: config and layers,
+    // less foreign layers, which live where their URLs say.
+    std::vector<Descriptor> local_blobs() const;
 };
 
 // Throws Error(manifest_invalid) when the body is not a manifest berth accepts.

@@ -11,27 +11,26 @@
 
 #include "berth/oci/digest.hpp"
 #include "berth/registry/options.hpp"
-#include "berth/registry/upload.hpp"
+#include "berth/registry/peers.hpp"
 
+#include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/records.hpp"
+#include "berth/storage/upload_appender.hpp"
 
 namespace berth::storage {
 class BlobStore;
 class MetaStore;
 }  // namespace berth::storage
 
-namespace berth::replication {
-class Replicator;
-}
-
 namespace berth::registry {
+
+class UploadTable;
 
 struct BlobInfo {
     oci::Digest digest;
     std::uint64_t size;
-    std::filesystem::path path;
 };
 
 struct Manifest {
@@ -70,12 +69,13 @@ public:
     ~Registry();
 
     const Options& options() const { return options_; }
-    // With a replicator, content missing here is fetched from peers on read,
-    // and manifest writes wait for the configured write quorum.
-    void set_replicator(replication::Replicator* replicator) { replicator_ = replicator; }
+    // With peers, content missing here is fetched from them on read, and
+    // manifest writes wait for the configured write quorum.
+    void set_peers(Peers* peers) { peers_ = peers; }
 
     // Blobs
     BlobInfo stat_blob(const std::string& repo, const std::string& digest);
+    storage::OpenBlob open_blob(const std::string& repo, const std::string& digest);
     void delete_blob(const std::string& repo, const std::string& digest);
 
     // Uploads
@@ -86,7 +86,7 @@ public:
                            const std::string& client = "");
     UploadStatus upload_status(const std::string& repo, const std::string& id);
     // Exclusive access to append; `start` (from Content-Range) must equal the current offset.
-    std::unique_ptr<UploadAppender> append(const std::string& repo, const std::string& id,
+    std::unique_ptr<storage::UploadAppender> append(const std::string& repo, const std::string& id,
                                            std::optional<std::uint64_t> start);
     // Verifies the digest, makes the blob durable and visible, and ends the session.
     oci::Digest finish_upload(const std::string& repo, const std::string& id, const std::string& digest);
@@ -114,15 +114,14 @@ private:
     storage::Stamp stamp();
     bool has_blob(const std::string& repo, const oci::Digest& digest);
     // Commits under the write lock with fresh stamps, then waits for the write quorum.
-    void commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch,
-                           const std::vector<storage::Event>& events);
+    void commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch);
 
     Options options_;
     storage::BlobStore& blobs_;
     storage::MetaStore& meta_;
     storage::HybridClock& clock_;
     std::unique_ptr<UploadTable> uploads_;
-    replication::Replicator* replicator_ = nullptr;
+    Peers* peers_ = nullptr;
 };
 
 }  // namespace berth::registry

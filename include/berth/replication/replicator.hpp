@@ -12,7 +12,10 @@
 #include <vector>
 
 #include "berth/oci/digest.hpp"
+#include "berth/registry/peers.hpp"
+#include "berth/storage/blob_store.hpp"
 #include "berth/replication/options.hpp"
+#include "berth/replication/protocol.hpp"
 #include "berth/storage/events.hpp"
 
 namespace berth::storage {
@@ -23,11 +26,11 @@ class HybridClock;
 
 namespace berth::replication {
 
-class Replicator {
+class Replicator : public registry::Peers {
 public:
     Replicator(Options options, std::string self_id, storage::BlobStore& blobs, storage::MetaStore& meta,
                storage::HybridClock& clock);
-    ~Replicator();
+    ~Replicator() override;
 
     void start();
     void stop();
@@ -36,6 +39,8 @@ public:
     bool authorized(std::string_view secret) const;
     // True once this replica has caught up with every peer it could reach.
     bool ready() const;
+    // Peers refused for their protocol version, and why; empty when none.
+    std::string incompatible_peers() const;
     std::string status_json() const;
     std::string metrics_text() const;
 
@@ -43,28 +48,20 @@ public:
     // to other peers, so two replicas missing the same thing cannot ask each other forever.
     std::string log_json(std::uint64_t after, std::size_t limit) const;
     std::string snapshot_json() const;
-    struct BlobFile {
-        std::filesystem::path path;
-        std::uint64_t size;
-    };
-    std::optional<BlobFile> blob_file(const std::string& digest) const;
+    std::optional<storage::OpenBlob> blob_file(const std::string& digest) const;
     // (media type, bytes) of a live manifest.
     std::optional<std::pair<std::string, std::string>> manifest_content(const std::string& repo,
                                                                         const std::string& digest) const;
     // {"clock","origin"[,"digest"]} of a live record: kind is link, manifest or tag.
-    std::optional<std::string> record_json(const std::string& repo, const std::string& kind,
+    std::optional<std::string> record_json(const std::string& repo, protocol::RecordKind kind,
                                            const std::string& key) const;
     // Applies events another replica pushed for its write quorum, fetching
     // content from it (or any peer); returns once they are durable here.
-    void apply_pushed(const std::string& origin, const std::vector<storage::Event>& events);
+    void apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed);
 
-    // Read-through: fetch what is missing here from a peer. True when it is now local.
-    bool fetch_blob(const std::string& repo, const oci::Digest& digest);
-    bool fetch_manifest(const std::string& repo, const std::string& reference);
-
-    // Waits until the configured quorum of replicas holds these events' results;
-    // throws oci::Error(unavailable) when that does not happen in time.
-    void replicate(const std::vector<storage::Event>& events);
+    bool fetch_blob(const std::string& repo, const oci::Digest& digest) override;
+    bool fetch_manifest(const std::string& repo, const std::string& reference) override;
+    void replicate(const std::vector<storage::Event>& events) override;
 
     // HOST:PORT of the replica with that id, when known.
     std::optional<std::string> address_of(const std::string& replica_id) const;

@@ -7,10 +7,27 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "berth/oci/digest.hpp"
 
 namespace berth::storage {
+
+// A blob file opened for reading; closed with this unless released.
+class OpenBlob {
+public:
+    OpenBlob(int fd, std::uint64_t size) : fd_(fd), size_(size) {}
+    OpenBlob(OpenBlob&& other) noexcept : fd_(std::exchange(other.fd_, -1)), size_(other.size_) {}
+    OpenBlob& operator=(OpenBlob&&) = delete;
+    ~OpenBlob();
+    int fd() const { return fd_; }
+    std::uint64_t size() const { return size_; }
+    int release() { return std::exchange(fd_, -1); }  // the caller closes it now
+
+private:
+    int fd_;
+    std::uint64_t size_;
+};
 
 class BlobStore {
 public:
@@ -18,6 +35,7 @@ public:
 
     std::filesystem::path path(const oci::Digest& digest) const;
     std::optional<std::uint64_t> size(const oci::Digest& digest) const;
+    std::optional<OpenBlob> open(const oci::Digest& digest) const;
 
     // Makes a verified scratch file the blob for digest: fsync, rename, fsync of
     // the directory. If the blob already exists the scratch file is dropped.

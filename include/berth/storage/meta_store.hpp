@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "berth/oci/digest.hpp"
+#include "berth/oci/manifest.hpp"
 #include "berth/storage/events.hpp"
 #include "berth/storage/records.hpp"
 
@@ -34,18 +36,27 @@ public:
         Batch();
         ~Batch();
         Batch(Batch&&) noexcept;
-        void add_repository(const std::string& repo);
-        void put_manifest(const std::string& repo, const std::string& digest, const ManifestRecord& record);
-        void put_tag(const std::string& repo, const std::string& tag, const TagRecord& record);
-        void put_link(const std::string& repo, const std::string& digest, const LinkRecord& record);
-        void put_referrer(const std::string& repo, const std::string& subject, const std::string& digest,
-                          const std::string& descriptor_json);
-        void remove_referrer(const std::string& repo, const std::string& subject, const std::string& digest);
+        // The replicated changes, the one place each is written: its records,
+        // its repository, and its change-log event (the log sequence is
+        // assigned at commit, in commit order). A push, the applier and
+        // garbage collection all write through these.
+        //
+        // A live manifest, with its referrer entry when it has a subject.
+        void record_manifest(const std::string& repo, const oci::Digest& digest, const oci::ParsedManifest& parsed,
+                             std::string bytes, const Stamp& stamp);
+        // A manifest's tombstone, in place of `current` (whose referrer entry goes) if there is one.
+        void tombstone_manifest(const std::string& repo, const std::string& digest, const ManifestRecord* current,
+                                const Stamp& stamp);
+        // A tag; an empty digest is its tombstone.
+        void record_tag(const std::string& repo, const std::string& tag, const std::string& digest,
+                        const Stamp& stamp);
+        void record_link(const std::string& repo, const std::string& digest, const Stamp& stamp, bool deleted);
+        // The events logged so far, for the write quorum.
+        const std::vector<Event>& events() const;
+
+        // Upload sessions: not replicated, not logged.
         void put_upload(const std::string& id, const UploadRecord& record);
         void remove_upload(const std::string& id);
-        // The log sequence is assigned at commit, in commit order.
-        void log(const Event& event);
-        bool empty() const;
 
     private:
         friend class MetaStore;
@@ -70,7 +81,6 @@ public:
     std::optional<LinkRecord> link(const std::string& repo, const std::string& digest) const;
     bool has_link(const std::string& repo, const std::string& digest) const;
     bool has_repository(const std::string& repo) const;
-    std::optional<UploadRecord> upload(const std::string& id) const;
 
     // Live tags of repo after `after`, in byte order, at most limit.
     std::vector<std::string> tags(const std::string& repo, const std::string& after, std::size_t limit) const;

@@ -36,7 +36,6 @@ struct LinkRecord {
 struct UploadRecord {
     std::string repository;
     std::string algorithm;
-    std::uint64_t created_ms = 0;
 };
 
 }  // namespace berth::storage

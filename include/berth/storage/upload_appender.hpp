@@ -9,20 +9,56 @@
 // state never disagree for anyone else.
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 
-namespace berth::registry {
+#include "berth/oci/digest.hpp"
 
-struct UploadState;
-class UploadTable;
+namespace berth::storage {
+
+// An upload's scratch file (layout::upload_file) as it is appended to.
+struct UploadFile {
+    std::string id;  // for logs
+    std::filesystem::path path;
+    std::optional<oci::Hasher> hasher;  // of the bytes up to offset; empty until rebuilt from the file
+    std::uint64_t offset = 0;
+    int fd = -1;  // open while an appender holds it
+};
+
+// What all appenders share: the receive buffers and the write and hash threads.
+class UploadWriters {
+public:
+    UploadWriters();
+    ~UploadWriters();  // runs what is queued, then joins
+    UploadWriters(const UploadWriters&) = delete;
+    UploadWriters& operator=(const UploadWriters&) = delete;
+    // Memory held by the receive buffers of uploads being appended to.
+    std::size_t buffer_bytes() const;
+
+private:
+    friend class UploadAppender;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// What the caller decides about an upload: how large it may grow, whether
+// the disk has room, and what happens when the appender lets it go.
+struct UploadPolicy {
+    std::uint64_t max_bytes = 0;  // 0: no limit
+    std::function<void(std::uint64_t incoming)> require_space;  // throws when there is no room
+    std::function<void()> release;
+};
 
 class UploadAppender {
 public:
-    // Takes over a session acquired from the table.
-    UploadAppender(std::shared_ptr<UploadState> state, UploadTable& table, std::uint64_t max_bytes);
-    ~UploadAppender();  // stores what finish() did not, then lets go of the session
+    // Takes over a file its caller holds exclusively; calls policy.release
+    // once every byte is stored (or when this constructor throws).
+    UploadAppender(std::shared_ptr<UploadFile> file, UploadWriters& writers, UploadPolicy policy);
+    ~UploadAppender();  // stores what finish() did not, then lets go of the file
     UploadAppender(const UploadAppender&) = delete;
     UploadAppender& operator=(const UploadAppender&) = delete;
 
@@ -51,11 +87,11 @@ private:
     void start();
     void submit();
 
-    std::shared_ptr<UploadState> state_;
-    UploadTable& table_;
-    std::uint64_t max_bytes_;
+    std::shared_ptr<UploadFile> state_;
+    UploadWriters& writers_;
+    UploadPolicy policy_;
     std::shared_ptr<Pipeline> pipeline_;
     std::uint64_t inline_bytes_ = 0;      // hashed on the caller's thread
 };
 
-}  // namespace berth::registry
+}  // namespace berth::storage

@@ -1,0 +1,96 @@
+#pragma once
+// The peer protocol, whole: every /_berth/v1 path, header and wire encoding
+// that replicas use among themselves. Nothing else spells them.
+//
+//   GET  log?after=S&limit=N        a page of the change log after sequence S:
+//                                   {"replica","epoch","head","entries":[{"seq","event"}]}
+//   GET  snapshot                   every record, tombstones included, at one moment:
+//                                   {"replica","epoch","head","manifests":[...],"tags":[...],"links":[...]}
+//   GET  status                     replication state, for operators
+//   GET  blobs/<digest>             a blob's bytes
+//   GET  manifests/<digest>?repo=R  a live manifest's bytes, with its media type
+//   GET  record?repo=R&link=D       the stamp of a live record ({"clock","origin"[,"digest"]});
+//            |&manifest=D|&tag=T    404 when this replica holds none
+//   POST apply                      events a replica pushes for its write quorum, with the bytes of
+//                                   the manifests they record: {"events":[...],"manifests":[{"repo",
+//                                   "digest","media_type","bytes"}]}; 200 once they are durable here
+//
+// Events are storage's change-log events (storage/events.hpp), shipped in
+// the encoding the log stores them in. Stamps travel as {"clock","origin"}.
+//
+// Every request carries the shared secret, and every request and answer the
+// range of protocol versions its sender speaks, "min-max". Two replicas whose
+// ranges do not overlap refuse each other's requests and events, so a rolling
+// upgrade never has one replica misapply what another sends.
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "berth/storage/events.hpp"
+#include "berth/storage/records.hpp"
+
+namespace berth::replication::protocol {
+
+// Raise `version` with every change to what is above; raise `oldest` when
+// this build no longer understands what an older one sends.
+inline constexpr int oldest = 1;
+inline constexpr int version = 1;
+
+inline constexpr std::string_view prefix = "/_berth/v1/";
+
+namespace header {
+inline constexpr const char* secret = "Berth-Peer-Secret";
+inline constexpr const char* replica = "Berth-Replica";      // the id of the replica sending a request
+inline constexpr const char* forwarded = "Berth-Forwarded";  // an upload request sent on to its owner
+inline constexpr const char* versions = "Berth-Protocol";
+}  // namespace header
+
+struct Versions {
+    int oldest = protocol::oldest;
+    int newest = protocol::version;
+};
+// This build's "min-max".
+std::string versions_text();
+// A missing header is a berth from before versions were exchanged: 1-1.
+// nullopt for a value that is not "N-M" with 1 <= N <= M.
+std::optional<Versions> parse_versions(std::string_view text);
+bool compatible(const Versions& peer);
+// For logs and errors: why a peer is refused.
+std::string incompatibility(const Versions& peer);
+
+// Request targets (path and query).
+std::string log_target(std::uint64_t after, std::size_t limit);
+std::string snapshot_target();
+std::string blob_target(const std::string& digest);
+std::string manifest_target(const std::string& repo, const std::string& digest);
+enum class RecordKind { link, manifest, tag };
+std::string record_target(const std::string& repo, RecordKind kind, const std::string& key);
+std::string apply_target();
+
+// What the peer API serves, from the path after the prefix.
+enum class Operation { log, snapshot, status, blob, manifest, record, apply, unknown };
+Operation operation_of(std::string_view path);
+// The <digest> of blobs/<digest> or manifests/<digest>.
+std::string_view content_digest(std::string_view path);
+const char* record_kind_name(RecordKind kind);
+
+struct PushedManifest {
+    std::string repo, digest, media_type, bytes;
+};
+struct ApplyRequest {
+    std::vector<storage::Event> events;
+    std::vector<PushedManifest> manifests;  // so the receiver need not fetch them back
+};
+std::string encode_apply(const ApplyRequest& request);
+// nullopt for a body that is not one; a manifest whose bytes do not match its digest is left out.
+std::optional<ApplyRequest> parse_apply(std::string_view body);
+
+// A stamp's fields in a wire object: "clock" and "origin". stamp_of throws
+// nlohmann::json::exception when they are missing or mistyped.
+void put_stamp(nlohmann::json& object, const storage::Stamp& stamp);
+storage::Stamp stamp_of(const nlohmann::json& object);
+
+}  // namespace berth::replication::protocol

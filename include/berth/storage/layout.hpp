@@ -1,0 +1,72 @@
+#pragma once
+// Everything berth keeps on disk, in one place. Nothing else spells a folder,
+// a file name, a column family or a settings key; change the layout here.
+//
+// <root>/                                  config `root`
+//   blobs/<alg>/<2 hex>/<hex>              a blob's bytes, immutable once renamed into place
+//                                          (fsync of the file, rename, fsync of the folder)
+//   uploads/                               scratch files, all on the blobs' file system so a
+//                                          commit is a rename; emptied of litter at start-up
+//     <upload id>                          an upload session's bytes so far (id: <replica>.<hex>)
+//     fetch-<16 hex>                       a blob being copied from a peer, committed once its
+//                                          digest is verified
+//   quarantine/<alg>-<hex>                 a blob whose bytes scrub found not to match its digest
+//   meta/                                  the RocksDB metadata index (MetaStore), column families:
+//     default    settings: key -> value    replica_id             this replica's id, kept from the
+//                                                                 first start when not configured
+//                                          log_epoch              16 hex, new with every empty index:
+//                                                                 a peer seeing it change starts over
+//                                          cursor/<peer id>       "<peer's epoch>:<last applied seq>"
+//     repos      <repo> -> ""
+//     manifests  <repo>\0<digest> -> {"t":media type,"sub":subject digest,"ref":referrer descriptor,
+//                                     "s":stamp,"del":tombstone}\0<the manifest's bytes, untouched>
+//     tags       <repo>\0<tag> -> {"d":digest ("" for a tombstone),"s":stamp}
+//     links      <repo>\0<digest> -> {"s":stamp,"del":tombstone}       a repository's claim on a blob
+//     referrers  <repo>\0<subject>\0<digest> -> the referrer's descriptor JSON
+//     uploads    <upload id> -> {"repo":repository,"alg":digest algorithm}
+//     log        <sequence, 8 bytes big-endian> -> an event (storage/events.hpp) as JSON
+//   where a stamp is {"c": hybrid clock value, "r": replica id}. Names, tags and
+//   digests never hold NUL, so it separates key parts and keeps each
+//   repository's keys together.
+#include <array>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "berth/oci/digest.hpp"
+
+namespace berth::storage::layout {
+
+inline std::filesystem::path blobs_dir(const std::filesystem::path& root) { return root / "blobs"; }
+inline std::filesystem::path scratch_dir(const std::filesystem::path& root) { return root / "uploads"; }
+inline std::filesystem::path quarantine_dir(const std::filesystem::path& root) { return root / "quarantine"; }
+inline std::filesystem::path meta_dir(const std::filesystem::path& root) { return root / "meta"; }
+
+inline std::filesystem::path blob_file(const std::filesystem::path& blobs_dir, const oci::Digest& digest) {
+    const auto& hex = digest.hex();
+    return blobs_dir / std::string(oci::algorithm_name(digest.algorithm())) / hex.substr(0, 2) / hex;
+}
+inline std::filesystem::path quarantine_file(const std::filesystem::path& quarantine_dir, const oci::Digest& digest) {
+    return quarantine_dir / (std::string(oci::algorithm_name(digest.algorithm())) + "-" + digest.hex());
+}
+inline std::filesystem::path upload_file(const std::filesystem::path& scratch_dir, const std::string& upload_id) {
+    return scratch_dir / upload_id;
+}
+// A fresh scratch file name for a blob copied from a peer.
+std::filesystem::path fetch_file(const std::filesystem::path& scratch_dir);
+// Nothing resumes a copy from a peer cut short: BlobStore removes these at start.
+inline bool is_fetch_file(const std::filesystem::path& file) { return file.filename().string().starts_with("fetch-"); }
+
+enum ColumnFamily { cf_settings, cf_repos, cf_manifests, cf_tags, cf_links, cf_referrers, cf_uploads, cf_log, cf_count };
+// Spelled out, not rocksdb::kDefaultColumnFamilyName: static initialisation order.
+inline constexpr std::array<const char*, cf_count> column_families = {"default",   "repos",     "manifests",
+                                                                      "tags",      "links",     "referrers",
+                                                                      "uploads",   "log"};
+
+namespace setting {
+inline constexpr const char* replica_id = "replica_id";
+inline constexpr const char* log_epoch = "log_epoch";
+inline std::string cursor(const std::string& peer_id) { return "cursor/" + peer_id; }
+}  // namespace setting
+
+}  // namespace berth::storage::layout

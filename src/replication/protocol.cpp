@@ -1,0 +1,117 @@
+#include "berth/replication/protocol.hpp"
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "berth/oci/digest.hpp"
+
+namespace berth::replication::protocol {
+
+namespace {
+
+std::optional<int> number(std::string_view text) {
+    int value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return value;
+}
+
+}  // namespace
+
+std::string versions_text() { return std::to_string(oldest) + "-" + std::to_string(version); }
+
+std::optional<Versions> parse_versions(std::string_view text) {
+    if (text.empty()) return Versions{1, 1};
+    auto dash = text.find('-');
+    if (dash == std::string_view::npos) return std::nullopt;
+    auto low = number(text.substr(0, dash));
+    auto high = number(text.substr(dash + 1));
+    if (!low || !high || *low < 1 || *low > *high) return std::nullopt;
+    return Versions{*low, *high};
+}
+
+bool compatible(const Versions& peer) { return std::max(peer.oldest, oldest) <= std::min(peer.newest, version); }
+
+std::string incompatibility(const Versions& peer) {
+    return "peer speaks protocol versions " + std::to_string(peer.oldest) + "-" + std::to_string(peer.newest) +
+           ", this replica " + versions_text();
+}
+
+std::string log_target(std::uint64_t after, std::size_t limit) {
+    return std::string(prefix) + "log?after=" + std::to_string(after) + "&limit=" + std::to_string(limit);
+}
+std::string snapshot_target() { return std::string(prefix) + "snapshot"; }
+std::string blob_target(const std::string& digest) { return std::string(prefix) + "blobs/" + digest; }
+std::string manifest_target(const std::string& repo, const std::string& digest) {
+    // Names, digests and tags need no escaping in a query: [a-z0-9._/-], [a-z0-9:+.=_-], [A-Za-z0-9._-].
+    return std::string(prefix) + "manifests/" + digest + "?repo=" + repo;
+}
+const char* record_kind_name(RecordKind kind) {
+    switch (kind) {
+        case RecordKind::link: return "link";
+        case RecordKind::manifest: return "manifest";
+        case RecordKind::tag: return "tag";
+    }
+    return "";
+}
+std::string record_target(const std::string& repo, RecordKind kind, const std::string& key) {
+    return std::string(prefix) + "record?repo=" + repo + "&" + record_kind_name(kind) + "=" + key;
+}
+std::string apply_target() { return std::string(prefix) + "apply"; }
+
+Operation operation_of(std::string_view path) {
+    if (path == "log") return Operation::log;
+    if (path == "snapshot") return Operation::snapshot;
+    if (path == "status") return Operation::status;
+    if (path == "record") return Operation::record;
+    if (path == "apply") return Operation::apply;
+    if (path.starts_with("blobs/")) return Operation::blob;
+    if (path.starts_with("manifests/")) return Operation::manifest;
+    return Operation::unknown;
+}
+
+std::string_view content_digest(std::string_view path) { return path.substr(path.find('/') + 1); }
+
+std::string encode_apply(const ApplyRequest& request) {
+    nlohmann::json body = {{"events", nlohmann::json::array()}, {"manifests", nlohmann::json::array()}};
+    for (auto& event : request.events) body["events"].push_back(nlohmann::json::parse(event.json()));
+    for (auto& m : request.manifests)
+        body["manifests"].push_back({{"repo", m.repo}, {"digest", m.digest}, {"media_type", m.media_type}, {"bytes", m.bytes}});
+    return body.dump();
+}
+
+std::optional<ApplyRequest> parse_apply(std::string_view body) {
+    auto doc = nlohmann::json::parse(body, nullptr, false);
+    if (!doc.is_object() || !doc.contains("events") || !doc["events"].is_array()) return std::nullopt;
+    ApplyRequest out;
+    for (auto& item : doc["events"]) {
+        auto event = storage::Event::parse(item.dump());
+        if (!event) return std::nullopt;
+        out.events.push_back(std::move(*event));
+    }
+    if (!doc.contains("manifests")) return out;  // from a replica that sent none
+    if (!doc["manifests"].is_array()) return std::nullopt;
+    try {
+        for (auto& m : doc["manifests"]) {
+            PushedManifest manifest{m.at("repo").get<std::string>(), m.at("digest").get<std::string>(),
+                                    m.at("media_type").get<std::string>(), m.at("bytes").get<std::string>()};
+            auto digest = oci::Digest::parse(manifest.digest);
+            if (digest && oci::Digest::of(digest->algorithm(), manifest.bytes) == *digest)
+                out.manifests.push_back(std::move(manifest));
+        }
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
+    return out;
+}
+
+void put_stamp(nlohmann::json& object, const storage::Stamp& stamp) {
+    object["clock"] = stamp.clock;
+    object["origin"] = stamp.replica;
+}
+
+storage::Stamp stamp_of(const nlohmann::json& object) {
+    return {object.at("clock").get<std::uint64_t>(), object.at("origin").get<std::string>()};
+}
+
+}  // namespace berth::replication::protocol

@@ -1,0 +1,87 @@
+// The peer protocol's encodings and version negotiation.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "berth/oci/digest.hpp"
+#include "berth/replication/protocol.hpp"
+#include "berth/storage/events.hpp"
+
+using namespace berth;
+namespace protocol = replication::protocol;
+
+TEST_CASE("protocol versions: ranges that overlap are compatible") {
+    auto mine = protocol::parse_versions(protocol::versions_text());
+    REQUIRE(mine);
+    CHECK(mine->oldest == protocol::oldest);
+    CHECK(mine->newest == protocol::version);
+    CHECK(protocol::compatible(*mine));
+
+    auto missing = protocol::parse_versions("");  // a berth from before versions were exchanged
+    REQUIRE(missing);
+    CHECK(missing->oldest == 1);
+    CHECK(missing->newest == 1);
+
+    CHECK(protocol::compatible({1, protocol::version + 5}));  // a newer peer that still speaks ours
+    CHECK_FALSE(protocol::compatible({protocol::version + 1, protocol::version + 2}));  // moved on
+    CHECK(protocol::incompatibility({7, 9}).find("7-9") != std::string::npos);
+
+    for (auto bad : {"1", "-1", "2-1", "0-1", "a-b", "1-", "1-2-3", " 1-1", "1-99999999999"})
+        CHECK_FALSE(protocol::parse_versions(bad));
+}
+
+TEST_CASE("protocol targets and operations name each other") {
+    using protocol::Operation;
+    auto path_of = [](const std::string& target) {
+        REQUIRE(target.starts_with(protocol::prefix));
+        auto path = target.substr(protocol::prefix.size());
+        return path.substr(0, path.find('?'));
+    };
+    CHECK(protocol::operation_of(path_of(protocol::log_target(5, 10))) == Operation::log);
+    CHECK(protocol::log_target(5, 10).ends_with("log?after=5&limit=10"));
+    CHECK(protocol::operation_of(path_of(protocol::snapshot_target())) == Operation::snapshot);
+    CHECK(protocol::operation_of(path_of(protocol::apply_target())) == Operation::apply);
+    const std::string digest = "sha256:" + std::string(64, 'a');
+    auto blob = path_of(protocol::blob_target(digest));
+    CHECK(protocol::operation_of(blob) == Operation::blob);
+    CHECK(protocol::content_digest(blob) == digest);
+    auto manifest = path_of(protocol::manifest_target("a/b", digest));
+    CHECK(protocol::operation_of(manifest) == Operation::manifest);
+    CHECK(protocol::content_digest(manifest) == digest);
+    CHECK(protocol::manifest_target("a/b", digest).ends_with("?repo=a/b"));
+    CHECK(protocol::record_target("r", protocol::RecordKind::tag, "v1").ends_with("record?repo=r&tag=v1"));
+    CHECK(protocol::operation_of("nonsense") == Operation::unknown);
+}
+
+TEST_CASE("protocol stamps travel as clock and origin") {
+    nlohmann::json object = nlohmann::json::object();
+    protocol::put_stamp(object, {42, "berth-1"});
+    CHECK(object == nlohmann::json{{"clock", 42}, {"origin", "berth-1"}});
+    CHECK(protocol::stamp_of(object) == storage::Stamp{42, "berth-1"});
+    CHECK_THROWS_AS(protocol::stamp_of(nlohmann::json{{"clock", "x"}}), nlohmann::json::exception);
+}
+
+TEST_CASE("protocol apply requests carry events and manifest bytes, checked against their digests") {
+    const std::string bytes = R"({"schemaVersion":2})";
+    const auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, bytes).str();
+    protocol::ApplyRequest request;
+    request.events.push_back({storage::Event::Type::manifest, "r", digest, {}, {7, "a"}});
+    request.events.push_back({storage::Event::Type::tag, "r", digest, "v1", {7, "a"}});
+    request.manifests.push_back({"r", digest, "application/vnd.oci.image.manifest.v1+json", bytes});
+    request.manifests.push_back({"r", "sha256:" + std::string(64, 'b'), "x", bytes});  // bytes of another digest
+
+    auto parsed = protocol::parse_apply(protocol::encode_apply(request));
+    REQUIRE(parsed);
+    REQUIRE(parsed->events.size() == 2);
+    CHECK(parsed->events[1].tag == "v1");
+    CHECK(parsed->events[1].stamp == storage::Stamp{7, "a"});
+    REQUIRE(parsed->manifests.size() == 1);  // the mismatched one is left out
+    CHECK(parsed->manifests[0].bytes == bytes);
+    CHECK(parsed->manifests[0].media_type == "application/vnd.oci.image.manifest.v1+json");
+
+    auto events_only = protocol::parse_apply(R"({"events":[]})");  // an older replica sends no manifests
+    REQUIRE(events_only);
+    CHECK(events_only->manifests.empty());
+    for (auto bad : {"", "[]", R"({"events":{}})", R"({"events":[{"type":"bogus"}]})",
+                     R"({"events":[],"manifests":{}})", R"({"events":[],"manifests":[{"repo":1}]})"})
+        CHECK_FALSE(protocol::parse_apply(bad));
+}

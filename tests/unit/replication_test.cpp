@@ -1,0 +1,568 @@
+// Replication as the registry sees it (through the registry::Peers seam, with
+// an in-process fake standing in for the other replicas) and as the Applier
+// does it (last writer wins, tombstones, blobs before references), all on real
+// stores in temp dirs and without any network: the Applier gets no sources.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "berth/oci/error.hpp"
+#include "berth/registry/peers.hpp"
+#include "berth/registry/registry.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/events.hpp"
+#include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "berth/storage/records.hpp"
+#include "replication/applier.hpp"
+#include "error_code.hpp"
+#include "temp_dir.hpp"
+
+using namespace berth;
+using oci::ErrorCode;
+using storage::Event;
+using storage::Stamp;
+using replication::ApplyResult;
+
+namespace {
+
+constexpr const char* image_type = "application/vnd.oci.image.manifest.v1+json";
+constexpr const char* index_type = "application/vnd.oci.image.index.v1+json";
+
+// A realistic wall clock (ms since the epoch): far enough from zero that the
+// link renewal window of put_manifest does not wrap around, so a push of
+// freshly uploaded blobs logs exactly its manifest and tag events.
+constexpr std::uint64_t wall_ms = 1'700'000'000'000;
+
+oci::Digest sha256(const std::string& bytes) { return oci::Digest::of(oci::DigestAlgorithm::sha256, bytes); }
+
+// Puts bytes into a blob store the way a fetch from a peer does: a scratch
+// file, committed under its digest.
+oci::Digest add_blob(storage::BlobStore& blobs, const std::string& content) {
+    auto digest = sha256(content);
+    auto scratch = blobs.scratch_dir() / ("test-" + digest.hex());
+    std::ofstream(scratch, std::ios::binary) << content;
+    blobs.commit(scratch, digest);
+    return digest;
+}
+
+// An OCI image manifest with one config and one layer.
+std::string image_manifest(const oci::Digest& config, std::size_t config_size, const oci::Digest& layer,
+                           std::size_t layer_size) {
+    return std::string(R"({"schemaVersion":2,"mediaType":")") + image_type +
+           R"(","config":{"mediaType":"application/vnd.example.config","digest":")" + config.str() +
+           R"(","size":)" + std::to_string(config_size) +
+           R"(},"layers":[{"mediaType":"application/octet-stream","digest":")" + layer.str() +
+           R"(","size":)" + std::to_string(layer_size) + "}]}";
+}
+
+// An OCI image index with one child manifest.
+std::string index_manifest(const std::string& child_digest, std::size_t child_size) {
+    return std::string(R"({"schemaVersion":2,"mediaType":")") + index_type + R"(","manifests":[{"mediaType":")" +
+           image_type + R"(","digest":")" + child_digest + R"(","size":)" + std::to_string(child_size) + "}]}";
+}
+
+// ---------------------------------------------------------------------------
+// Registry side
+
+// One replica: real stores in a temp dir and a registry over them.
+struct Replica {
+    explicit Replica(const std::string& id) : reg(options(id), blobs, meta, clock, [this] { return now_ms; }) {}
+
+    static registry::Options options(const std::string& id) {
+        registry::Options o;
+        o.replica_id = id;
+        return o;
+    }
+
+    std::string push_blob(const std::string& repo, const std::string& content) {
+        auto session = reg.start_upload(repo);
+        reg.append(repo, session.id, 0)->write(content.data(), content.size());
+        return reg.finish_upload(repo, session.id, sha256(content).str()).str();
+    }
+
+    // Pushes the config and layer blobs of an image and returns its manifest.
+    std::string image(const std::string& repo, const std::string& seed) {
+        const std::string config = "config-" + seed, layer = "layer-" + seed;
+        push_blob(repo, config);
+        push_blob(repo, layer);
+        return image_manifest(sha256(config), config.size(), sha256(layer), layer.size());
+    }
+
+    TempDir dir;
+    std::uint64_t now_ms = wall_ms;
+    storage::BlobStore blobs{dir.path()};
+    storage::MetaStore meta{dir.path() / "meta"};
+    storage::HybridClock clock{[this] { return now_ms; }};
+    registry::Registry reg;
+};
+
+// Stands in for the other replicas: records every call, and answers as told.
+// By default it has nothing to give and every write reaches its quorum.
+class FakePeers : public registry::Peers {
+public:
+    std::vector<std::pair<std::string, std::string>> blob_fetches;      // repo, digest
+    std::vector<std::pair<std::string, std::string>> manifest_fetches;  // repo, reference
+    std::vector<std::vector<Event>> replicated;
+
+    std::function<bool(const std::string&, const oci::Digest&)> on_fetch_blob = [](auto&, auto&) { return false; };
+    std::function<bool(const std::string&, const std::string&)> on_fetch_manifest = [](auto&, auto&) {
+        return false;
+    };
+    std::function<void(const std::vector<Event>&)> on_replicate = [](auto&) {};
+
+    bool fetch_blob(const std::string& repo, const oci::Digest& digest) override {
+        blob_fetches.emplace_back(repo, digest.str());
+        return on_fetch_blob(repo, digest);
+    }
+    bool fetch_manifest(const std::string& repo, const std::string& reference) override {
+        manifest_fetches.emplace_back(repo, reference);
+        return on_fetch_manifest(repo, reference);
+    }
+    void replicate(const std::vector<Event>& events) override {
+        replicated.push_back(events);
+        on_replicate(events);
+    }
+};
+
+// What a read-through fetch does, done by hand: copies a blob the other
+// replica links in repo into this one's store, then writes the link.
+bool copy_blob(Replica& from, Replica& to, const std::string& repo, const oci::Digest& digest) {
+    auto link = from.meta.link(repo, digest.str());
+    if (!link || link->deleted) return false;
+    auto scratch = to.blobs.scratch_dir() / ("fetch-test-" + digest.hex());
+    std::filesystem::copy_file(from.blobs.path(digest), scratch, std::filesystem::copy_options::overwrite_existing);
+    to.blobs.commit(scratch, digest);
+    auto lock = to.meta.lock_writes();
+    storage::MetaStore::Batch batch;
+    batch.record_link(repo, digest.str(), link->stamp, false);
+    to.meta.commit(batch);
+    return true;
+}
+
+// The same for a manifest, by tag or by digest: copies its record (and the
+// tag's, for a tag) as the other replica holds them.
+bool copy_manifest(Replica& from, Replica& to, const std::string& repo, const std::string& reference) {
+    std::string digest = reference;
+    std::optional<storage::TagRecord> tag;
+    if (!oci::Digest::parse(reference)) {
+        tag = from.meta.tag(repo, reference);
+        if (!tag || tag->deleted()) return false;
+        digest = tag->digest;
+    }
+    auto record = from.meta.manifest(repo, digest);
+    if (!record || record->deleted) return false;
+    auto lock = to.meta.lock_writes();
+    storage::MetaStore::Batch batch;
+    auto parsed_digest = oci::Digest::parse(digest);
+    batch.record_manifest(repo, *parsed_digest, oci::parse_manifest(record->bytes, record->media_type), record->bytes,
+                          record->stamp);
+    if (tag) batch.record_tag(repo, reference, tag->digest, tag->stamp);
+    to.meta.commit(batch);
+    return true;
+}
+
+using Call = std::pair<std::string, std::string>;
+
+// ---------------------------------------------------------------------------
+// Applier side
+
+// One replica's stores and an Applier over them; it is given no sources, so
+// whatever content an event needs must already be here.
+struct ApplierFixture {
+    TempDir dir;
+    storage::BlobStore blobs{dir.path()};
+    storage::MetaStore meta{dir.path() / "meta"};
+    storage::HybridClock clock{[] { return wall_ms; }};
+    replication::Applier applier{blobs, meta, clock};
+    const std::vector<replication::PeerClient*> no_sources;
+
+    ApplyResult apply(const Event& event) { return applier.apply(event, no_sources); }
+
+    ApplyResult apply_manifest(const std::string& repo, const std::string& bytes, const Stamp& stamp) {
+        return applier.apply_manifest(repo, sha256(bytes).str(), stamp, replication::ManifestContent{image_type, bytes},
+                                      no_sources);
+    }
+
+    // An image manifest whose blobs are here, stored as if replicated long ago.
+    std::string stored_image(const std::string& repo, const std::string& seed) {
+        const std::string config = "config-" + seed, layer = "layer-" + seed;
+        auto bytes = image_manifest(add_blob(blobs, config), config.size(), add_blob(blobs, layer), layer.size());
+        REQUIRE(apply_manifest(repo, bytes, Stamp{10, "origin"}) == ApplyResult::applied);
+        return sha256(bytes).str();
+    }
+
+    std::string tag_digest(const std::string& repo, const std::string& tag) {
+        auto record = meta.tag(repo, tag);
+        return record ? record->digest : "<no record>";
+    }
+};
+
+Event tag_event(const std::string& digest, const std::string& tag, Stamp stamp) {
+    return {Event::Type::tag, "r", digest, tag, std::move(stamp)};
+}
+
+}  // namespace
+
+// ===========================================================================
+// Registry with peers
+
+TEST_CASE("a blob missing here is read through from a peer, once, and only if the peer has it", "[replication]") {
+    Replica local("local"), other("other");
+    FakePeers peers;
+    local.reg.set_peers(&peers);
+    auto digest = other.push_blob("r", "layer bytes");
+
+    SECTION("the peer copies it in: it is served from here") {
+        peers.on_fetch_blob = [&](const std::string& repo, const oci::Digest& d) {
+            return copy_blob(other, local, repo, d);
+        };
+        auto info = local.reg.stat_blob("r", digest);
+        CHECK(info.digest.str() == digest);
+        CHECK(info.size == 11);
+        CHECK(local.reg.open_blob("r", digest).size() == 11);
+        CHECK(local.meta.has_link("r", digest));
+        CHECK(peers.blob_fetches == std::vector<Call>{{"r", digest}});
+        // Now local: a second read asks nobody.
+        CHECK(local.reg.stat_blob("r", digest).size == 11);
+        CHECK(peers.blob_fetches.size() == 1);
+    }
+    SECTION("no peer has it: blob_unknown") {
+        CHECK(code_of([&] { local.reg.stat_blob("r", digest); }) == ErrorCode::blob_unknown);
+        CHECK(peers.blob_fetches == std::vector<Call>{{"r", digest}});
+        CHECK_FALSE(local.blobs.size(sha256("layer bytes")));
+    }
+    SECTION("a peer claiming success without the blob arriving is not believed") {
+        peers.on_fetch_blob = [](auto&, auto&) { return true; };
+        CHECK(code_of([&] { local.reg.stat_blob("r", digest); }) == ErrorCode::blob_unknown);
+        CHECK(peers.blob_fetches.size() == 1);
+    }
+}
+
+TEST_CASE("an unlinked blob is not read through again", "[replication]") {
+    Replica local("local"), other("other");
+    FakePeers peers;
+    auto digest = local.push_blob("r", "content");
+    other.push_blob("r", "content");  // the peer has not seen the unlink yet
+    local.reg.delete_blob("r", digest);
+    local.reg.set_peers(&peers);
+    peers.on_fetch_blob = [&](const std::string& repo, const oci::Digest& d) {
+        return copy_blob(other, local, repo, d);
+    };
+    CHECK(code_of([&] { local.reg.stat_blob("r", digest); }) == ErrorCode::blob_unknown);
+    CHECK(peers.blob_fetches.empty());
+    CHECK(local.meta.link("r", digest)->deleted);
+}
+
+TEST_CASE("a manifest missing here is read through by tag and by digest", "[replication]") {
+    Replica local("local"), other("other");
+    FakePeers peers;
+    local.reg.set_peers(&peers);
+    auto body = other.image("r", "1");
+    auto pushed = other.reg.put_manifest("r", "v1", image_type, body);
+    const auto digest = pushed.digest.str();
+
+    SECTION("the peer copies it in") {
+        peers.on_fetch_manifest = [&](const std::string& repo, const std::string& reference) {
+            return copy_manifest(other, local, repo, reference);
+        };
+        SECTION("by tag") {
+            auto manifest = local.reg.get_manifest("r", "v1");
+            CHECK(manifest.bytes == body);
+            CHECK(manifest.digest == pushed.digest);
+            CHECK(manifest.media_type == image_type);
+            // Tag and manifest came in one fetch.
+            CHECK(peers.manifest_fetches == std::vector<Call>{{"r", "v1"}});
+            CHECK(local.meta.tag("r", "v1")->digest == digest);
+        }
+        SECTION("by digest") {
+            auto manifest = local.reg.get_manifest("r", digest);
+            CHECK(manifest.bytes == body);
+            CHECK(peers.manifest_fetches == std::vector<Call>{{"r", digest}});
+            CHECK_FALSE(local.meta.tag("r", "v1"));
+        }
+        local.reg.get_manifest("r", digest);  // local now: nobody is asked again
+        CHECK(peers.manifest_fetches.size() == 1);
+    }
+    SECTION("no peer has it, in a repository unknown here: name_unknown") {
+        CHECK(code_of([&] { local.reg.get_manifest("r", "v1"); }) == ErrorCode::name_unknown);
+        CHECK(code_of([&] { local.reg.get_manifest("r", digest); }) == ErrorCode::name_unknown);
+        CHECK(peers.manifest_fetches == std::vector<Call>{{"r", "v1"}, {"r", digest}});
+    }
+    SECTION("no peer has it, in a repository known here: manifest_unknown") {
+        local.push_blob("r", "something");
+        CHECK(code_of([&] { local.reg.get_manifest("r", "v1"); }) == ErrorCode::manifest_unknown);
+        CHECK(code_of([&] { local.reg.get_manifest("r", digest); }) == ErrorCode::manifest_unknown);
+        CHECK(peers.manifest_fetches == std::vector<Call>{{"r", "v1"}, {"r", digest}});
+    }
+}
+
+TEST_CASE("a tombstone here is an answer, not a gap to read through", "[replication]") {
+    Replica local("local"), other("other");
+    FakePeers peers;
+    // Both replicas hold the same manifest; only this one has seen its delete.
+    auto pushed = local.reg.put_manifest("r", "v1", image_type, local.image("r", "1"));
+    other.reg.put_manifest("r", "v1", image_type, other.image("r", "1"));
+    local.reg.set_peers(&peers);
+    peers.on_fetch_manifest = [&](const std::string& repo, const std::string& reference) {
+        return copy_manifest(other, local, repo, reference);  // would bring it back
+    };
+    const auto digest = pushed.digest.str();
+    local.reg.delete_manifest("r", digest);
+
+    // The delete waited for the quorum with its tag and manifest tombstones.
+    REQUIRE(peers.replicated.size() == 1);
+    REQUIRE(peers.replicated[0].size() == 2);
+    CHECK(peers.replicated[0][0].type == Event::Type::tag_deleted);
+    CHECK(peers.replicated[0][0].tag == "v1");
+    CHECK(peers.replicated[0][1].type == Event::Type::manifest_deleted);
+    CHECK(peers.replicated[0][1].digest == digest);
+
+    CHECK(code_of([&] { local.reg.get_manifest("r", digest); }) == ErrorCode::manifest_unknown);
+    CHECK(code_of([&] { local.reg.get_manifest("r", "v1"); }) == ErrorCode::manifest_unknown);
+    CHECK(peers.manifest_fetches.empty());
+    CHECK(local.meta.manifest("r", digest)->deleted);
+}
+
+TEST_CASE("a manifest push waits for the write quorum with its manifest and tag events", "[replication]") {
+    Replica local("local");
+    FakePeers peers;
+    local.reg.set_peers(&peers);
+    auto body = local.image("r", "q");
+    const auto digest = sha256(body).str();
+
+    SECTION("quorum reached: the digest is returned") {
+        auto result = local.reg.put_manifest("r", "v1", image_type, body);
+        CHECK(result.digest.str() == digest);
+        CHECK(result.tags == std::vector<std::string>{"v1"});
+        REQUIRE(peers.replicated.size() == 1);
+        const auto& events = peers.replicated[0];
+        REQUIRE(events.size() == 2);
+        CHECK(events[0].type == Event::Type::manifest);
+        CHECK(events[0].repo == "r");
+        CHECK(events[0].digest == digest);
+        CHECK(events[1].type == Event::Type::tag);
+        CHECK(events[1].repo == "r");
+        CHECK(events[1].digest == digest);
+        CHECK(events[1].tag == "v1");
+        for (auto& event : events) CHECK(event.stamp.replica == "local");
+        // The events carry the stamps the records were committed with.
+        CHECK(local.meta.manifest("r", digest)->stamp == events[0].stamp);
+        CHECK(local.meta.tag("r", "v1")->stamp == events[1].stamp);
+    }
+    SECTION("quorum not reached: the error reaches the client, the write stays, a retry succeeds") {
+        peers.on_replicate = [](const std::vector<Event>&) {
+            throw oci::Error(ErrorCode::unavailable, "write quorum not reached");
+        };
+        CHECK(code_of([&] { local.reg.put_manifest("r", "v1", image_type, body); }) == ErrorCode::unavailable);
+        CHECK(peers.replicated.size() == 1);
+        // Committed before waiting: readable here, without asking anybody.
+        CHECK(local.reg.get_manifest("r", "v1").bytes == body);
+        CHECK(local.reg.get_manifest("r", digest).bytes == body);
+        CHECK(peers.manifest_fetches.empty());
+
+        peers.on_replicate = [](const std::vector<Event>&) {};
+        auto retry = local.reg.put_manifest("r", "v1", image_type, body);
+        CHECK(retry.digest.str() == digest);
+        REQUIRE(peers.replicated.size() == 2);
+        CHECK(peers.replicated[1].size() == 2);
+        CHECK(peers.replicated[1][0].stamp > peers.replicated[0][0].stamp);
+        CHECK(local.reg.get_manifest("r", "v1").digest == retry.digest);
+    }
+}
+
+TEST_CASE("an index whose child manifest is missing here asks the peers for the child", "[replication]") {
+    Replica local("local"), other("other");
+    FakePeers peers;
+    local.reg.set_peers(&peers);
+    auto child_body = other.image("r", "child");
+    const auto child = sha256(child_body).str();
+    other.reg.put_manifest("r", child, image_type, child_body);  // by digest: no tag
+    const auto index = index_manifest(child, child_body.size());
+
+    SECTION("no peer has it: manifest_blob_unknown") {
+        CHECK(code_of([&] { local.reg.put_manifest("r", "i", index_type, index); }) ==
+              ErrorCode::manifest_blob_unknown);
+        CHECK(peers.manifest_fetches == std::vector<Call>{{"r", child}});
+        CHECK(peers.replicated.empty());
+    }
+    SECTION("a peer copies it in: the index is stored") {
+        peers.on_fetch_manifest = [&](const std::string& repo, const std::string& reference) {
+            return copy_manifest(other, local, repo, reference);
+        };
+        auto result = local.reg.put_manifest("r", "i", index_type, index);
+        CHECK(result.digest == sha256(index));
+        CHECK(peers.manifest_fetches == std::vector<Call>{{"r", child}});
+        CHECK(local.reg.get_manifest("r", "i").media_type == index_type);
+        CHECK(local.reg.get_manifest("r", child).bytes == child_body);
+        CHECK(peers.replicated.size() == 1);
+    }
+}
+
+// ===========================================================================
+// Applier
+
+TEST_CASE("tags: the last writer wins by stamp", "[replication]") {
+    ApplierFixture f;
+    const auto a = f.stored_image("r", "a");
+    const auto b = f.stored_image("r", "b");
+    const auto c = f.stored_image("r", "c");
+
+    CHECK(f.apply(tag_event(a, "t", {100, "b"})) == ApplyResult::applied);
+    CHECK(f.tag_digest("r", "t") == a);
+    CHECK(f.apply(tag_event(b, "t", {90, "a"})) == ApplyResult::skipped);  // older: late, loses
+    CHECK(f.tag_digest("r", "t") == a);
+    CHECK(f.meta.tag("r", "t")->stamp == Stamp{100, "b"});
+    CHECK(f.apply(tag_event(c, "t", {110, "a"})) == ApplyResult::applied);  // newer: wins
+    CHECK(f.tag_digest("r", "t") == c);
+    CHECK(f.meta.tag("r", "t")->stamp == Stamp{110, "a"});
+}
+
+TEST_CASE("tags: on equal clocks the higher replica id wins, whatever the order of arrival", "[replication]") {
+    auto converge = [](bool low_first) {
+        ApplierFixture f;
+        const auto from_a = f.stored_image("r", "a");
+        const auto from_b = f.stored_image("r", "b");
+        auto low = tag_event(from_a, "t", {100, "replica-a"});
+        auto high = tag_event(from_b, "t", {100, "replica-b"});
+        if (low_first) {
+            CHECK(f.apply(low) == ApplyResult::applied);
+            CHECK(f.apply(high) == ApplyResult::applied);
+        } else {
+            CHECK(f.apply(high) == ApplyResult::applied);
+            CHECK(f.apply(low) == ApplyResult::skipped);
+        }
+        CHECK(f.tag_digest("r", "t") == from_b);
+        return f.tag_digest("r", "t");
+    };
+    CHECK(converge(true) == converge(false));
+}
+
+TEST_CASE("tombstones: a deletion holds against older writes arriving late", "[replication]") {
+    ApplierFixture f;
+    const auto digest = f.stored_image("r", "m");
+
+    SECTION("a tag deleted at 200 is not brought back by a tag written at 150") {
+        CHECK(f.apply({Event::Type::tag_deleted, "r", {}, "t", {200, "a"}}) == ApplyResult::applied);
+        CHECK(f.apply(tag_event(digest, "t", {150, "b"})) == ApplyResult::skipped);
+        REQUIRE(f.meta.tag("r", "t"));
+        CHECK(f.meta.tag("r", "t")->deleted());
+        CHECK(f.meta.tags("r", "", 10).empty());
+        // A newer tag does win over the tombstone.
+        CHECK(f.apply(tag_event(digest, "t", {250, "b"})) == ApplyResult::applied);
+        CHECK(f.tag_digest("r", "t") == digest);
+    }
+    SECTION("a manifest deleted at 200 is not brought back by a manifest written at 150") {
+        const auto bytes = f.meta.manifest("r", digest)->bytes;
+        CHECK(f.apply({Event::Type::manifest_deleted, "r", digest, {}, {200, "a"}}) == ApplyResult::applied);
+        CHECK(f.meta.manifest("r", digest)->deleted);
+        // Not even with the bytes at hand.
+        CHECK(f.apply_manifest("r", bytes, {150, "b"}) == ApplyResult::skipped);
+        CHECK(f.apply({Event::Type::manifest, "r", digest, {}, {150, "b"}}) == ApplyResult::skipped);
+        CHECK(f.meta.manifest("r", digest)->deleted);
+        CHECK(f.meta.manifest("r", digest)->stamp == Stamp{200, "a"});
+        // Nor does an older tag pointing at it.
+        CHECK(f.apply(tag_event(digest, "t", {150, "b"})) == ApplyResult::skipped);
+        CHECK_FALSE(f.meta.tag("r", "t"));
+        // A push after the delete does.
+        CHECK(f.apply_manifest("r", bytes, {300, "b"}) == ApplyResult::applied);
+        CHECK_FALSE(f.meta.manifest("r", digest)->deleted);
+        CHECK(f.meta.manifest("r", digest)->bytes == bytes);
+    }
+}
+
+TEST_CASE("blobs before references: nothing points at content that is not here", "[replication]") {
+    ApplierFixture f;
+    const std::string config = "config-x", layer = "layer-x";
+    const auto config_digest = sha256(config), layer_digest = sha256(layer);
+
+    SECTION("a link to an absent blob, with no source, is not applied until the blob is here") {
+        Event link{Event::Type::link, "r", layer_digest.str(), {}, {100, "a"}};
+        auto result = f.apply(link);
+        CHECK((result == ApplyResult::gone || result == ApplyResult::unavailable));
+        CHECK_FALSE(f.meta.has_link("r", layer_digest.str()));
+        CHECK_FALSE(f.meta.link("r", layer_digest.str()));
+
+        add_blob(f.blobs, layer);
+        CHECK(f.apply(link) == ApplyResult::applied);
+        CHECK(f.meta.has_link("r", layer_digest.str()));
+    }
+    SECTION("a manifest whose blobs are absent is not applied until all of them are here") {
+        const auto bytes = image_manifest(config_digest, config.size(), layer_digest, layer.size());
+        const auto digest = sha256(bytes).str();
+        auto result = f.apply_manifest("r", bytes, {100, "a"});
+        CHECK((result == ApplyResult::gone || result == ApplyResult::unavailable));
+        CHECK_FALSE(f.meta.manifest("r", digest));
+
+        add_blob(f.blobs, config);  // one of two is not enough
+        result = f.apply_manifest("r", bytes, {100, "a"});
+        CHECK((result == ApplyResult::gone || result == ApplyResult::unavailable));
+        CHECK_FALSE(f.meta.manifest("r", digest));
+        CHECK_FALSE(f.meta.has_repository("r"));
+
+        add_blob(f.blobs, layer);
+        CHECK(f.apply_manifest("r", bytes, {100, "a"}) == ApplyResult::applied);
+        REQUIRE(f.meta.manifest("r", digest));
+        CHECK(f.meta.manifest("r", digest)->bytes == bytes);
+        // Its blobs are linked with it.
+        CHECK(f.meta.has_link("r", config_digest.str()));
+        CHECK(f.meta.has_link("r", layer_digest.str()));
+    }
+    SECTION("a manifest event without the bytes here, and no source, is not applied") {
+        const auto bytes = image_manifest(add_blob(f.blobs, config), config.size(), add_blob(f.blobs, layer),
+                                          layer.size());
+        const auto digest = sha256(bytes).str();
+        auto result = f.apply({Event::Type::manifest, "r", digest, {}, {100, "a"}});
+        CHECK((result == ApplyResult::gone || result == ApplyResult::unavailable));
+        CHECK_FALSE(f.meta.manifest("r", digest));
+        // Nor a tag pointing at it.
+        result = f.apply(tag_event(digest, "t", {100, "a"}));
+        CHECK((result == ApplyResult::gone || result == ApplyResult::unavailable));
+        CHECK_FALSE(f.meta.tag("r", "t"));
+    }
+}
+
+TEST_CASE("applying the same event twice changes nothing the second time", "[replication]") {
+    ApplierFixture f;
+    const auto digest = f.stored_image("r", "i");
+    const auto blob = add_blob(f.blobs, "a blob").str();
+
+    const std::vector<Event> events = {
+        {Event::Type::link, "r", blob, {}, {100, "a"}},
+        tag_event(digest, "t", {100, "a"}),
+        {Event::Type::tag_deleted, "r", {}, "t", {110, "a"}},
+        {Event::Type::unlink, "r", blob, {}, {120, "a"}},
+        {Event::Type::manifest_deleted, "r", digest, {}, {130, "a"}},
+    };
+    for (const auto& event : events) {
+        INFO("event " << event.json());
+        CHECK(f.apply(event) == ApplyResult::applied);
+        const auto head = f.meta.log_head();
+        const auto tag = f.meta.tag("r", "t");
+        const auto link = f.meta.link("r", blob);
+        const auto manifest = f.meta.manifest("r", digest);
+
+        CHECK(f.apply(event) == ApplyResult::skipped);
+        CHECK(f.meta.log_head() == head);  // not logged (nor relayed) again
+        CHECK(f.meta.tag("r", "t").has_value() == tag.has_value());
+        if (tag) CHECK(f.meta.tag("r", "t")->digest == tag->digest);
+        if (tag) CHECK(f.meta.tag("r", "t")->stamp == tag->stamp);
+        CHECK(f.meta.link("r", blob).has_value() == link.has_value());
+        if (link) CHECK(f.meta.link("r", blob)->deleted == link->deleted);
+        if (link) CHECK(f.meta.link("r", blob)->stamp == link->stamp);
+        CHECK(f.meta.manifest("r", digest)->deleted == manifest->deleted);
+        CHECK(f.meta.manifest("r", digest)->stamp == manifest->stamp);
+    }
+    // And a manifest with its bytes.
+    const auto bytes = image_manifest(add_blob(f.blobs, "c"), 1, add_blob(f.blobs, "l"), 1);
+    CHECK(f.apply_manifest("r", bytes, {200, "a"}) == ApplyResult::applied);
+    const auto head = f.meta.log_head();
+    CHECK(f.apply_manifest("r", bytes, {200, "a"}) == ApplyResult::skipped);
+    CHECK(f.meta.log_head() == head);
+    CHECK(f.meta.manifest("r", sha256(bytes).str())->bytes == bytes);
+}
