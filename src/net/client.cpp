@@ -90,31 +90,85 @@ std::unique_ptr<Exchange> Client::open(const Origin& origin, RequestHead head) {
     return open_blocking(impl_->core, origin, std::move(head), false);
 }
 
+namespace {
+
+// A whole small exchange as one chain of callbacks on the I/O thread: the
+// caller is woken once, with the answer, not at every step.
+struct WholeExchange : std::enable_shared_from_this<WholeExchange> {
+    static constexpr std::size_t piece = 64 * 1024;
+
+    std::string body;
+    std::size_t body_limit = 0;
+    std::string what;  // for the too_large message
+    std::unique_ptr<Exchange> exchange;
+    Response response;
+    std::promise<Response> result;
+
+    void fail(std::exception_ptr error) {
+        exchange.reset();
+        result.set_exception(error);
+    }
+
+    void opened(std::unique_ptr<Exchange> opened) {
+        exchange = std::move(opened);
+        auto self = shared_from_this();
+        auto end = [self](std::exception_ptr error) {
+            if (error) return self->fail(error);
+            self->exchange->async_end_request([self](std::exception_ptr error) {
+                if (error) return self->fail(error);
+                self->exchange->async_read_head([self](std::exception_ptr error, const ResponseHead* head) {
+                    if (error) return self->fail(error);
+                    static_cast<ResponseHead&>(self->response) = *head;
+                    if (head->content_length)
+                        self->response.body.reserve(std::min<std::uint64_t>(*head->content_length, self->body_limit));
+                    self->read_more();
+                });
+            });
+        };
+        if (body.empty()) end(nullptr);
+        else exchange->async_write(body, std::move(end));
+    }
+
+    void read_more() {
+        const auto size = response.body.size();
+        response.body.resize(size + piece);
+        exchange->async_read_body({response.body.data() + size, piece},
+                                  [self = shared_from_this(), size](std::exception_ptr error, std::size_t n) {
+                                      if (error) return self->fail(error);
+                                      self->response.body.resize(size + n);
+                                      if (self->response.body.size() > self->body_limit)
+                                          return self->fail(std::make_exception_ptr(Error(
+                                              Error::Kind::too_large, self->what + ": response body over " +
+                                                                          std::to_string(self->body_limit) + " bytes")));
+                                      if (n > 0) return self->read_more();
+                                      self->exchange.reset();  // back to the pool before the caller goes on
+                                      self->result.set_value(std::move(self->response));
+                                  });
+    }
+};
+
+}  // namespace
+
 Response Client::request(const Origin& origin, RequestHead head, std::string body, std::size_t body_limit) {
+    if (impl_->core->io.get_executor().running_in_this_thread())
+        throw std::logic_error("a blocking berth::net call on the client's own I/O thread");
     if (!body.empty() || head.has_body) {
         head.has_body = true;
         head.content_length = body.size();
     }
-    constexpr std::size_t piece = 64 * 1024;
     for (int attempt = 0;; ++attempt) {
+        auto whole = std::make_shared<WholeExchange>();
+        whole->body = body;
+        whole->body_limit = body_limit;
+        whole->what = head.method + " " + origin.address.str() + head.target;
+        auto answer = whole->result.get_future();
+        open_exchange(impl_->core, origin, head, attempt > 0,
+                      [whole](std::exception_ptr error, std::unique_ptr<Exchange> exchange) {
+                          if (error) return whole->fail(error);
+                          whole->opened(std::move(exchange));
+                      });
         try {
-            auto exchange = open_blocking(impl_->core, origin, head, attempt > 0);
-            if (!body.empty()) exchange->write(body);
-            exchange->end_request();
-            Response response;
-            static_cast<ResponseHead&>(response) = exchange->read_head();
-            if (response.content_length) response.body.reserve(std::min<std::uint64_t>(*response.content_length, body_limit));
-            for (;;) {
-                const auto size = response.body.size();
-                response.body.resize(size + piece);
-                const auto n = exchange->read_body({response.body.data() + size, piece});
-                response.body.resize(size + n);
-                if (n == 0) break;
-                if (response.body.size() > body_limit)
-                    throw Error(Error::Kind::too_large, head.method + " " + origin.address.str() + head.target +
-                                                            ": response body over " + std::to_string(body_limit) + " bytes");
-            }
-            return response;
+            return answer.get();
         } catch (const StaleConnection&) {
             // The peer closed a pooled connection while it was idle; another
             // pooled one may be just as stale, so the retry connects anew.
