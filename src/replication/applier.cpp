@@ -1,12 +1,13 @@
-#include "berth/replication/protocol.hpp"
-#include "berth/storage/layout.hpp"
 #include "applier.hpp"
+
+#include <thread>
 
 #include "berth/oci/error.hpp"
 #include "berth/oci/manifest.hpp"
-#include "berth/oci/media_types.hpp"
+#include "berth/replication/protocol.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
 
 namespace berth::replication {
@@ -64,6 +65,30 @@ ApplyResult Applier::ensure_blob(const oci::Digest& digest, const std::vector<Pe
         std::filesystem::remove(scratch, ec);
     }
     return outcome.missing();
+}
+
+ApplyResult Applier::ensure_blobs(const std::vector<oci::Digest>& digests, const std::vector<PeerClient*>& sources,
+                                  unsigned parallelism, const std::atomic<bool>* stop) {
+    std::vector<oci::Digest> missing;
+    for (auto& digest : digests)
+        if (!blobs_.touch(digest)) missing.push_back(digest);  // renewed: see ensure_blob
+    std::atomic<std::size_t> next{0};
+    std::atomic<bool> unavailable{false}, gone{false};
+    auto work = [&] {
+        for (std::size_t n; !(stop && *stop) && (n = next++) < missing.size();) {
+            auto result = ensure_blob(missing[n], sources);
+            if (result == ApplyResult::unavailable) unavailable = true;
+            if (result == ApplyResult::gone) gone = true;
+        }
+    };
+    std::vector<std::thread> helpers;
+    const auto threads = std::min<std::size_t>(std::max(1u, parallelism), missing.size());
+    for (std::size_t i = 1; i < threads; ++i) helpers.emplace_back(work);
+    work();  // this thread takes its share: one missing blob needs no other
+    for (auto& helper : helpers) helper.join();
+    if (unavailable || (stop && *stop)) return ApplyResult::unavailable;
+    if (gone) return ApplyResult::gone;
+    return missing.empty() ? ApplyResult::skipped : ApplyResult::applied;
 }
 
 ApplyResult Applier::apply(const Event& event, const std::vector<PeerClient*>& sources,
@@ -137,10 +162,12 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
 
     // Blobs before references: everything it points at is here before it is.
     const auto blobs = parsed.local_blobs();
-    for (auto& blob : blobs) {
-        auto result = ensure_blob(blob.digest, sources);
-        if (result == ApplyResult::gone || result == ApplyResult::unavailable) return result;
-    }
+    std::vector<oci::Digest> digests;
+    for (auto& blob : blobs) digests.push_back(blob.digest);
+    constexpr unsigned parallel_fetches = 4;
+    if (auto result = ensure_blobs(digests, sources, parallel_fetches);
+        result == ApplyResult::gone || result == ApplyResult::unavailable)
+        return result;
     for (auto& child : parsed.manifests) {
         auto local = meta_.manifest(repo, child.digest.str());
         if (local && !local->deleted) continue;

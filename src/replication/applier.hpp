@@ -49,6 +49,11 @@ public:
                                std::optional<ManifestContent> content, const std::vector<PeerClient*>& sources,
                                int depth = 0);
     ApplyResult ensure_blob(const oci::Digest& digest, const std::vector<PeerClient*>& sources);
+    // Every one of them, those missing fetched `parallelism` at a time (so their
+    // round trips and fsyncs overlap); stops early once `stop` is set. The
+    // worst result: unavailable before gone before anything else.
+    ApplyResult ensure_blobs(const std::vector<oci::Digest>& digests, const std::vector<PeerClient*>& sources,
+                             unsigned parallelism, const std::atomic<bool>* stop = nullptr);
 
     std::uint64_t bytes_fetched() const { return bytes_fetched_; }
 

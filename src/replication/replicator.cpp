@@ -175,16 +175,10 @@ void Replicator::Impl::bootstrap(Peer& peer) {
     for (auto& text : wanted)
         if (auto digest = oci::Digest::parse(text); digest && !blobs.size(*digest)) missing.push_back(*digest);
 
-    std::atomic<std::size_t> next{0};
-    std::atomic<bool> unavailable{false};
-    std::vector<std::thread> workers;
-    for (unsigned i = 0; i < std::max(1u, options.bootstrap_parallelism); ++i)
-        workers.emplace_back([&] {
-            for (std::size_t n; !stopping && (n = next++) < missing.size();)
-                if (applier.ensure_blob(missing[n], sources(&peer)) == ApplyResult::unavailable) unavailable = true;
-        });
-    for (auto& worker : workers) worker.join();
-    if (unavailable || stopping) throw std::runtime_error("bootstrap interrupted while copying blobs");
+    // A blob some peer has deleted since is "gone" here too: its link's tombstone follows in the log.
+    if (applier.ensure_blobs(missing, sources(&peer), options.bootstrap_parallelism, &stopping) ==
+            ApplyResult::unavailable)
+        throw std::runtime_error("bootstrap interrupted while copying blobs");
 
     auto src = sources(&peer);
     for (auto& link : doc.at("links")) {
