@@ -38,5 +38,13 @@ expect yes replication berth/storage/layout.hpp
 expect yes http berth/replication/protocol.hpp
 expect yes http berth/storage/page_cache.hpp
 
+# A relative include climbs past the views; only a layer's own folder may be named that way.
+src=$(cd "$(dirname "$0")/../.." && pwd)
+if climbing=$(grep -rn '#include "\.\./' "$src/src" "$src/include"); then
+    echo "FAIL: relative includes out of a layer's folder:"; echo "$climbing"; failures=$((failures + 1))
+else
+    echo "ok: no include climbs out of its layer's folder"
+fi
+
 if [ "$failures" -ne 0 ]; then echo "layers: $failures check(s) failed"; exit 1; fi
 echo "layers: every check passed"
