@@ -92,21 +92,39 @@ std::unique_ptr<Exchange> Client::open(const Origin& origin, RequestHead head) {
 
 namespace {
 
-// A whole small exchange as one chain of callbacks on the I/O thread: the
-// caller is woken once, with the answer, not at every step.
+// A whole small exchange as one chain of callbacks on the I/O thread: whoever
+// waits is woken once, with the answer, not at every step.
 struct WholeExchange : std::enable_shared_from_this<WholeExchange> {
     static constexpr std::size_t piece = 64 * 1024;
 
+    std::shared_ptr<Core> core;
+    Origin origin;
+    RequestHead head;
     std::string body;
     std::size_t body_limit = 0;
-    std::string what;  // for the too_large message
+    Client::ResponseDone done;
+    bool retried = false;
     std::unique_ptr<Exchange> exchange;
     Response response;
-    std::promise<Response> result;
+
+    void start() {
+        open_exchange(core, origin, head, retried, [self = shared_from_this()](std::exception_ptr error, std::unique_ptr<Exchange> exchange) {
+            if (error) return self->fail(error);
+            self->opened(std::move(exchange));
+        });
+    }
 
     void fail(std::exception_ptr error) {
         exchange.reset();
-        result.set_exception(error);
+        try {
+            std::rethrow_exception(error);
+        } catch (const StaleConnection&) {
+            // The peer closed a pooled connection while it was idle; another
+            // pooled one may be just as stale, so the retry connects anew.
+            if (!std::exchange(retried, true)) return start();
+        } catch (...) {
+        }
+        done(error, {});
     }
 
     void opened(std::unique_ptr<Exchange> opened) {
@@ -138,43 +156,47 @@ struct WholeExchange : std::enable_shared_from_this<WholeExchange> {
                                       self->response.body.resize(size + n);
                                       if (self->response.body.size() > self->body_limit)
                                           return self->fail(std::make_exception_ptr(Error(
-                                              Error::Kind::too_large, self->what + ": response body over " +
+                                              Error::Kind::too_large, self->head.method + " " +
+                                                                          self->origin.address.str() + self->head.target +
+                                                                          ": response body over " +
                                                                           std::to_string(self->body_limit) + " bytes")));
                                       if (n > 0) return self->read_more();
-                                      self->exchange.reset();  // back to the pool before the caller goes on
-                                      self->result.set_value(std::move(self->response));
+                                      self->exchange.reset();  // back to the pool before anyone goes on
+                                      self->done(nullptr, std::move(self->response));
                                   });
     }
 };
 
 }  // namespace
 
-Response Client::request(const Origin& origin, RequestHead head, std::string body, std::size_t body_limit) {
-    if (impl_->core->io.get_executor().running_in_this_thread())
-        throw std::logic_error("a blocking berth::net call on the client's own I/O thread");
+void Client::async_request(const Origin& origin, RequestHead head, std::string body, std::size_t body_limit,
+                           ResponseDone done) {
     if (!body.empty() || head.has_body) {
         head.has_body = true;
         head.content_length = body.size();
     }
-    for (int attempt = 0;; ++attempt) {
-        auto whole = std::make_shared<WholeExchange>();
-        whole->body = body;
-        whole->body_limit = body_limit;
-        whole->what = head.method + " " + origin.address.str() + head.target;
-        auto answer = whole->result.get_future();
-        open_exchange(impl_->core, origin, head, attempt > 0,
-                      [whole](std::exception_ptr error, std::unique_ptr<Exchange> exchange) {
-                          if (error) return whole->fail(error);
-                          whole->opened(std::move(exchange));
-                      });
-        try {
-            return answer.get();
-        } catch (const StaleConnection&) {
-            // The peer closed a pooled connection while it was idle; another
-            // pooled one may be just as stale, so the retry connects anew.
-            if (attempt > 0) throw;
-        }
-    }
+    auto whole = std::make_shared<WholeExchange>();
+    whole->core = impl_->core;
+    whole->origin = origin;
+    whole->head = std::move(head);
+    whole->body = std::move(body);
+    whole->body_limit = body_limit;
+    whole->done = std::move(done);
+    whole->start();
+}
+
+Response Client::request(const Origin& origin, RequestHead head, std::string body, std::size_t body_limit) {
+    if (impl_->core->io.get_executor().running_in_this_thread())
+        throw std::logic_error("a blocking berth::net call on the client's own I/O thread");
+    // Shared: the I/O thread may still be inside set_value when the caller wakes and returns.
+    auto result = std::make_shared<std::promise<Response>>();
+    auto answer = result->get_future();
+    async_request(origin, std::move(head), std::move(body), body_limit,
+                  [result](std::exception_ptr error, Response response) {
+                      if (error) result->set_exception(error);
+                      else result->set_value(std::move(response));
+                  });
+    return answer.get();
 }
 
 }  // namespace berth::net

@@ -12,23 +12,35 @@ namespace berth::replication {
 PeerClient::PeerClient(net::Client& client, const std::string& address, std::string secret)
     : client_(client), address_(address), origin_{net::parse_host_port(address), {}}, secret_(std::move(secret)) {}
 
-net::RequestHead PeerClient::head(const std::string& method, const std::string& target) const {
-    net::RequestHead head{method, target, {}, {}, false, {}};
+namespace {
+
+constexpr std::size_t max_answer_bytes = 256 << 20;  // a snapshot of a large store
+
+}  // namespace
+
+net::RequestHead PeerClient::head(const std::string& method, const std::string& target,
+                                  std::chrono::milliseconds timeout, const net::Headers& headers) const {
+    net::RequestHead head{method, target, {}, {}, method == "POST" || method == "PUT", timeout};
     head.headers = {{protocol::header::secret, secret_}, {protocol::header::versions, protocol::versions_text()}};
+    head.headers.insert(head.headers.end(), headers.begin(), headers.end());
     return head;
 }
 
 net::Response PeerClient::request(const std::string& method, const std::string& target, const std::string& body,
                                   std::chrono::milliseconds timeout, const net::Headers& headers) {
-    auto request = head(method, target);
-    request.headers.insert(request.headers.end(), headers.begin(), headers.end());
-    request.header_timeout = timeout;
-    request.has_body = method == "POST" || method == "PUT";
-    return client_.request(origin_, std::move(request), body, 256 << 20);
+    return client_.request(origin_, head(method, target, timeout, headers), body, max_answer_bytes);
+}
+
+void PeerClient::async_request(const std::string& method, const std::string& target, std::string body,
+                               std::chrono::milliseconds timeout, const net::Headers& headers,
+                               net::Client::ResponseDone done) {
+    client_.async_request(origin_, head(method, target, timeout, headers), std::move(body), max_answer_bytes,
+                          std::move(done));
 }
 
 int PeerClient::download(const std::string& target, const std::filesystem::path& file, oci::Hasher& hasher) {
-    auto exchange = client_.open(origin_, head("GET", target));
+    // The header timeout is the client's; a body that stops arriving fails at its idle timeout.
+    auto exchange = client_.open(origin_, head("GET", target, std::chrono::seconds(30)));
     const int status = exchange->read_head().status;
     if (status != 200) return status;  // the connection is dropped: its body was not read
 

@@ -24,12 +24,16 @@ public:
     net::Response request(const std::string& method, const std::string& target, const std::string& body = {},
                           std::chrono::milliseconds timeout = std::chrono::seconds(10),
                           const net::Headers& headers = {});
+    // The same without a waiting thread; `done` runs on the client's I/O thread and must not block.
+    void async_request(const std::string& method, const std::string& target, std::string body,
+                       std::chrono::milliseconds timeout, const net::Headers& headers, net::Client::ResponseDone done);
     // Streams a 200 body into file while hashing it; returns the status. The
     // file holds exactly the body when the digest matched.
     int download(const std::string& target, const std::filesystem::path& file, oci::Hasher& hasher);
 
 private:
-    net::RequestHead head(const std::string& method, const std::string& target) const;
+    net::RequestHead head(const std::string& method, const std::string& target, std::chrono::milliseconds timeout,
+                          const net::Headers& headers = {}) const;
 
     net::Client& client_;
     std::string address_;

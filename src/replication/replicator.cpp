@@ -468,25 +468,21 @@ void Replicator::replicate(const std::vector<Event>& events) {
     };
     auto tally = std::make_shared<Tally>();
     for (auto* peer : targets) {
-        // Detached: a slow peer must not hold the client past the quorum.
+        // Asynchronous: a slow peer must not hold the client past the quorum.
         // stop() waits for these, as they use the peer's client.
         ++impl_->pushes_in_flight;
-        std::thread([impl = impl_.get(), peer, tally, text, self = impl_->self_id,
-                     timeout = impl_->options.quorum_timeout] {
-            bool ok = false;
-            try {
-                ok = peer->client.request("POST", protocol::apply_target(), text, timeout, {{protocol::header::replica, self}})
-                         .status == 200;
-            } catch (const std::exception&) {
-            }
-            {
-                std::lock_guard lock(tally->mutex);
-                ++tally->answered;
-                if (ok) ++tally->acks;
-                tally->done.notify_all();
-            }
-            --impl->pushes_in_flight;
-        }).detach();
+        peer->client.async_request(
+            "POST", protocol::apply_target(), text, impl_->options.quorum_timeout,
+            {{protocol::header::replica, impl_->self_id}},
+            [impl = impl_.get(), tally](std::exception_ptr error, net::Response response) {
+                {
+                    std::lock_guard lock(tally->mutex);
+                    ++tally->answered;
+                    if (!error && response.status == 200) ++tally->acks;
+                    tally->done.notify_all();
+                }
+                --impl->pushes_in_flight;
+            });
     }
     std::unique_lock lock(tally->mutex);
     tally->done.wait_for(lock, impl_->options.quorum_timeout,

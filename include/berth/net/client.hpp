@@ -145,6 +145,10 @@ public:
     // when a pooled one turns out closed before any byte of a response arrived.
     Response request(const Origin& origin, RequestHead head, std::string body = {},
                      std::size_t body_limit = 64 << 20);
+    // The same without a waiting thread: `done` runs once, on an I/O thread.
+    using ResponseDone = std::function<void(std::exception_ptr, Response)>;
+    void async_request(const Origin& origin, RequestHead head, std::string body, std::size_t body_limit,
+                       ResponseDone done);
 
 private:
     struct Impl;
