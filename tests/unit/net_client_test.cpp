@@ -403,6 +403,40 @@ TEST_CASE("request() retries once when the pooled connection was closed by the p
     }
 }
 
+TEST_CASE("async_request calls back once, on an I/O thread, with the whole answer or the error", "[net]") {
+    TestServer server(basic_routes);
+    Client client;
+    auto answer = [&](RequestHead head) {
+        auto result = std::make_shared<std::promise<std::pair<std::exception_ptr, Response>>>();
+        auto calls = std::make_shared<std::atomic<int>>(0);
+        const auto caller = std::this_thread::get_id();
+        auto on_caller = std::make_shared<std::atomic<bool>>(false);
+        client.async_request(server.origin(), std::move(head), {}, 64 << 20,
+                             [=](std::exception_ptr error, Response response) {
+                                 if (++*calls == 1) {
+                                     *on_caller = std::this_thread::get_id() == caller;
+                                     result->set_value({error, std::move(response)});
+                                 }
+                             });
+        auto got = result->get_future().get();
+        CHECK(calls->load() == 1);
+        CHECK_FALSE(on_caller->load());
+        return got;
+    };
+    auto [error, response] = answer(get("/chunked"));
+    CHECK_FALSE(error);
+    CHECK(response.body == "hello world");
+    auto [again_error, again] = answer(get("/cl"));
+    CHECK_FALSE(again_error);
+    CHECK(again.body == "hello");
+    CHECK(server.accepted() == 1);  // pooled between the two
+    Client elsewhere;
+    std::promise<std::exception_ptr> failed;
+    elsewhere.async_request({{"127.0.0.1", "1"}, {}}, get("/"), {}, 1024,
+                            [&](std::exception_ptr error, Response) { failed.set_value(error); });
+    CHECK(error_kind([&] { std::rethrow_exception(failed.get_future().get()); }) == Error::Kind::connect);
+}
+
 TEST_CASE("a server that never answers trips the header timeout", "[net]") {
     TestServer server([](const HttpRequest&, Peer& peer) {
         peer.hold();
