@@ -105,10 +105,7 @@ std::optional<ApplyRequest> parse_apply(std::string_view body) {
     return out;
 }
 
-void put_stamp(nlohmann::json& object, const storage::Stamp& stamp) {
-    object["clock"] = stamp.clock;
-    object["origin"] = stamp.replica;
-}
+nlohmann::json stamp_json(const storage::Stamp& stamp) { return {{"clock", stamp.clock}, {"origin", stamp.replica}}; }
 
 storage::Stamp stamp_of(const nlohmann::json& object) {
     return {object.at("clock").get<std::uint64_t>(), object.at("origin").get<std::string>()};

@@ -46,11 +46,6 @@ std::string random_hex(std::size_t bytes) {
 
 namespace {
 
-json stamp_fields(const storage::Stamp& stamp) {
-    json out = json::object();
-    protocol::put_stamp(out, stamp);
-    return out;
-}
 
 }  // namespace
 
@@ -175,7 +170,6 @@ void Replicator::Impl::bootstrap(Peer& peer) {
     for (auto& text : wanted)
         if (auto digest = oci::Digest::parse(text); digest && !blobs.size(*digest)) missing.push_back(*digest);
 
-    // A blob some peer has deleted since is "gone" here too: its link's tombstone follows in the log.
     if (applier.ensure_blobs(missing, sources(&peer), options.bootstrap_parallelism, &stopping) ==
             ApplyResult::unavailable)
         throw std::runtime_error("bootstrap interrupted while copying blobs");
@@ -268,9 +262,7 @@ bool Replicator::authorized(std::string_view secret) const {
 
 bool Replicator::ready() const {
     std::lock_guard lock(impl_->mutex);
-    if (!impl_->started) return false;
-    return std::none_of(impl_->peers.begin(), impl_->peers.end(),
-                        [](auto& p) { return p->holds_readiness || !p->incompatible.empty(); });
+    return impl_->ready_locked();
 }
 
 std::string Replicator::incompatible_peers() const {
@@ -301,9 +293,7 @@ std::string Replicator::status_json() const {
                          {"applied", p->applied}, {"errors", p->errors}, {"last_error", p->last_error},
                          {"incompatible", p->incompatible}});
     }
-    bool ready = impl_->started && std::none_of(impl_->peers.begin(), impl_->peers.end(), [](auto& p) {
-                     return p->holds_readiness || !p->incompatible.empty();
-                 });
+    const bool ready = impl_->ready_locked();
     return json{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"log_head", impl_->meta.log_head()},
                 {"ready", ready}, {"bytes_fetched", impl_->applier.bytes_fetched()}, {"peers", peers}}
         .dump();
@@ -352,7 +342,7 @@ std::string Replicator::snapshot_json() const {
     struct Collector : storage::MetaStore::StateVisitor {
         json manifests = json::array(), tags = json::array(), links = json::array();
         void manifest(const std::string& repo, const std::string& digest, const storage::ManifestRecord& r) override {
-            json m = stamp_fields(r.stamp);
+            json m = protocol::stamp_json(r.stamp);
             m.update({{"repo", repo}, {"digest", digest}, {"deleted", r.deleted}, {"media_type", r.media_type}});
             if (!r.deleted) {
                 m["bytes"] = r.bytes;
@@ -361,12 +351,12 @@ std::string Replicator::snapshot_json() const {
             manifests.push_back(std::move(m));
         }
         void tag(const std::string& repo, const std::string& tag, const storage::TagRecord& r) override {
-            json t = stamp_fields(r.stamp);
+            json t = protocol::stamp_json(r.stamp);
             t.update({{"repo", repo}, {"tag", tag}, {"digest", r.digest}});
             tags.push_back(std::move(t));
         }
         void link(const std::string& repo, const std::string& digest, const storage::LinkRecord& r) override {
-            json l = stamp_fields(r.stamp);
+            json l = protocol::stamp_json(r.stamp);
             l.update({{"repo", repo}, {"digest", digest}, {"deleted", r.deleted}});
             links.push_back(std::move(l));
         }

@@ -1,5 +1,6 @@
 #pragma once
 // Replicator internals shared by its source files.
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -112,6 +113,12 @@ struct Replicator::Impl {
         if (colon == std::string::npos) return;
         peer.epoch = stored.substr(0, colon);
         peer.cursor = std::stoull(stored.substr(colon + 1));
+    }
+
+    // With mutex held: started, and no peer still to catch up with or refused for its protocol.
+    bool ready_locked() const {
+        return started && std::none_of(peers.begin(), peers.end(),
+                                       [](auto& p) { return p->holds_readiness || !p->incompatible.empty(); });
     }
 
     void follow(Peer& peer);

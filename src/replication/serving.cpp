@@ -24,26 +24,21 @@ std::optional<std::pair<std::string, std::string>> Replicator::manifest_content(
 
 std::optional<std::string> Replicator::record_json(const std::string& repo, protocol::RecordKind kind,
                                                    const std::string& key) const {
-    auto stamp = [](const storage::Stamp& s) {
-        auto out = nlohmann::json::object();
-        protocol::put_stamp(out, s);
-        return out;
-    };
     if (kind == protocol::RecordKind::link) {
         auto record = impl_->meta.link(repo, key);
         auto digest = oci::Digest::parse(key);
         if (!record || record->deleted || !digest || !impl_->blobs.size(*digest)) return std::nullopt;
-        return stamp(record->stamp).dump();
+        return protocol::stamp_json(record->stamp).dump();
     }
     if (kind == protocol::RecordKind::manifest) {
         auto record = impl_->meta.manifest(repo, key);
         if (!record || record->deleted) return std::nullopt;
-        return stamp(record->stamp).dump();
+        return protocol::stamp_json(record->stamp).dump();
     }
     if (kind == protocol::RecordKind::tag) {
         auto record = impl_->meta.tag(repo, key);
         if (!record || record->deleted()) return std::nullopt;
-        auto out = stamp(record->stamp);
+        auto out = protocol::stamp_json(record->stamp);
         out["digest"] = record->digest;
         return out.dump();
     }

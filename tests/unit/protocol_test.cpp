@@ -53,8 +53,7 @@ TEST_CASE("protocol targets and operations name each other") {
 }
 
 TEST_CASE("protocol stamps travel as clock and origin") {
-    nlohmann::json object = nlohmann::json::object();
-    protocol::put_stamp(object, {42, "berth-1"});
+    auto object = protocol::stamp_json({42, "berth-1"});
     CHECK(object == nlohmann::json{{"clock", 42}, {"origin", "berth-1"}});
     CHECK(protocol::stamp_of(object) == storage::Stamp{42, "berth-1"});
     CHECK_THROWS_AS(protocol::stamp_of(nlohmann::json{{"clock", "x"}}), nlohmann::json::exception);

@@ -88,9 +88,9 @@ std::string encode_apply(const ApplyRequest& request);
 // nullopt for a body that is not one; a manifest whose bytes do not match its digest is left out.
 std::optional<ApplyRequest> parse_apply(std::string_view body);
 
-// A stamp's fields in a wire object: "clock" and "origin". stamp_of throws
-// nlohmann::json::exception when they are missing or mistyped.
-void put_stamp(nlohmann::json& object, const storage::Stamp& stamp);
+// A stamp on the wire: {"clock","origin"}, to which a record adds its own
+// fields. stamp_of throws nlohmann::json::exception when they are missing or mistyped.
+nlohmann::json stamp_json(const storage::Stamp& stamp);
 storage::Stamp stamp_of(const nlohmann::json& object);
 
 }  // namespace berth::replication::protocol
