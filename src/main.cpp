@@ -16,6 +16,7 @@
 #include "berth/http/server.hpp"
 #include "berth/net/resolve.hpp"
 #include "berth/observe/log.hpp"
+#include "berth/proxy/proxy.hpp"
 #include "berth/registry/maintenance.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/replication/replicator.hpp"
@@ -169,6 +170,15 @@ int serve(const std::vector<std::string>& args) {
                                                                      blobs, meta, clock);
         registry.set_peers(replicator.get());
     }
+    std::unique_ptr<berth::proxy::Proxy> proxy;
+    if (config.proxy.enabled()) {
+        const berth::proxy::Limits limits{config.registry.max_manifest_bytes, config.registry.max_blob_bytes,
+                                          config.registry.min_free_bytes};
+        proxy = std::make_unique<berth::proxy::Proxy>(config.proxy, limits, blobs, meta, clock,
+                                                      config.registry.replica_id, replicator.get());
+        registry.set_upstreams(proxy.get());
+        if (replicator) replicator->set_mirrors(proxy.get());
+    }
     berth::registry::MaintenanceStats maintenance;
     std::unique_ptr<berth::auth::Authorizer> authorizer;
     try {
@@ -182,6 +192,14 @@ int serve(const std::vector<std::string>& args) {
     } catch (const std::exception& error) {
         throw berth::config::ConfigError("listen: cannot listen on " + config.server.host + ":" +
                                          std::to_string(config.server.port) + ": " + error.what());
+    }
+    if (proxy) {
+        server.add_metrics([&proxy] { return proxy->metrics_text(); });
+        if (config.proxy.cache_max_bytes)
+            server.every(std::chrono::seconds(10), [&proxy] {
+                if (auto evicted = proxy->trim_cache())
+                    berth::observe::log("info", "cache trimmed", {{"blobs_evicted", evicted}});
+            });
     }
     server.every(config.upload_purge_interval, [&registry] {
         if (auto purged = registry.purge_idle_uploads())

@@ -2,6 +2,7 @@
 
 #include "berth/auth/authorizer.hpp"
 #include "berth/net/host_port.hpp"
+#include "berth/oci/names.hpp"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -107,6 +108,31 @@ private:
     std::string path_;
     std::set<std::string> seen_;
 };
+
+
+// A file named by the configuration must be readable now, not at the first fetch.
+std::string readable_file(const std::string& key, const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw ConfigError(key + ": cannot read " + path);
+    return path;
+}
+
+std::string secret_from(const std::string& key, const std::string& path) {
+    std::ifstream in(readable_file(key, path));
+    std::string secret;
+    std::getline(in, secret);
+    while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
+    if (secret.empty()) throw ConfigError(key + ": " + path + " is empty");
+    return secret;
+}
+
+void check_url(const std::string& key, const std::string& url) {
+    try {
+        net::parse_url(url);
+    } catch (const std::invalid_argument& error) {
+        throw ConfigError(key + ": " + error.what());
+    }
+}
 
 }  // namespace
 
@@ -256,6 +282,76 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
             }
         }
     });
+    // Credentials and trust of a registry berth reads from: upstreams, and the agent's replicas.
+    auto remote_keys = [&](Section& s, const std::string& where, proxy::Upstream& upstream) {
+        std::string password_file;
+        s.string("ca_file", upstream.ca_file);
+        s.boolean("insecure", upstream.insecure);
+        s.string("username", upstream.username);
+        s.string("password_file", password_file);
+        if (!upstream.ca_file.empty()) upstream.ca_file = readable_file(where + ".ca_file", path_of(upstream.ca_file));
+        if (upstream.username.empty() != password_file.empty())
+            throw ConfigError(where + ": username and password_file go together");
+        if (!password_file.empty()) upstream.password = secret_from(where + ".password_file", path_of(password_file));
+    };
+    top.section("proxy", [&](Section& s) {
+        auto* list = s.array("upstreams");
+        for (std::size_t i = 0; list && i < list->size(); ++i) {
+            const auto where = "proxy.upstreams[" + std::to_string(i) + "]";
+            Section u((*list)[i], where);
+            proxy::Upstream upstream;
+            std::string url;
+            u.string("host", upstream.host, false);
+            u.string("url", url, false);
+            remote_keys(u, where, upstream);
+            u.seconds("check_interval_seconds", upstream.check_interval);
+            u.number("max_concurrent", upstream.max_concurrent, 1024);
+            u.finish();
+            if (upstream.host.empty()) throw ConfigError(where + ".host is required");
+            if (url.empty()) throw ConfigError(where + ".url is required");
+            // The host becomes the first component of repository names: no port, no capitals.
+            if (!oci::valid_registry_host(upstream.host) || upstream.host.find(':') != std::string::npos ||
+                !oci::valid_repository_name(upstream.host))
+                throw ConfigError(where + ".host: \"" + upstream.host +
+                                  "\" is not a lower-case registry host name without a port");
+            check_url(where + ".url", url);
+            upstream.urls = {url};
+            if (upstream.max_concurrent == 0) throw ConfigError(where + ".max_concurrent must be at least 1");
+            for (auto& other : config.proxy.upstreams)
+                if (other.host == upstream.host) throw ConfigError(where + ".host: \"" + upstream.host + "\" is listed twice");
+            config.proxy.upstreams.push_back(std::move(upstream));
+        }
+    });
+    top.section("agent", [&](Section& s) {
+        proxy::Upstream replicas;
+        s.strings("replicas", replicas.urls);
+        remote_keys(s, "agent", replicas);
+        s.string("cert_file", replicas.cert_file);
+        s.string("key_file", replicas.key_file);
+        if (replicas.urls.empty()) throw ConfigError("agent.replicas must list the replicas' URLs");
+        for (std::size_t i = 0; i < replicas.urls.size(); ++i)
+            check_url("agent.replicas[" + std::to_string(i) + "]", replicas.urls[i]);
+        if (replicas.cert_file.empty() != replicas.key_file.empty())
+            throw ConfigError("agent: cert_file and key_file go together");
+        if (!replicas.cert_file.empty()) {
+            replicas.cert_file = readable_file("agent.cert_file", path_of(replicas.cert_file));
+            replicas.key_file = readable_file("agent.key_file", path_of(replicas.key_file));
+        }
+        // Replicas answer a tag from their own cache: asking them each time costs one local round trip.
+        replicas.check_interval = std::chrono::seconds(0);
+        replicas.max_concurrent = 64;
+        config.proxy.agent = true;
+        config.proxy.upstreams.insert(config.proxy.upstreams.begin(), std::move(replicas));
+    });
+    top.section("cache", [&](Section& s) { s.number("max_bytes", config.proxy.cache_max_bytes, UINT64_MAX); });
+    if (config.proxy.agent) {
+        if (config.proxy.upstreams.size() > 1)
+            throw ConfigError("agent and proxy.upstreams exclude each other: the replicas reach the upstreams");
+        if (config.replication.enabled()) throw ConfigError("agent and replication exclude each other");
+        config.registry.pull_only = true;
+    } else if (config.proxy.cache_max_bytes) {
+        throw ConfigError("cache.max_bytes bounds the node agent's cache: it needs agent");
+    }
     if (!config.auth.rules.empty() && !config.auth.enabled())
         throw ConfigError("auth.rules need auth.htpasswd or auth.token to know who is asking");
     if (quorum == "local") config.replication.write_quorum = replication::WriteQuorum::local;

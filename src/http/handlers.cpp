@@ -119,12 +119,15 @@ Plan append_plan(Registry& registry, const Request& request, const std::string& 
     return plan;
 }
 
-Plan manifest_route(Registry& registry, Request& request) {
+registry::Asker asker_of(bool from_peer) { return from_peer ? registry::Asker::replica : registry::Asker::client; }
+
+Plan manifest_route(Registry& registry, Request& request, bool from_peer) {
     const auto& route = request.target.route;
     switch (request.method) {
         case Method::get:
         case Method::head: {
-            auto manifest = registry.get_manifest(route.name, route.reference);
+            auto manifest = registry.get_manifest(route.name, route.reference, asker_of(from_peer));
+            request.cache = registry::cache_name(manifest.cache);
             auto response = status_only(200);
             response.set("Content-Type", manifest.media_type);
             response.set("Docker-Content-Digest", manifest.digest.str());
@@ -164,7 +167,7 @@ Plan manifest_route(Registry& registry, Request& request) {
     }
 }
 
-Plan blob_route(Registry& registry, Request& request) {
+Plan blob_route(Registry& registry, Request& request, bool from_peer) {
     const auto& route = request.target.route;
     switch (request.method) {
         case Method::get:
@@ -173,17 +176,19 @@ Plan blob_route(Registry& registry, Request& request) {
             response.set("Content-Type", "application/octet-stream");
             response.set("Accept-Ranges", "bytes");
             if (request.method == Method::head) {
-                auto blob = registry.stat_blob(route.name, route.reference);
+                auto blob = registry.stat_blob(route.name, route.reference, asker_of(from_peer));
+                request.cache = registry::cache_name(blob.cache);
                 response.set("Docker-Content-Digest", blob.digest.str());
                 response.set("ETag", "\"" + blob.digest.str() + "\"");
                 response.head_length = blob.size;
                 return immediate(std::move(response));
             }
-            auto blob = registry.open_blob(route.name, route.reference);
+            auto [blob, cache] = registry.open_blob(route.name, route.reference, asker_of(from_peer));
+            request.cache = registry::cache_name(cache);
             const auto digest = oci::Digest::parse_or_throw(route.reference);
             response.set("Docker-Content-Digest", digest.str());
             response.set("ETag", "\"" + digest.str() + "\"");
-            FileBody file{-1, 0, blob.size()};
+            FileBody file{-1, 0, blob.size(), blob.filling()};
             if (!request.range.empty()) {
                 std::optional<ByteRange> range;
                 try {
@@ -387,6 +392,11 @@ std::vector<auth::Need> needs_of(const Request& request) {
     }
 }
 
+bool has_repository(RouteKind kind) {
+    return kind == RouteKind::tags || kind == RouteKind::manifest || kind == RouteKind::blob ||
+           kind == RouteKind::upload_start || kind == RouteKind::upload || kind == RouteKind::referrers;
+}
+
 // A replica that speaks no protocol version this one does is refused, not misunderstood.
 void require_compatible_peer(const Request& request) {
     auto versions = protocol::parse_versions(request.peer_versions);
@@ -396,6 +406,10 @@ void require_compatible_peer(const Request& request) {
 }
 
 }  // namespace
+
+Plan plan_v2(Services& services, Request& request);
+
+bool reads_may_block(const Services& services) { return services.replicator || services.registry.proxying(); }
 
 Plan immediate(Response response) {
     Plan plan;
@@ -419,9 +433,29 @@ Response error_response(const oci::Error& error) { return error_response(error.c
 Plan plan_request(Services& services, Request& request) {
     auto& registry = services.registry;
     const auto kind = request.target.route.kind;
-    const bool v2 = kind == RouteKind::base || kind == RouteKind::catalog || kind == RouteKind::tags ||
-                    kind == RouteKind::manifest || kind == RouteKind::blob || kind == RouteKind::upload_start ||
-                    kind == RouteKind::upload || kind == RouteKind::referrers;
+    // Registry proxying (spec main): ?ns=HOST names the repository HOST/NAME.
+    std::optional<std::string> ns;
+    if (has_repository(kind)) {
+        ns = request.target.query.get("ns");
+        const bool read = request.method == Method::get || request.method == Method::head;
+        request.target.route.name = registry.repository_of(request.target.route.name, ns, read);
+    }
+    if (ns) {
+        auto plan = plan_v2(services, request);
+        plan.finish = [finish = std::move(plan.finish), ns = *ns](std::string& body, std::uint64_t offset) {
+            auto response = finish(body, offset);
+            response.set("OCI-Namespace", ns);
+            return response;
+        };
+        return plan;
+    }
+    return plan_v2(services, request);
+}
+
+Plan plan_v2(Services& services, Request& request) {
+    auto& registry = services.registry;
+    const auto kind = request.target.route.kind;
+    const bool v2 = kind == RouteKind::base || kind == RouteKind::catalog || has_repository(kind);
     // A request forwarded by a peer was authorized where it arrived.
     const bool from_peer = request.forwarded && services.replicator && services.replicator->authorized(request.peer_secret);
     if (from_peer) require_compatible_peer(request);
@@ -466,6 +500,7 @@ Plan plan_request(Services& services, Request& request) {
                     "berth_upload_buffer_bytes " + std::to_string(registry.upload_buffer_bytes()) + "\n";
             if (services.maintenance) text += services.maintenance->metrics_text();
             if (services.replicator) text += services.replicator->metrics_text();
+            for (auto& render : services.metrics) text += render();
             return immediate(json_response(200, std::move(text), "text/plain; version=0.0.4"));
         }
         case RouteKind::peer:
@@ -483,8 +518,8 @@ Plan plan_request(Services& services, Request& request) {
             }
         case RouteKind::catalog: return catalog_route(registry, services.authorizer, request);
         case RouteKind::tags: return tags_route(registry, request);
-        case RouteKind::manifest: return manifest_route(registry, request);
-        case RouteKind::blob: return blob_route(registry, request);
+        case RouteKind::manifest: return manifest_route(registry, request, from_peer);
+        case RouteKind::blob: return blob_route(registry, request, from_peer);
         case RouteKind::upload_start: return upload_start_route(registry, request);
         case RouteKind::upload: {
             // Sessions live on the replica that opened them; others pass requests on.

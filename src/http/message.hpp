@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "berth/oci/error.hpp"
+#include "berth/storage/filling_blob.hpp"
 #include "router.hpp"
 
 namespace berth::registry {
@@ -50,6 +51,7 @@ struct Request {
     std::string peer_origin;  // Berth-Replica: the id of the replica calling
     std::string peer_versions;  // Berth-Protocol: the peer protocol versions it speaks
     bool forwarded = false;   // Berth-Forwarded: already sent on by a replica
+    std::string cache;        // for the access log: how a mirrored repository's read was answered
 };
 
 // What the handlers work with.
@@ -60,6 +62,7 @@ struct Services {
     registry::MaintenanceStats* maintenance = nullptr;
     const class RequestMetrics* requests = nullptr;
     net::Client* client = nullptr;  // for upload requests sent on to the replica that owns the session
+    std::vector<std::function<std::string()>> metrics;  // more /metrics text, from layers http does not know
 };
 
 // Where a streamed request body goes, chunk by chunk, as it arrives. The
@@ -86,6 +89,7 @@ struct FileBody {
     int fd = -1;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
+    std::shared_ptr<storage::FillingBlob> filling;  // set while the file is still arriving
 };
 
 struct Response {

@@ -39,7 +39,7 @@ Plan plan_peer_request(replication::Replicator& replicator, Request& request) {
         if (!blob) not_found();
         Response response{200, {}, {}, {}, {}};
         response.set("Content-Type", "application/octet-stream");
-        response.file = FileBody{blob->fd(), 0, blob->size()};
+        response.file = FileBody{blob->fd(), 0, blob->size(), nullptr};
         blob->release();
         return immediate(std::move(response));
     }

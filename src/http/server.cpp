@@ -68,7 +68,7 @@ std::filesystem::file_time_type modified(const std::string& file) {
 struct Server::Impl {
     Impl(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator,
          const auth::Authorizer* authorizer, registry::MaintenanceStats* maintenance)
-        : context(options, Services{registry, replicator, authorizer, maintenance},
+        : context(options, Services{registry, replicator, authorizer, maintenance, nullptr, nullptr, {}},
                   options.worker_threads ? options.worker_threads : 4 * cores()),
           ios(make_io_contexts(options.io_threads ? options.io_threads : cores())), io(*ios.front()),
           acceptor(io), signals(io, SIGINT, SIGTERM) {
@@ -202,6 +202,10 @@ struct Server::Impl {
 Server::Server(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator,
                const auth::Authorizer* authorizer, registry::MaintenanceStats* maintenance)
     : impl_(std::make_unique<Impl>(std::move(options), registry, replicator, authorizer, maintenance)) {}
+
+void Server::add_metrics(std::function<std::string()> render) {
+    impl_->context.services.metrics.push_back(std::move(render));
+}
 
 Server::~Server() {
     impl_->stop_all();

@@ -162,9 +162,10 @@ private:
         // those go to the workers.
         const bool read = request_.method == Method::get || request_.method == Method::head;
         const auto kind = request_.target.route.kind;
-        // Basic credentials may cost a bcrypt check: never on an I/O thread.
+        // Basic credentials may cost a bcrypt check, and peers or upstreams a
+        // round trip: never on an I/O thread.
         const bool basic = request_.authorization.size() > 5 && beast::iequals(request_.authorization.substr(0, 6), "basic ");
-        if (read && !context_.services.replicator && kind != RouteKind::peer && kind != RouteKind::token && !basic) {
+        if (read && !reads_may_block(context_.services) && kind != RouteKind::peer && kind != RouteKind::token && !basic) {
             auto error = make_plan();
             return error ? respond(std::move(*error)) : on_plan();
         }
@@ -471,6 +472,7 @@ private:
     // and `resume` runs on this connection's thread once it is there.
     bool file_window_cached(void (Session::*resume)()) {
         if (file_->offset < cached_until_) return true;
+        if (file_->filling) return filling_window(resume);
         const auto window = std::min(file_->length, send_window_bytes);
         if (storage::in_page_cache(file_->fd, file_->offset, window)) {
             cached_until_ = file_->offset + window;
@@ -483,6 +485,26 @@ private:
             asio::post(self->stream_.get_executor(), [self, until = offset + window, resume] {
                 self->cached_until_ = until;
                 (self.get()->*resume)();
+            });
+        });
+        return false;
+    }
+
+    // A blob still arriving: send what is there (just written, so in the page
+    // cache), else wait for more; a failed fetch cuts the body short.
+    bool filling_window(void (Session::*resume)()) {
+        auto& filling = *file_->filling;
+        if (auto readable = filling.readable(); file_->offset < readable) {
+            cached_until_ = readable;
+            return true;
+        }
+        if (filling.failed()) {
+            close();
+            return false;
+        }
+        filling.when_readable(file_->offset, [self = shared_from_this(), resume] {
+            asio::post(self->stream_.get_executor(), [self, resume] {
+                if (self->file_) (self.get()->*resume)();
             });
         });
         return false;
@@ -531,10 +553,12 @@ private:
         context_.request_metrics.record(request_.target.route.kind, request_.method, status_,
                                         static_cast<double>(micros.count()) / 1e6, body_bytes_, bytes_out_);
         if (!context_.options.access_log) return;
-        observe::log("info", "request",
-                     {{"request_id", request_id_}, {"peer", peer_}, {"method", method_text_}, {"target", target_text_},
-                      {"status", status_}, {"principal", principal_}, {"bytes_in", body_bytes_}, {"bytes_out", bytes_out_},
-                      {"duration_ms", static_cast<double>(micros.count()) / 1000.0}});
+        nlohmann::json fields{{"request_id", request_id_}, {"peer", peer_}, {"method", method_text_},
+                              {"target", target_text_}, {"status", status_}, {"principal", principal_},
+                              {"bytes_in", body_bytes_}, {"bytes_out", bytes_out_},
+                              {"duration_ms", static_cast<double>(micros.count()) / 1000.0}};
+        if (!request_.cache.empty()) fields["cache"] = request_.cache;  // hit, fetched or stale
+        observe::log("info", "request", fields);
     }
 
     void close_file() {

@@ -56,4 +56,24 @@ bool valid_tag(std::string_view tag) {
     return true;
 }
 
+bool valid_registry_host(std::string_view host) {
+    if (host.empty() || host.size() > max_name_length) return false;
+    if (auto colon = host.find(':'); colon != std::string_view::npos) {
+        auto port = host.substr(colon + 1);
+        if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos)
+            return false;
+        host = host.substr(0, colon);
+    }
+    std::size_t start = 0;
+    while (true) {
+        auto dot = host.find('.', start);
+        auto label = host.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+        if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+        for (char c : label)
+            if (!alnum_lower(c) && c != '-') return false;
+        if (dot == std::string_view::npos) return true;
+        start = dot + 1;
+    }
+}
+
 }  // namespace berth::oci

@@ -39,6 +39,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
                                          const std::string& content_type, std::string body,
                                          const std::vector<std::string>& extra_tags) {
     require_name(repo);
+    require_writable(options_);
     auto ref = parse_reference(reference, Access::write);
     if (body.size() > options_.max_manifest_bytes)
         throw Error(ErrorCode::payload_too_large, "manifest is larger than the registry accepts",
@@ -99,8 +100,9 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
     return {digest, parsed.subject ? parsed.subject->digest.str() : std::string(), tags};
 }
 
-Manifest Registry::get_manifest(const std::string& repo, const std::string& reference) {
+Manifest Registry::get_manifest(const std::string& repo, const std::string& reference, Asker asker) {
     require_name(repo);
+    if (upstreams_ && upstreams_->mirrors(repo)) return get_mirrored_manifest(repo, reference, asker);
     auto ref = parse_reference(reference, Access::read);
     auto unknown = [&]() -> Error {
         if (!meta_.has_repository(repo)) return Error(ErrorCode::name_unknown, "repository name not known to registry");
@@ -128,6 +130,7 @@ Manifest Registry::get_manifest(const std::string& repo, const std::string& refe
 
 void Registry::delete_manifest(const std::string& repo, const std::string& reference) {
     require_name(repo);
+    require_writable(options_);
     auto ref = parse_reference(reference, Access::read);
     if (!options_.deletes_enabled) throw Error(ErrorCode::unsupported, "deletes are disabled");
     if (!meta_.has_repository(repo)) throw Error(ErrorCode::name_unknown, "repository name not known to registry");

@@ -44,25 +44,31 @@ void Registry::commit_replicated(std::unique_lock<std::mutex>& lock, storage::Me
     if (peers_) peers_->replicate(batch.events());
 }
 
-BlobInfo Registry::stat_blob(const std::string& repo, const std::string& digest_text) {
+BlobInfo Registry::stat_blob(const std::string& repo, const std::string& digest_text, Asker asker) {
     require_name(repo);
     auto digest = oci::Digest::parse_or_throw(digest_text);
-    if (has_blob(repo, digest)) {
+    if (upstreams_ && upstreams_->mirrors(repo)) {
+        if (auto read = open_mirrored_blob(repo, digest, asker)) return {digest, read->blob.size(), read->cache};
+    } else if (has_blob(repo, digest)) {
         if (auto size = blobs_.size(digest)) return {digest, *size};
     }
     throw Error(ErrorCode::blob_unknown, "blob unknown to registry", digest.str());
 }
 
-storage::OpenBlob Registry::open_blob(const std::string& repo, const std::string& digest_text) {
+BlobRead Registry::open_blob(const std::string& repo, const std::string& digest_text, Asker asker) {
     require_name(repo);
     auto digest = oci::Digest::parse_or_throw(digest_text);
-    if (has_blob(repo, digest))
-        if (auto blob = blobs_.open(digest)) return std::move(*blob);
+    if (upstreams_ && upstreams_->mirrors(repo)) {
+        if (auto read = open_mirrored_blob(repo, digest, asker)) return std::move(*read);
+    } else if (has_blob(repo, digest)) {
+        if (auto blob = blobs_.open(digest)) return {std::move(*blob)};
+    }
     throw Error(ErrorCode::blob_unknown, "blob unknown to registry", digest.str());
 }
 
 void Registry::delete_blob(const std::string& repo, const std::string& digest_text) {
     require_name(repo);
+    require_writable(options_);
     auto digest = oci::Digest::parse_or_throw(digest_text);
     if (!options_.deletes_enabled) throw Error(ErrorCode::unsupported, "deletes are disabled");
     auto lock = meta_.lock_writes();
@@ -75,6 +81,7 @@ void Registry::delete_blob(const std::string& repo, const std::string& digest_te
 
 UploadStatus Registry::start_upload(const std::string& repo, const std::string& algorithm, const std::string& client) {
     require_name(repo);
+    require_writable(options_);
     auto alg = oci::DigestAlgorithm::sha256;
     if (!algorithm.empty()) {
         auto parsed = oci::parse_algorithm(algorithm);
@@ -87,6 +94,7 @@ UploadStatus Registry::start_upload(const std::string& repo, const std::string& 
 MountResult Registry::mount_blob(const std::string& repo, const std::string& digest_text, const std::string& from,
                                  const std::string& client) {
     require_name(repo);
+    require_writable(options_);
     auto digest = oci::Digest::parse_or_throw(digest_text);
     // Without `from` we do not mount: knowing a digest must not grant access to
     // content in repositories the client may not read.

@@ -52,4 +52,9 @@ oci::Digest hash_file(const std::filesystem::path& path, oci::DigestAlgorithm al
     return hasher.peek();
 }
 
+void require_writable(const Options& options) {
+    if (options.pull_only)
+        throw oci::Error(oci::ErrorCode::unsupported, "this node agent serves pulls only: push to the registry");
+}
+
 }  // namespace berth::registry

@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "berth/oci/digest.hpp"
+#include "berth/registry/options.hpp"
 
 namespace berth::registry {
 
@@ -17,6 +18,9 @@ using Reference = std::variant<std::string, oci::Digest>;
 enum class Access { read, write };
 Reference parse_reference(const std::string& reference, Access access);
 void require_tag(const std::string& tag);
+
+// Throws UNSUPPORTED on a pull-only registry (the node agent).
+void require_writable(const Options& options);
 
 oci::Digest hash_file(const std::filesystem::path& path, oci::DigestAlgorithm algorithm);
 

@@ -165,7 +165,8 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
     std::vector<oci::Digest> digests;
     for (auto& blob : blobs) digests.push_back(blob.digest);
     constexpr unsigned parallel_fetches = 4;
-    if (auto result = ensure_blobs(digests, sources, parallel_fetches);
+    const bool mirrored = mirrors_ && mirrors_->mirrors(repo);
+    if (auto result = mirrored ? ApplyResult::skipped : ensure_blobs(digests, sources, parallel_fetches);
         result == ApplyResult::gone || result == ApplyResult::unavailable)
         return result;
     for (auto& child : parsed.manifests) {

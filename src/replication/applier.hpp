@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "berth/registry/upstreams.hpp"
 #include "berth/storage/events.hpp"
 #include "peer_client.hpp"
 
@@ -40,6 +41,9 @@ struct ManifestContent {
 class Applier {
 public:
     Applier(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock);
+    // Manifests of mirrored repositories are applied without their blobs,
+    // which every replica fetches when first read (registry proxying).
+    void set_mirrors(const registry::Upstreams* mirrors) { mirrors_ = mirrors; }
 
     // sources: the peer the event came from first, then any other peer.
     // content: a manifest event's bytes when they came with it.
@@ -68,6 +72,7 @@ private:
     std::atomic<std::uint64_t> bytes_fetched_{0};
     // Blobs being fetched now: a second fetch of the same digest (two peers'
     // bootstraps, a follower and a read) waits for the first instead.
+    const registry::Upstreams* mirrors_ = nullptr;
     std::mutex fetching_mutex_;
     std::condition_variable fetched_;
     std::set<std::string> fetching_;

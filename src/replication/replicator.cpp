@@ -274,6 +274,41 @@ std::string Replicator::incompatible_peers() const {
     return out;
 }
 
+namespace {
+
+// FNV-1a: the same on every replica and build, unlike std::hash.
+std::uint64_t rendezvous_score(std::string_view replica, std::string_view key) {
+    std::uint64_t h = 14695981039346656037ull;
+    auto mix = [&](std::string_view text) {
+        for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    };
+    mix(replica);
+    mix(std::string_view("\0", 1));
+    mix(key);
+    h ^= h >> 33;  // FNV's low bits alone spread poorly across few replicas
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+}  // namespace
+
+void Replicator::set_mirrors(const registry::Upstreams* mirrors) { impl_->applier.set_mirrors(mirrors); }
+
+std::optional<std::string> Replicator::owner_of(std::string_view key) const {
+    std::lock_guard lock(impl_->mutex);
+    auto best = rendezvous_score(impl_->self_id, key);
+    std::optional<std::string> owner;
+    for (auto& peer : impl_->peers) {
+        if (peer->self || !peer->reachable || peer->id.empty() || !peer->incompatible.empty()) continue;
+        if (auto score = rendezvous_score(peer->id, key); score > best) {
+            best = score;
+            owner = peer->client.address();
+        }
+    }
+    return owner;
+}
+
 std::optional<std::string> Replicator::address_of(const std::string& replica_id) const {
     std::lock_guard lock(impl_->mutex);
     for (auto& peer : impl_->peers)

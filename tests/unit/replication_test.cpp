@@ -225,7 +225,7 @@ TEST_CASE("a blob missing here is read through from a peer, once, and only if th
         auto info = local.reg.stat_blob("r", digest);
         CHECK(info.digest.str() == digest);
         CHECK(info.size == 11);
-        CHECK(local.reg.open_blob("r", digest).size() == 11);
+        CHECK(local.reg.open_blob("r", digest).blob.size() == 11);
         CHECK(local.meta.has_link("r", digest));
         CHECK(peers.blob_fetches == std::vector<Call>{{"r", digest}});
         // Now local: a second read asks nobody.

@@ -7,6 +7,7 @@
 
 #include "berth/auth/options.hpp"
 #include "berth/http/server.hpp"
+#include "berth/proxy/options.hpp"
 #include "berth/registry/maintenance.hpp"
 #include "berth/registry/options.hpp"
 #include "berth/replication/options.hpp"
@@ -20,6 +21,7 @@ struct Config {
     registry::Options registry;
     replication::Options replication;
     auth::Options auth;
+    proxy::Options proxy;  // upstreams, or the node agent's replicas
     std::chrono::seconds upload_purge_interval{60};
     registry::GcOptions gc;
     std::chrono::seconds gc_interval{3600};     // 0: only `berth gc`

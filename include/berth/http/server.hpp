@@ -63,6 +63,8 @@ public:
     void stop();
     // Runs task on a worker thread every period while serving.
     void every(std::chrono::seconds period, std::function<void()> task);
+    // Adds text to GET /metrics, rendered on each scrape.
+    void add_metrics(std::function<std::string()> render);
     // Runs when shutdown begins, so long-running tasks can stop early.
     void on_shutdown(std::function<void()> callback);
 

@@ -18,6 +18,8 @@ struct Options {
     std::size_t max_page = 1000;             // clamp for n in tags and catalog lists
     std::chrono::seconds upload_idle_ttl{3600};
     bool deletes_enabled = true;
+    // The node agent serves pulls only: pushes go to the replicas.
+    bool pull_only = false;
     // Links younger than this survive garbage collection without a manifest;
     // a manifest push renews links older than half of it.
     std::chrono::seconds gc_grace{3600};

@@ -12,6 +12,7 @@
 #include "berth/oci/digest.hpp"
 #include "berth/registry/options.hpp"
 #include "berth/registry/peers.hpp"
+#include "berth/registry/upstreams.hpp"
 
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
@@ -31,12 +32,19 @@ class UploadTable;
 struct BlobInfo {
     oci::Digest digest;
     std::uint64_t size;
+    Cache cache = Cache::none;
+};
+
+struct BlobRead {
+    storage::OpenBlob blob;
+    Cache cache = Cache::none;
 };
 
 struct Manifest {
     oci::Digest digest;
     std::string media_type;
     std::string bytes;
+    Cache cache = Cache::none;
 };
 
 struct PutManifestResult {
@@ -72,10 +80,21 @@ public:
     // With peers, content missing here is fetched from them on read, and
     // manifest writes wait for the configured write quorum.
     void set_peers(Peers* peers) { peers_ = peers; }
+    // With upstreams, repositories named after an upstream's host mirror it.
+    void set_upstreams(Upstreams* upstreams) { upstreams_ = upstreams; }
+    // Reads may wait for an upstream.
+    bool proxying() const { return upstreams_ != nullptr; }
+
+    // The repository a request names: its name, or HOST/NAME when it came
+    // with ns=HOST (throws NAME_INVALID for a malformed ns, NAME_UNKNOWN for
+    // a host with a port, which no repository name can hold). A read of a
+    // name that is neither mirrored nor stored here goes to the default
+    // upstream, as a plain pull-through mirror.
+    std::string repository_of(const std::string& name, const std::optional<std::string>& ns, bool read);
 
     // Blobs
-    BlobInfo stat_blob(const std::string& repo, const std::string& digest);
-    storage::OpenBlob open_blob(const std::string& repo, const std::string& digest);
+    BlobInfo stat_blob(const std::string& repo, const std::string& digest, Asker asker = Asker::client);
+    BlobRead open_blob(const std::string& repo, const std::string& digest, Asker asker = Asker::client);
     void delete_blob(const std::string& repo, const std::string& digest);
 
     // Uploads
@@ -101,7 +120,7 @@ public:
     PutManifestResult put_manifest(const std::string& repo, const std::string& reference,
                                    const std::string& content_type, std::string body,
                                    const std::vector<std::string>& extra_tags = {});
-    Manifest get_manifest(const std::string& repo, const std::string& reference);
+    Manifest get_manifest(const std::string& repo, const std::string& reference, Asker asker = Asker::client);
     void delete_manifest(const std::string& repo, const std::string& reference);
 
     // Discovery
@@ -115,6 +134,10 @@ private:
     bool has_blob(const std::string& repo, const oci::Digest& digest);
     // Commits under the write lock with fresh stamps, then waits for the write quorum.
     void commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch);
+    // Mirrored repositories (mirror.cpp).
+    Manifest get_mirrored_manifest(const std::string& repo, const std::string& reference, Asker asker);
+    void store_mirrored_manifest(const std::string& repo, const std::string& reference, const UpstreamManifest& fetched);
+    std::optional<BlobRead> open_mirrored_blob(const std::string& repo, const oci::Digest& digest, Asker asker);
 
     Options options_;
     storage::BlobStore& blobs_;
@@ -122,6 +145,7 @@ private:
     storage::HybridClock& clock_;
     std::unique_ptr<UploadTable> uploads_;
     Peers* peers_ = nullptr;
+    Upstreams* upstreams_ = nullptr;
 };
 
 }  // namespace berth::registry

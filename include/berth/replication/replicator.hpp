@@ -13,6 +13,7 @@
 
 #include "berth/oci/digest.hpp"
 #include "berth/registry/peers.hpp"
+#include "berth/registry/upstreams.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/replication/options.hpp"
 #include "berth/replication/protocol.hpp"
@@ -32,6 +33,8 @@ public:
                storage::HybridClock& clock);
     ~Replicator() override;
 
+    // Repositories mirroring an upstream replicate their manifests without blobs.
+    void set_mirrors(const registry::Upstreams* mirrors);
     void start();
     void stop();
 
@@ -63,6 +66,10 @@ public:
     bool fetch_manifest(const std::string& repo, const std::string& reference) override;
     void replicate(const std::vector<storage::Event>& events) override;
 
+    // HOST:PORT of the replica that fetches `key` from upstream registries for
+    // the whole cluster (rendezvous hashing over the replicas reachable now);
+    // nullopt when that is this one.
+    std::optional<std::string> owner_of(std::string_view key) const;
     // HOST:PORT of the replica with that id, when known.
     std::optional<std::string> address_of(const std::string& replica_id) const;
     const std::string& secret() const;

@@ -5,28 +5,35 @@
 #include <filesystem>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
 
 #include "berth/oci/digest.hpp"
+#include "berth/storage/filling_blob.hpp"
 
 namespace berth::storage {
 
-// A blob file opened for reading; closed with this unless released.
+// A blob file opened for reading; closed with this unless released. With
+// `filling`, the file is still arriving: read only what filling->readable() says.
 class OpenBlob {
 public:
-    OpenBlob(int fd, std::uint64_t size) : fd_(fd), size_(size) {}
-    OpenBlob(OpenBlob&& other) noexcept : fd_(std::exchange(other.fd_, -1)), size_(other.size_) {}
+    OpenBlob(int fd, std::uint64_t size, std::shared_ptr<FillingBlob> filling = nullptr)
+        : fd_(fd), size_(size), filling_(std::move(filling)) {}
+    OpenBlob(OpenBlob&& other) noexcept
+        : fd_(std::exchange(other.fd_, -1)), size_(other.size_), filling_(std::move(other.filling_)) {}
     OpenBlob& operator=(OpenBlob&&) = delete;
     ~OpenBlob();
     int fd() const { return fd_; }
     std::uint64_t size() const { return size_; }
+    const std::shared_ptr<FillingBlob>& filling() const { return filling_; }
     int release() { return std::exchange(fd_, -1); }  // the caller closes it now
 
 private:
     int fd_;
     std::uint64_t size_;
+    std::shared_ptr<FillingBlob> filling_;
 };
 
 class BlobStore {

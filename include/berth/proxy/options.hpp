@@ -1,0 +1,37 @@
+#pragma once
+// Upstream registries berth mirrors (registry proxying, distribution-spec
+// main: the `ns` query parameter), and the node-local agent, whose one
+// upstream is the registry's own replicas.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace berth::proxy {
+
+struct Upstream {
+    // The `ns` value and repository name prefix ("docker.io"); empty: every
+    // name, sent on unchanged (the agent's replicas).
+    std::string host;
+    // Base URLs; the agent may list several replicas, or one name that
+    // resolves to all of them. Every address is tried before a fetch fails.
+    std::vector<std::string> urls;
+    std::string ca_file;  // empty: the system's trust store
+    bool insecure = false;
+    std::string cert_file, key_file;  // client certificate (mTLS), the agent's
+    std::string username, password;   // Basic, and for the token flow
+    std::chrono::seconds check_interval{300};  // a cached tag is re-validated this often
+    unsigned max_concurrent = 16;
+};
+
+struct Options {
+    std::vector<Upstream> upstreams;
+    // Agent mode: one catch-all upstream (the replicas), no replication.
+    bool agent = false;
+    // Blob bytes kept before the least recently used are evicted; 0: no bound.
+    std::uint64_t cache_max_bytes = 0;
+
+    bool enabled() const { return !upstreams.empty(); }
+};
+
+}  // namespace berth::proxy

@@ -1,0 +1,59 @@
+#pragma once
+// Registry proxying: a repository named HOST/NAME mirrors NAME at the upstream
+// configured for HOST. A miss is fetched once however many ask (every waiting
+// client streams the bytes as they arrive), verified, stored and replicated
+// like a push; a cached tag is re-validated with one HEAD per interval; when
+// the upstream is out of reach what is stored is served as it is. With
+// replicas, each digest's and tag's fetch belongs to one of them (rendezvous
+// hashing), so a cluster asks the upstream once.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "berth/proxy/options.hpp"
+#include "berth/registry/upstreams.hpp"
+
+namespace berth::storage {
+class BlobStore;
+class MetaStore;
+class HybridClock;
+}  // namespace berth::storage
+namespace berth::replication {
+class Replicator;
+}
+
+namespace berth::proxy {
+
+struct Limits {
+    std::size_t max_manifest_bytes = 4 << 20;
+    std::uint64_t max_blob_bytes = 0;  // 0: none
+    std::uint64_t min_free_bytes = 0;  // a fetch that would leave less free is refused
+};
+
+class Proxy : public registry::Upstreams {
+public:
+    // cluster may be null (a single registry, or the agent).
+    Proxy(Options options, Limits limits, storage::BlobStore& blobs, storage::MetaStore& meta,
+          storage::HybridClock& clock, std::string replica_id, replication::Replicator* cluster);
+    ~Proxy() override;
+
+    bool mirrors(const std::string& repo) const override;
+    std::string default_host() const override;
+    registry::ManifestAnswer fetch_manifest(const std::string& repo, const std::string& reference,
+                                            const std::optional<std::string>& cached, registry::Asker asker) override;
+    std::optional<storage::OpenBlob> fetch_blob(const std::string& repo, const oci::Digest& digest,
+                                                registry::Asker asker) override;
+    void count(const std::string& repo, registry::Cache cache) override;
+    void touched(const oci::Digest& digest) override;
+
+    std::string metrics_text() const;
+    // Evicts the least recently used blobs beyond cache.max_bytes; returns how many.
+    std::size_t trim_cache();
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace berth::proxy

@@ -1,0 +1,64 @@
+#pragma once
+// What the registry needs to mirror other registries, and no more: registry
+// owns this seam, proxy implements it (proxy/proxy.hpp), so registry never
+// sees how upstreams are reached.
+#include <optional>
+#include <string>
+
+#include "berth/oci/digest.hpp"
+#include "berth/storage/blob_store.hpp"
+
+namespace berth::registry {
+
+// Where a read was answered from, for the access log and metrics.
+enum class Cache {
+    none,     // not a mirrored repository
+    hit,      // from what is stored here, current as far as anyone knows
+    fetched,  // from the upstream, now stored here
+    stale,    // from what is stored here, the upstream out of reach
+};
+const char* cache_name(Cache cache);
+
+// Who is reading: a client, or a replica that delegated its fetch to this
+// one (which then fetches itself rather than delegate again).
+enum class Asker { client, replica };
+
+struct UpstreamManifest {
+    oci::Digest digest;  // verified against the bytes
+    std::string media_type;
+    std::string bytes;
+};
+
+struct ManifestAnswer {
+    enum class Status {
+        current,      // what is cached here is what the upstream has
+        fetched,      // manifest holds the upstream's, new here
+        missing,      // the upstream has no such manifest
+        unreachable,  // no answer, or a 5xx: serve what is cached
+    } status = Status::unreachable;
+    std::optional<UpstreamManifest> manifest;
+};
+
+class Upstreams {
+public:
+    virtual ~Upstreams() = default;
+    // True when repo (HOST/NAME) mirrors an upstream, so a miss is fetched.
+    virtual bool mirrors(const std::string& repo) const = 0;
+    // The host pulls without ns or host prefix go to (a plain mirror); "" for none.
+    virtual std::string default_host() const = 0;
+    // reference is a tag or digest; cached the digest stored here for that tag.
+    // A tag checked within its upstream's interval is `current` without asking.
+    virtual ManifestAnswer fetch_manifest(const std::string& repo, const std::string& reference,
+                                          const std::optional<std::string>& cached, Asker asker) = 0;
+    // The blob, fetched from upstream once however many ask at once, linked to
+    // repo once stored; it may still be arriving (OpenBlob::filling). nullopt
+    // when it cannot be had now.
+    virtual std::optional<storage::OpenBlob> fetch_blob(const std::string& repo, const oci::Digest& digest,
+                                                        Asker asker) = 0;
+    // Counts a read answered without the upstream (hit or stale).
+    virtual void count(const std::string& repo, Cache cache) = 0;
+    // A cached blob was read: the cache keeps the recently used.
+    virtual void touched(const oci::Digest&) {}
+};
+
+}  // namespace berth::registry

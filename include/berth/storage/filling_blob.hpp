@@ -1,0 +1,51 @@
+#pragma once
+// A blob still arriving, which readers follow as it grows: one writer appends
+// to a scratch file, any number of readers send what is there and wait for
+// more. The last byte is held back until the digest is verified, so no reader
+// ever gets a complete body whose bytes were wrong: a failed fetch cuts every
+// reader short instead.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace berth::storage {
+
+class FillingBlob {
+public:
+    // fd: the scratch file opened for reading; FillingBlob owns and closes it.
+    FillingBlob(int fd, std::uint64_t size);
+    ~FillingBlob();
+    FillingBlob(const FillingBlob&) = delete;
+    FillingBlob& operator=(const FillingBlob&) = delete;
+
+    std::uint64_t size() const { return size_; }
+    // A descriptor of the file for one reader (pread/sendfile with explicit
+    // offsets only); valid after the file is renamed into place. -1 on failure.
+    int open_reader() const;
+    // Bytes from the start that readers may send.
+    std::uint64_t readable() const;
+    bool failed() const;
+    // Runs `more` once readable() > offset or the fetch failed: at once (on
+    // this thread) if that is so already, else on the writer's thread.
+    void when_readable(std::uint64_t offset, std::function<void()> more);
+
+    // The writer's side.
+    void wrote(std::uint64_t total);
+    void verified();
+    void fail();
+
+private:
+    std::uint64_t can_read_locked() const;
+    std::vector<std::function<void()>> take_waiters_locked();
+
+    const int fd_;
+    const std::uint64_t size_;
+    mutable std::mutex mutex_;
+    std::uint64_t written_ = 0;
+    bool verified_ = false, failed_ = false;
+    std::vector<std::pair<std::uint64_t, std::function<void()>>> waiters_;
+};
+
+}  // namespace berth::storage

@@ -1,0 +1,208 @@
+// Blobs from upstreams, fetched once however many ask: the first reader starts
+// a fetch thread, every reader (the first too) streams from the scratch file
+// as it fills, and the blob is committed and linked once its digest is right.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "berth/observe/log.hpp"
+#include "berth/replication/replicator.hpp"
+#include "berth/storage/layout.hpp"
+#include "proxy_impl.hpp"
+
+namespace berth::proxy {
+namespace {
+
+// How long a reader waits for the upstream's answer to start.
+constexpr auto answer_wait = std::chrono::seconds(30);
+constexpr std::size_t piece_bytes = 1 << 20;
+
+void write_all(int fd, const char* data, std::size_t size) {
+    while (size) {
+        auto n = ::write(fd, data, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw std::runtime_error("cannot write the fetched blob");
+        data += n;
+        size -= static_cast<std::size_t>(n);
+    }
+}
+
+}  // namespace
+
+std::optional<storage::OpenBlob> Proxy::fetch_blob(const std::string& repo, const oci::Digest& digest,
+                                                   registry::Asker asker) {
+    auto [upstream, name] = impl_->find(repo);
+    if (!upstream) return std::nullopt;
+    std::shared_ptr<BlobFlight> flight;
+    {
+        std::lock_guard lock(impl_->flights_mutex);
+        auto& slot = impl_->blob_flights[digest.str()];
+        if (slot) {
+            ++upstream->counters.coalesced;
+        } else {
+            // Linked since the caller looked (the fetch before this one ended): no new fetch.
+            if (impl_->meta.has_link(repo, digest.str()))
+                if (auto blob = impl_->blobs.open(digest)) {
+                    impl_->blob_flights.erase(digest.str());
+                    return blob;
+                }
+            slot = std::make_shared<BlobFlight>();
+            ++upstream->counters.misses;
+            ++impl_->running;
+            std::thread(&Impl::run_flight, impl_.get(), std::ref(*upstream), name, repo, digest, slot, asker).detach();
+        }
+        flight = slot;
+        flight->repos.insert(repo);
+    }
+    std::unique_lock lock(flight->mutex);
+    flight->started.wait_for(lock, answer_wait, [&] { return flight->filling || flight->ended; });
+    if (!flight->filling || flight->filling->failed()) return std::nullopt;
+    int fd = flight->filling->open_reader();
+    if (fd < 0) return std::nullopt;
+    return storage::OpenBlob(fd, flight->filling->size(), flight->filling);
+}
+
+void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::string repo, oci::Digest digest,
+                             std::shared_ptr<BlobFlight> flight, registry::Asker asker) {
+    const auto key = digest.str();
+    try {
+        bool done = false;
+        // The owning replica fetches for the whole cluster; this one streams from it.
+        if (cluster && asker == registry::Asker::client)
+            if (auto owner = cluster->owner_of(key)) {
+                try {
+                    RemoteConfig config;
+                    config.urls.push_back(net::parse_url("http://" + *owner));
+                    config.headers = delegation_headers();
+                    Remote peer(client, std::move(config));
+                    auto opened = peer.open("GET", repo + "/blobs/" + key, {});
+                    if (opened.head->status == 200) {
+                        receive(upstream, opened, digest, *flight, false);
+                        done = true;
+                    }
+                } catch (const std::exception& error) {
+                    if (flight->filling) throw;  // bytes went out already: this fetch has failed
+                    observe::log("info", "owner replica did not answer; asking the upstream",
+                                 {{"owner", *owner}, {"error", error.what()}});
+                }
+            }
+        if (!done) {
+            Remote::Slot slot(upstream.remote);
+            const auto started = Clock::now();
+            const auto target = name + "/blobs/" + key;
+            const auto scope = "repository:" + name + ":pull";
+            // Stored for another repository already: the upstream need only say this one has it too.
+            if (auto size = blobs.size(digest)) {
+                auto head = upstream.remote.request("HEAD", target, scope, 0);
+                if (head.status == 200 && head.content_length == *size) {
+                    auto fd = ::open(blobs.path(digest).c_str(), O_RDONLY | O_CLOEXEC);
+                    if (fd >= 0) {
+                        auto filling = std::make_shared<storage::FillingBlob>(fd, *size);
+                        filling->wrote(*size);
+                        filling->verified();
+                        {
+                            std::lock_guard lock(flight->mutex);
+                            flight->filling = filling;
+                        }
+                        flight->started.notify_all();
+                        done = true;
+                    }
+                }
+            }
+            if (!done) {
+                auto opened = upstream.remote.open("GET", target, scope);
+                ++upstream.counters.requests;
+                upstream.counters.request_micros +=
+                    std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
+                if (opened.head->status != 200)
+                    throw std::runtime_error("upstream answered " + std::to_string(opened.head->status));
+                receive(upstream, opened, digest, *flight, true);
+            }
+        }
+    } catch (const std::exception& error) {
+        log_failure(upstream, repo + "@" + key, error.what());
+        std::lock_guard lock(flight->mutex);
+        if (flight->filling) flight->filling->fail();
+        flight->ended = true;
+    }
+    flight->started.notify_all();
+    std::set<std::string> repos;
+    {
+        std::lock_guard lock(flights_mutex);
+        blob_flights.erase(key);
+        repos = flight->repos;
+    }
+    if (flight->filling && !flight->filling->failed()) {
+        try {
+            link(repos, digest);
+        } catch (const std::exception& error) {
+            observe::log("error", "cannot link a fetched blob", {{"digest", key}, {"error", error.what()}});
+        }
+        flight->filling->verified();
+    }
+    std::lock_guard lock(flights_mutex);
+    --running;
+    flights_idle.notify_all();
+}
+
+void Proxy::Impl::receive(UpstreamState& upstream, Opened& opened, const oci::Digest& digest, BlobFlight& flight,
+                          bool from_upstream) {
+    const auto& head = *opened.head;
+    if (!head.content_length) throw std::runtime_error("no Content-Length for a blob");
+    const auto size = *head.content_length;
+    if (limits.max_blob_bytes && size > limits.max_blob_bytes)
+        throw std::runtime_error("blob larger than limits.max_blob_bytes");
+    if (blobs.free_bytes() < size + limits.min_free_bytes) throw std::runtime_error("not enough free disk space");
+    const auto scratch = storage::layout::fetch_file(blobs.scratch_dir());
+    int out = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    if (out < 0) throw std::runtime_error("cannot create a scratch file");
+    struct Scratch {
+        int fd;
+        std::filesystem::path path;
+        bool keep = false;
+        ~Scratch() {
+            ::close(fd);
+            std::error_code ec;
+            if (!keep) std::filesystem::remove(path, ec);
+        }
+    } guard{out, scratch};
+    int in = ::open(scratch.c_str(), O_RDONLY | O_CLOEXEC);
+    if (in < 0) throw std::runtime_error("cannot open a scratch file");
+    auto filling = std::make_shared<storage::FillingBlob>(in, size);
+    {
+        std::lock_guard lock(flight.mutex);
+        flight.filling = filling;
+    }
+    flight.started.notify_all();
+
+    oci::Hasher hasher(digest.algorithm());
+    std::vector<char> piece(piece_bytes);
+    std::uint64_t total = 0;
+    while (auto n = opened.exchange->read_body(piece)) {
+        if (total + n > size) throw std::runtime_error("blob longer than its Content-Length");
+        hasher.update(piece.data(), n);
+        write_all(out, piece.data(), n);
+        total += n;
+        if (from_upstream) upstream.counters.fetched_bytes += n;
+        filling->wrote(total);
+    }
+    if (total != size) throw std::runtime_error("blob shorter than its Content-Length");
+    if (hasher.peek() != digest) throw std::runtime_error("blob does not match its digest");
+    blobs.commit(scratch, digest);
+    guard.keep = true;
+}
+
+void Proxy::Impl::link(const std::set<std::string>& repos, const oci::Digest& digest) {
+    auto lock = meta.lock_writes();
+    const storage::Stamp stamp{clock.now(), replica_id};
+    storage::MetaStore::Batch batch;
+    for (auto& repo : repos)
+        if (!meta.has_link(repo, digest.str())) batch.record_link(repo, digest.str(), stamp, false);
+    meta.commit(batch, storage::MetaStore::Durability::deferred);
+    lock.unlock();
+    meta.sync();
+}
+
+}  // namespace berth::proxy

@@ -1,0 +1,164 @@
+// Manifests from upstreams: one request per repository and reference at a
+// time on this replica, delegated to the owning replica when there are several.
+#include <nlohmann/json.hpp>
+
+#include "berth/observe/log.hpp"
+#include "berth/oci/media_types.hpp"
+#include "berth/replication/replicator.hpp"
+#include "proxy_impl.hpp"
+
+namespace berth::proxy {
+namespace {
+
+using registry::ManifestAnswer;
+using Status = ManifestAnswer::Status;
+
+const net::Headers& accept_manifests() {
+    static const net::Headers accept{
+        {"Accept", std::string(oci::media_type::oci_manifest) + ", " + std::string(oci::media_type::oci_index) + ", " +
+                       std::string(oci::media_type::docker_manifest) + ", " +
+                       std::string(oci::media_type::docker_manifest_list)}};
+    return accept;
+}
+
+std::string scope_of(const std::string& name) { return "repository:" + name + ":pull"; }
+
+// Content-Type without parameters; a registry that sends none (or plain JSON)
+// still names the type inside the manifest.
+std::string media_type_of(const net::Response& response) {
+    auto type = response.header("content-type");
+    type = type.substr(0, type.find(';'));
+    while (!type.empty() && type.back() == ' ') type.pop_back();
+    if (!type.empty() && type != "application/json" && type != "text/plain") return type;
+    auto doc = nlohmann::json::parse(response.body, nullptr, false);
+    if (doc.is_object() && doc.contains("mediaType") && doc["mediaType"].is_string()) return doc["mediaType"];
+    return type;
+}
+
+// The bytes answer the reference: by digest they hash to it; by tag, any
+// digest the upstream claims must be theirs.
+std::optional<registry::UpstreamManifest> verified(const net::Response& response, const std::string& reference) {
+    auto wanted = oci::Digest::parse(reference);
+    auto claimed = oci::Digest::parse(response.header("docker-content-digest"));
+    auto algorithm = wanted ? wanted->algorithm() : oci::DigestAlgorithm::sha256;
+    auto digest = oci::Digest::of(algorithm, response.body);
+    if (wanted && digest != *wanted) return std::nullopt;
+    if (claimed && claimed->algorithm() == algorithm && *claimed != digest) return std::nullopt;
+    return registry::UpstreamManifest{digest, media_type_of(response), response.body};
+}
+
+}  // namespace
+
+registry::ManifestAnswer Proxy::fetch_manifest(const std::string& repo, const std::string& reference,
+                                               const std::optional<std::string>& cached, registry::Asker asker) {
+    auto [upstream, name] = impl_->find(repo);
+    if (!upstream) return {};
+    const bool by_tag = reference.find(':') == std::string::npos;
+    const auto key = repo + '\0' + reference;
+    if (by_tag && cached) {
+        std::lock_guard lock(upstream->checked_mutex);
+        auto it = upstream->checked.find(key);
+        if (it != upstream->checked.end() && Clock::now() - it->second < upstream->options.check_interval)
+            return {Status::current, std::nullopt};
+    }
+    // One request for all who ask at once.
+    std::shared_ptr<ManifestFlight> flight;
+    bool leader = false;
+    {
+        std::lock_guard lock(impl_->flights_mutex);
+        auto& slot = impl_->manifest_flights[key];
+        if (!slot) {
+            slot = std::make_shared<ManifestFlight>();
+            leader = true;
+        } else {
+            ++upstream->counters.coalesced;
+        }
+        flight = slot;
+    }
+    if (!leader) {
+        std::unique_lock lock(flight->mutex);
+        flight->done_cv.wait(lock, [&] { return flight->done; });
+        return flight->answer;
+    }
+    ManifestAnswer answer;
+    try {
+        answer = impl_->manifest_now(*upstream, name, repo, reference, cached, asker);
+    } catch (const std::exception& error) {
+        impl_->log_failure(*upstream, repo + ":" + reference, error.what());
+    }
+    if (answer.status == Status::current || answer.status == Status::fetched) {
+        std::lock_guard lock(upstream->checked_mutex);
+        if (upstream->checked.size() > 100000) upstream->checked.clear();  // a bound; they are re-checked once
+        upstream->checked[key] = Clock::now();
+    }
+    if (answer.status == Status::fetched) ++upstream->counters.misses;
+    {
+        std::lock_guard lock(impl_->flights_mutex);
+        impl_->manifest_flights.erase(key);
+    }
+    {
+        std::lock_guard lock(flight->mutex);
+        flight->answer = answer;
+        flight->done = true;
+    }
+    flight->done_cv.notify_all();
+    return answer;
+}
+
+registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, const std::string& name,
+                                                   const std::string& repo, const std::string& reference,
+                                                   const std::optional<std::string>& cached, registry::Asker asker) {
+    auto answer_from = [&](const net::Response& response) -> ManifestAnswer {
+        if (response.status == 404) return {Status::missing, std::nullopt};
+        if (response.status != 200) throw std::runtime_error("answered " + std::to_string(response.status));
+        auto manifest = verified(response, reference);
+        if (!manifest) throw std::runtime_error("manifest does not match its digest");
+        if (cached && manifest->digest.str() == *cached) return {Status::current, std::nullopt};
+        return {Status::fetched, std::move(manifest)};
+    };
+    // The owning replica asks the upstream for the whole cluster.
+    if (cluster && asker == registry::Asker::client) {
+        if (auto owner = cluster->owner_of(repo + '\0' + reference)) {
+            try {
+                RemoteConfig config;
+                config.urls.push_back(net::parse_url("http://" + *owner));
+                config.headers = delegation_headers();
+                config.headers.insert(config.headers.end(), accept_manifests().begin(), accept_manifests().end());
+                Remote peer(client, std::move(config));
+                return answer_from(peer.request("GET", repo + "/manifests/" + reference, {}, limits.max_manifest_bytes));
+            } catch (const std::exception& error) {
+                observe::log("info", "owner replica did not answer; asking the upstream",
+                             {{"owner", *owner}, {"error", error.what()}});
+            }
+        }
+    }
+    const auto target = name + "/manifests/" + reference;
+    Remote::Slot slot(upstream.remote);
+    const auto started = Clock::now();
+    struct Timing {
+        UpstreamState& upstream;
+        Clock::time_point started;
+        ~Timing() {
+            ++upstream.counters.requests;
+            upstream.counters.request_micros +=
+                std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
+        }
+    } timing{upstream, started};
+    if (cached && reference.find(':') == std::string::npos) {
+        // One HEAD says whether the tag moved; only then is the manifest fetched.
+        auto head = upstream.remote.request("HEAD", target, scope_of(name), 0, accept_manifests());
+        if (head.status == 404) return {Status::missing, std::nullopt};
+        if (head.status >= 500 || head.status == 429) return {Status::unreachable, std::nullopt};
+        if (head.status == 200 && head.header("docker-content-digest") == *cached) return {Status::current, std::nullopt};
+    }
+    auto response = upstream.remote.request("GET", target, scope_of(name), limits.max_manifest_bytes, accept_manifests());
+    if (response.status >= 500 || response.status == 429) {
+        log_failure(upstream, repo + ":" + reference, "answered " + std::to_string(response.status));
+        return {Status::unreachable, std::nullopt};
+    }
+    auto answer = answer_from(response);
+    if (answer.status == Status::fetched) upstream.counters.fetched_bytes += response.body.size();
+    return answer;
+}
+
+}  // namespace berth::proxy

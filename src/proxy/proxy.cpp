@@ -1,0 +1,184 @@
+#include "proxy_impl.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "berth/observe/log.hpp"
+#include "berth/replication/protocol.hpp"
+#include "berth/replication/replicator.hpp"
+
+namespace berth::proxy {
+namespace {
+
+net::ClientOptions upstream_client_options() {
+    net::ClientOptions options;
+    // Shorter than the second a miss may take while the upstream is away, so
+    // containerd can still fall back to its next host in time.
+    options.connect_timeout = std::chrono::milliseconds(900);
+    options.io_threads = 2;
+    return options;
+}
+
+RemoteConfig remote_config(const Upstream& upstream) {
+    RemoteConfig config;
+    for (auto& url : upstream.urls) config.urls.push_back(net::parse_url(url));
+    config.tls.ca_file = upstream.ca_file;
+    config.tls.insecure = upstream.insecure;
+    config.tls.cert_file = upstream.cert_file;
+    config.tls.key_file = upstream.key_file;
+    config.username = upstream.username;
+    config.password = upstream.password;
+    config.max_concurrent = upstream.max_concurrent;
+    return config;
+}
+
+}  // namespace
+
+Proxy::Impl::Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, storage::HybridClock& c,
+                  std::string id, replication::Replicator* r)
+    : options(std::move(o)), limits(l), client(upstream_client_options()), blobs(b), meta(m), clock(c),
+      replica_id(std::move(id)), cluster(r) {
+    for (auto& upstream : options.upstreams)
+        upstreams.push_back(std::make_unique<UpstreamState>(client, upstream, remote_config(upstream)));
+}
+
+std::pair<UpstreamState*, std::string> Proxy::Impl::find(const std::string& repo) const {
+    for (auto& upstream : upstreams) {
+        const auto& host = upstream->options.host;
+        if (host.empty()) return {upstream.get(), repo};
+        if (repo.size() > host.size() + 1 && repo.starts_with(host) && repo[host.size()] == '/')
+            return {upstream.get(), repo.substr(host.size() + 1)};
+    }
+    return {nullptr, {}};
+}
+
+net::Headers Proxy::Impl::delegation_headers() const {
+    namespace protocol = replication::protocol;
+    return {{protocol::header::secret, cluster->secret()},
+            {protocol::header::replica, replica_id},
+            {protocol::header::versions, protocol::versions_text()},
+            {protocol::header::forwarded, "1"}};
+}
+
+void Proxy::Impl::log_failure(UpstreamState& upstream, const std::string& what, const std::string& why) {
+    ++upstream.counters.errors;
+    observe::log("warn", "upstream fetch failed",
+                 {{"upstream", upstream.options.host.empty() ? "replicas" : upstream.options.host},
+                  {"what", what},
+                  {"error", why}});
+}
+
+Proxy::Proxy(Options options, Limits limits, storage::BlobStore& blobs, storage::MetaStore& meta,
+             storage::HybridClock& clock, std::string replica_id, replication::Replicator* cluster)
+    : impl_(std::make_unique<Impl>(std::move(options), limits, blobs, meta, clock, std::move(replica_id), cluster)) {}
+
+Proxy::~Proxy() {
+    // Fetch threads use the client and the store: they end first.
+    std::unique_lock lock(impl_->flights_mutex);
+    impl_->flights_idle.wait(lock, [&] { return impl_->running == 0; });
+}
+
+bool Proxy::mirrors(const std::string& repo) const { return impl_->find(repo).first != nullptr; }
+
+std::string Proxy::default_host() const {
+    if (impl_->upstreams.size() == 1) return impl_->upstreams.front()->options.host;
+    for (auto& upstream : impl_->upstreams)
+        if (upstream->options.host == "docker.io") return upstream->options.host;
+    return {};
+}
+
+void Proxy::count(const std::string& repo, registry::Cache cache) {
+    auto [upstream, name] = impl_->find(repo);
+    if (!upstream) return;
+    if (cache == registry::Cache::hit) ++upstream->counters.hits;
+    if (cache == registry::Cache::stale) ++upstream->counters.stale;
+}
+
+void Proxy::touched(const oci::Digest& digest) {
+    if (!impl_->options.cache_max_bytes) return;
+    std::lock_guard lock(impl_->used_mutex);
+    impl_->last_used[digest.str()] = Clock::now();
+}
+
+std::size_t Proxy::trim_cache() {
+    const auto budget = impl_->options.cache_max_bytes;
+    if (!budget) return 0;
+    struct Entry {
+        oci::Digest digest;
+        std::uint64_t size;
+        std::int64_t used;  // seconds, comparable across both sources
+    };
+    std::vector<Entry> entries;
+    std::uint64_t total = 0;
+    {
+        std::lock_guard lock(impl_->used_mutex);
+        const auto now_steady = Clock::now();
+        const auto now_wall = std::chrono::system_clock::now();
+        impl_->blobs.for_each([&](const oci::Digest& digest, std::uint64_t size, std::int64_t mtime) {
+            std::int64_t used = mtime;
+            if (auto it = impl_->last_used.find(digest.str()); it != impl_->last_used.end())
+                used = std::chrono::duration_cast<std::chrono::seconds>(
+                           (now_wall - (now_steady - it->second)).time_since_epoch())
+                           .count();
+            entries.push_back({digest, size, used});
+            total += size;
+        });
+    }
+    if (total <= budget) return 0;
+    std::sort(entries.begin(), entries.end(), [](auto& a, auto& b) { return a.used < b.used; });
+    std::size_t evicted = 0;
+    for (auto& entry : entries) {
+        if (total <= budget) break;
+        // Readers keep their open files; the next read of it fetches it again.
+        if (impl_->blobs.remove(entry.digest)) {
+            total -= entry.size;
+            ++evicted;
+            std::lock_guard lock(impl_->used_mutex);
+            impl_->last_used.erase(entry.digest.str());
+        }
+    }
+    return evicted;
+}
+
+std::string Proxy::metrics_text() const {
+    struct Family {
+        const char* name;
+        const char* type;
+        const char* help;
+        std::atomic<std::uint64_t> Counters::*value;
+        double scale = 1;
+    };
+    static const Family families[] = {
+        {"berth_proxy_hits_total", "counter", "Reads of mirrored repositories answered from the cache.", &Counters::hits},
+        {"berth_proxy_misses_total", "counter", "Reads of mirrored repositories that needed the upstream.",
+         &Counters::misses},
+        {"berth_proxy_stale_total", "counter", "Reads answered from the cache while the upstream was out of reach.",
+         &Counters::stale},
+        {"berth_proxy_fetched_bytes_total", "counter", "Bytes fetched from the upstream.", &Counters::fetched_bytes},
+        {"berth_proxy_coalesced_total", "counter", "Reads that joined a fetch already under way instead of starting one.",
+         &Counters::coalesced},
+        {"berth_proxy_upstream_errors_total", "counter", "Upstream requests that failed.", &Counters::errors},
+        // One summary: its header once, with the _sum line.
+        {"berth_proxy_upstream_seconds_sum", "summary", "Upstream requests and the time until their answers.",
+         &Counters::request_micros, 1e-6},
+        {"berth_proxy_upstream_seconds_count", nullptr, nullptr, &Counters::requests},
+    };
+    std::string out;
+    for (auto& family : families) {
+        if (family.type) {
+            std::string base = family.name;
+            if (base.ends_with("_sum")) base.resize(base.size() - 4);
+            out += "# HELP " + base + " " + family.help + "\n# TYPE " + base + " " + family.type + "\n";
+        }
+        for (auto& upstream : impl_->upstreams) {
+            const auto value = static_cast<double>((upstream->counters.*family.value).load()) * family.scale;
+            char number[64];
+            std::snprintf(number, sizeof number, "%.17g", value);
+            out += std::string(family.name) + "{upstream=\"" +
+                   (upstream->options.host.empty() ? "replicas" : upstream->options.host) + "\"} " + number + "\n";
+        }
+    }
+    return out;
+}
+
+}  // namespace berth::proxy

@@ -1,0 +1,99 @@
+#pragma once
+// Proxy internals shared by its source files.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "berth/net/client.hpp"
+#include "berth/proxy/proxy.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "remote.hpp"
+
+namespace berth::replication {
+class Replicator;
+}
+
+namespace berth::proxy {
+
+using Clock = std::chrono::steady_clock;
+
+struct Counters {
+    std::atomic<std::uint64_t> hits{0}, misses{0}, stale{0}, fetched_bytes{0}, coalesced{0}, errors{0};
+    std::atomic<std::uint64_t> requests{0}, request_micros{0};  // upstream round trips and their time
+};
+
+struct UpstreamState {
+    UpstreamState(net::Client& client, Upstream o, RemoteConfig remote_config)
+        : options(std::move(o)), remote(client, std::move(remote_config)) {}
+    Upstream options;
+    Remote remote;
+    Counters counters;
+    std::mutex checked_mutex;
+    std::unordered_map<std::string, Clock::time_point> checked;  // repo\0tag -> last confirmed upstream
+};
+
+// One fetch that any number of readers wait on.
+struct BlobFlight {
+    std::mutex mutex;
+    std::condition_variable started;
+    std::shared_ptr<storage::FillingBlob> filling;  // once the upstream's answer is in
+    bool ended = false;                             // failed before any byte
+    std::set<std::string> repos;                    // to link once stored (under Impl::flights_mutex)
+};
+
+struct ManifestFlight {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    registry::ManifestAnswer answer;
+};
+
+struct Proxy::Impl {
+    Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, storage::HybridClock& c, std::string id,
+         replication::Replicator* r);
+
+    // The upstream repo mirrors and the name it has there; null when none.
+    std::pair<UpstreamState*, std::string> find(const std::string& repo) const;
+    net::Headers delegation_headers() const;
+    void log_failure(UpstreamState& upstream, const std::string& what, const std::string& why);
+
+    registry::ManifestAnswer manifest_now(UpstreamState& upstream, const std::string& name, const std::string& repo,
+                                          const std::string& reference, const std::optional<std::string>& cached,
+                                          registry::Asker asker);
+    void run_flight(UpstreamState& upstream, std::string name, std::string repo, oci::Digest digest,
+                    std::shared_ptr<BlobFlight> flight, registry::Asker asker);
+    // Streams a 200 answer's body into the store through a FillingBlob published to flight.
+    void receive(UpstreamState& upstream, Opened& opened, const oci::Digest& digest, BlobFlight& flight,
+                 bool from_upstream);
+    void link(const std::set<std::string>& repos, const oci::Digest& digest);
+
+    Options options;
+    Limits limits;
+    net::Client client;
+    storage::BlobStore& blobs;
+    storage::MetaStore& meta;
+    storage::HybridClock& clock;
+    std::string replica_id;
+    replication::Replicator* cluster;
+    std::vector<std::unique_ptr<UpstreamState>> upstreams;
+
+    std::mutex flights_mutex;
+    std::condition_variable flights_idle;
+    std::map<std::string, std::shared_ptr<BlobFlight>> blob_flights;          // by digest
+    std::map<std::string, std::shared_ptr<ManifestFlight>> manifest_flights;  // by repo\0reference
+    std::size_t running = 0;                                                  // fetch threads alive
+
+    std::mutex used_mutex;
+    std::unordered_map<std::string, Clock::time_point> last_used;  // blobs read since start, for the LRU
+};
+
+}  // namespace berth::proxy

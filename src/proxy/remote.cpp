@@ -1,0 +1,222 @@
+#include "remote.hpp"
+
+#include <openssl/evp.h>
+
+#include <nlohmann/json.hpp>
+
+#include "berth/net/resolve.hpp"
+#include "challenge.hpp"
+
+namespace berth::proxy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long an address that failed to connect is skipped, so that a miss while
+// an upstream is down answers at once instead of waiting out a connect timeout.
+constexpr auto down_for = std::chrono::seconds(2);
+constexpr auto resolve_every = std::chrono::seconds(10);
+constexpr int max_redirects = 5;
+constexpr std::size_t max_token_bytes = 1 << 20;
+
+std::string base64(std::string_view text) {
+    std::string out(4 * ((text.size() + 2) / 3) + 1, '\0');
+    auto n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                             reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+    out.resize(static_cast<std::size_t>(n));
+    return out;
+}
+
+// An absolute URL, possibly with a query (token realms, redirect targets), as origin and target.
+struct Location {
+    net::Url url;
+    std::string target;
+};
+
+Location parse_location(const std::string& text) {
+    auto scheme_end = text.find("://");
+    if (scheme_end == std::string::npos) throw std::invalid_argument("not an absolute URL");
+    auto path_start = text.find_first_of("/?", scheme_end + 3);
+    Location out{net::parse_url(text.substr(0, path_start)), path_start == std::string::npos ? "/" : text.substr(path_start)};
+    if (out.target.front() == '?') out.target.insert(0, "/");
+    return out;
+}
+
+std::string query_escape(std::string_view text) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : text) {
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+            out += static_cast<char>(c);
+        } else {
+            out += '%';
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
+    return out;
+}
+
+bool is_redirect(int status) { return status == 301 || status == 302 || status == 303 || status == 307 || status == 308; }
+
+}  // namespace
+
+Remote::Remote(net::Client& client, RemoteConfig config) : client_(client), config_(std::move(config)) {}
+
+Remote::Slot::Slot(Remote& remote) : remote_(remote) {
+    std::unique_lock lock(remote_.mutex_);
+    remote_.slot_freed_.wait(lock, [&] { return remote_.busy_ < std::max(1u, remote_.config_.max_concurrent); });
+    ++remote_.busy_;
+}
+
+Remote::Slot::~Slot() {
+    {
+        std::lock_guard lock(remote_.mutex_);
+        --remote_.busy_;
+    }
+    remote_.slot_freed_.notify_one();
+}
+
+std::vector<Remote::Address*> Remote::candidates() {
+    std::lock_guard lock(mutex_);
+    const auto now = Clock::now();
+    if (addresses_.empty() || now - resolved_at_ > resolve_every) {
+        // A name may stand for several replicas (a headless Service): every address is a candidate.
+        std::vector<std::unique_ptr<Address>> fresh;
+        for (auto& url : config_.urls) {
+            auto tls = config_.tls;
+            tls.enabled = url.tls;
+            if (tls.server_name.empty()) tls.server_name = url.address.host;
+            auto resolved = net::resolve(url.address);
+            for (auto& address : resolved) {
+                auto entry = std::make_unique<Address>(Address{{address, tls}, url.path_prefix});
+                for (auto& old : addresses_)  // keep what we knew of it
+                    if (old->origin.address == address && old->prefix == url.path_prefix) entry->down_until = old->down_until;
+                fresh.push_back(std::move(entry));
+            }
+        }
+        if (!fresh.empty() || addresses_.empty()) {
+            addresses_ = std::move(fresh);
+            resolved_at_ = now;
+        }
+    }
+    std::vector<Address*> up;
+    for (auto& address : addresses_)
+        if (address->down_until <= now) up.push_back(address.get());
+    return up;
+}
+
+std::string Remote::authorization(const std::string& scope) {
+    std::lock_guard lock(mutex_);
+    if (auto it = tokens_.find(scope); it != tokens_.end()) {
+        if (it->second.expires > Clock::now()) return "Bearer " + it->second.value;
+        tokens_.erase(it);
+    }
+    if (basic_ && !config_.username.empty()) return "Basic " + base64(config_.username + ":" + config_.password);
+    return {};
+}
+
+bool Remote::answer_challenge(const std::string& text, const std::string& scope) {
+    auto challenge = parse_challenge(text);
+    if (challenge.scheme == "basic") {
+        std::lock_guard lock(mutex_);
+        if (config_.username.empty() || basic_) return false;  // nothing to offer, or refused already
+        basic_ = true;
+        return true;
+    }
+    if (challenge.scheme != "bearer" || challenge.params["realm"].empty()) return false;
+    auto realm = parse_location(challenge.params["realm"]);
+    auto target = realm.target + (realm.target.find('?') == std::string::npos ? "?" : "&");
+    if (auto& service = challenge.params["service"]; !service.empty()) target += "service=" + query_escape(service) + "&";
+    const auto& asked = challenge.params["scope"];
+    target += "scope=" + query_escape(asked.empty() ? scope : asked);
+    net::RequestHead head{"GET", target, {}, std::nullopt, false, std::nullopt};
+    if (!config_.username.empty())
+        head.headers.emplace_back("Authorization", "Basic " + base64(config_.username + ":" + config_.password));
+    auto tls = config_.tls;
+    tls.enabled = realm.url.tls;
+    tls.server_name.clear();
+    auto response = client_.request({realm.url.address, tls}, std::move(head), {}, max_token_bytes);
+    if (response.status != 200) return false;
+    auto doc = nlohmann::json::parse(response.body, nullptr, false);
+    if (!doc.is_object()) return false;
+    auto token = doc.value("token", doc.value("access_token", std::string()));
+    if (token.empty()) return false;
+    auto lifetime = std::chrono::seconds(std::clamp<std::int64_t>(doc.value("expires_in", 60) - 10, 10, 3600));
+    std::lock_guard lock(mutex_);
+    tokens_[scope] = {token, Clock::now() + lifetime};
+    return true;
+}
+
+Opened Remote::open_at(Address& address, const std::string& method, const std::string& path,
+                       const std::string& scope, const net::Headers& headers) {
+    net::Origin origin = address.origin;
+    std::string target = address.prefix + "/v2/" + path;
+    bool same_host = true, challenged = false;
+    for (int hop = 0;; ++hop) {
+        net::RequestHead head{method, target, config_.headers, std::nullopt, false, std::nullopt};
+        head.headers.insert(head.headers.end(), headers.begin(), headers.end());
+        if (same_host)
+            if (auto credentials = authorization(scope); !credentials.empty())
+                head.headers.emplace_back("Authorization", std::move(credentials));
+        Opened opened{client_.open(origin, std::move(head))};
+        opened.head = &opened.exchange->read_head();
+        const int status = opened.head->status;
+        if (status == 401 && same_host && !challenged) {
+            challenged = true;
+            if (answer_challenge(opened.head->header("www-authenticate"), scope)) continue;
+        }
+        if (!is_redirect(status) || hop == max_redirects || (method != "GET" && method != "HEAD")) return opened;
+        auto location = opened.head->header("location");
+        if (location.empty()) return opened;
+        if (location.front() == '/') {
+            target = location;
+        } else {
+            auto next = parse_location(location);
+            // Credentials are for the registry, never for whatever it redirects to (spec main).
+            if (next.url.address != origin.address) same_host = false;
+            auto tls = same_host ? origin.tls : net::TlsOptions{};
+            tls.enabled = next.url.tls;
+            if (!same_host) tls.server_name.clear();
+            origin = {next.url.address, tls};
+            target = next.target;
+        }
+    }
+}
+
+Opened Remote::open(const std::string& method, const std::string& path, const std::string& scope,
+                    const net::Headers& headers) {
+    auto addresses = candidates();
+    if (addresses.empty()) throw net::Error(net::Error::Kind::connect, "upstream unreachable (failed just now)");
+    std::exception_ptr last;
+    for (auto* address : addresses) {
+        try {
+            return open_at(*address, method, path, scope, headers);
+        } catch (const net::Error& error) {
+            last = std::current_exception();
+            if (error.kind() != net::Error::Kind::connect && error.kind() != net::Error::Kind::tls) throw;
+            std::lock_guard lock(mutex_);
+            address->down_until = Clock::now() + down_for;
+        }
+    }
+    std::rethrow_exception(last);
+}
+
+net::Response Remote::request(const std::string& method, const std::string& path, const std::string& scope,
+                              std::size_t limit, const net::Headers& headers) {
+    auto opened = open(method, path, scope, headers);
+    net::Response response;
+    static_cast<net::ResponseHead&>(response) = *opened.head;
+    if (method == "HEAD") return response;
+    if (opened.head->content_length && *opened.head->content_length > limit)
+        throw net::Error(net::Error::Kind::too_large, "response larger than " + std::to_string(limit) + " bytes");
+    char buffer[16384];
+    while (auto n = opened.exchange->read_body(buffer)) {
+        if (response.body.size() + n > limit)
+            throw net::Error(net::Error::Kind::too_large, "response larger than " + std::to_string(limit) + " bytes");
+        response.body.append(buffer, n);
+    }
+    return response;
+}
+
+}  // namespace berth::proxy

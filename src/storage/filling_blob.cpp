@@ -1,0 +1,84 @@
+#include "berth/storage/filling_blob.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace berth::storage {
+
+FillingBlob::FillingBlob(int fd, std::uint64_t size) : fd_(fd), size_(size) {}
+
+FillingBlob::~FillingBlob() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+int FillingBlob::open_reader() const { return ::fcntl(fd_, F_DUPFD_CLOEXEC, 0); }
+
+std::uint64_t FillingBlob::can_read_locked() const {
+    if (verified_) return size_;
+    const auto held_back = size_ ? size_ - 1 : 0;
+    return written_ < held_back ? written_ : held_back;
+}
+
+std::uint64_t FillingBlob::readable() const {
+    std::lock_guard lock(mutex_);
+    return failed_ ? 0 : can_read_locked();
+}
+
+bool FillingBlob::failed() const {
+    std::lock_guard lock(mutex_);
+    return failed_;
+}
+
+void FillingBlob::when_readable(std::uint64_t offset, std::function<void()> more) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!failed_ && can_read_locked() <= offset) {
+            waiters_.emplace_back(offset, std::move(more));
+            return;
+        }
+    }
+    more();
+}
+
+std::vector<std::function<void()>> FillingBlob::take_waiters_locked() {
+    const auto can_read = can_read_locked();
+    std::vector<std::function<void()>> due;
+    std::erase_if(waiters_, [&](auto& waiter) {
+        if (!failed_ && waiter.first >= can_read) return false;
+        due.push_back(std::move(waiter.second));
+        return true;
+    });
+    return due;
+}
+
+void FillingBlob::wrote(std::uint64_t total) {
+    std::vector<std::function<void()>> due;
+    {
+        std::lock_guard lock(mutex_);
+        written_ = total;
+        due = take_waiters_locked();
+    }
+    for (auto& more : due) more();
+}
+
+void FillingBlob::verified() {
+    std::vector<std::function<void()>> due;
+    {
+        std::lock_guard lock(mutex_);
+        verified_ = true;
+        due = take_waiters_locked();
+    }
+    for (auto& more : due) more();
+}
+
+void FillingBlob::fail() {
+    std::vector<std::function<void()>> due;
+    {
+        std::lock_guard lock(mutex_);
+        failed_ = true;
+        due = take_waiters_locked();
+    }
+    for (auto& more : due) more();
+}
+
+}  // namespace berth::storage
