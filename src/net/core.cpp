@@ -2,6 +2,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <filesystem>
+
 namespace berth::net {
 
 Core::Core(ClientOptions options)
@@ -23,12 +25,29 @@ std::string Core::pool_key(const Origin& origin) {
     return key;
 }
 
+namespace {
+
+// When the files were last written: a changed certificate (cert-manager
+// renewing it) makes new connections load it again, without a restart.
+std::string files_version(const TlsOptions& tls) {
+    std::string version;
+    for (auto* file : {&tls.ca_file, &tls.cert_file, &tls.key_file}) {
+        std::error_code ec;
+        if (!file->empty())
+            version += std::to_string(std::filesystem::last_write_time(*file, ec).time_since_epoch().count()) + '|';
+    }
+    return version;
+}
+
+}  // namespace
+
 std::shared_ptr<asio::ssl::context> Core::tls_context(const Origin& origin) {
     const auto& tls = origin.tls;
     const auto key = (tls.insecure ? "insecure" : tls.ca_file) + '|' + tls.cert_file + '|' + tls.key_file;
-    auto& context = tls_contexts_[key];
-    if (!context) context = make_tls_context(tls);
-    return context;
+    auto version = files_version(tls);
+    auto& entry = tls_contexts_[key];
+    if (!entry.context || entry.version != version) entry = {make_tls_context(tls), std::move(version)};
+    return entry.context;
 }
 
 std::shared_ptr<Connection> Core::take(const Origin& origin, bool fresh) {

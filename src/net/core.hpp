@@ -47,7 +47,11 @@ private:
 
     std::mutex mutex_;
     std::map<std::string, std::deque<Idle>> idle_;  // newest at the back
-    std::map<std::string, std::shared_ptr<asio::ssl::context>> tls_contexts_;
+    struct TlsContext {
+        std::shared_ptr<asio::ssl::context> context;
+        std::string version;  // of the files it was loaded from
+    };
+    std::map<std::string, TlsContext> tls_contexts_;
     std::vector<std::weak_ptr<Connection>> live_;
     std::size_t live_pruned_at_ = 16;
     bool shutting_down_ = false;
