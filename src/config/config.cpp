@@ -216,6 +216,7 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         s.number("quorum_timeout_seconds", timeout, 3600);
         s.number("poll_interval_ms", poll, 60000);
         s.number("bootstrap_parallelism", config.replication.bootstrap_parallelism, 256);
+        s.string("ca_file", config.replication.tls.ca_file);
         config.replication.quorum_timeout = std::chrono::seconds(timeout);
         config.replication.poll_interval = std::chrono::milliseconds(std::max<std::uint64_t>(poll, 10));
     });
@@ -228,6 +229,11 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         s.string("cert", o.tls_cert_file);
         s.string("key", o.tls_key_file);
         s.string("client_ca", o.tls_client_ca_file);
+        std::string client_auth = "require";
+        s.string("client_auth", client_auth);
+        if (client_auth != "require" && client_auth != "optional")
+            throw ConfigError("tls.client_auth must be \"require\" or \"optional\"");
+        o.tls_client_cert_required = client_auth == "require";
         if (o.tls_cert_file.empty() != o.tls_key_file.empty()) throw ConfigError("tls needs both cert and key");
         if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) throw ConfigError("tls.client_ca needs cert and key");
         for (auto* file : {&o.tls_cert_file, &o.tls_key_file, &o.tls_client_ca_file})
@@ -351,6 +357,18 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         config.registry.pull_only = true;
     } else if (config.proxy.cache_max_bytes) {
         throw ConfigError("cache.max_bytes bounds the node agent's cache: it needs agent");
+    }
+    // Replicas serving TLS reach each other over TLS, trusting replication.ca_file (else
+    // tls.client_ca, else the system) and presenting their own certificate.
+    if (config.server.tls()) {
+        auto& peer_tls = config.replication.tls;
+        peer_tls.enabled = true;
+        if (peer_tls.ca_file.empty()) peer_tls.ca_file = config.server.tls_client_ca_file;
+        else peer_tls.ca_file = readable_file("replication.ca_file", path_of(peer_tls.ca_file));
+        peer_tls.cert_file = config.server.tls_cert_file;
+        peer_tls.key_file = config.server.tls_key_file;
+    } else if (!config.replication.tls.ca_file.empty()) {
+        throw ConfigError("replication.ca_file is for replicas serving TLS: it needs tls.cert and tls.key");
     }
     if (!config.auth.rules.empty() && !config.auth.enabled())
         throw ConfigError("auth.rules need auth.htpasswd or auth.token to know who is asking");

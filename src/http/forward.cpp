@@ -103,7 +103,7 @@ Response relay(net::Exchange& exchange) {
 
 }  // namespace
 
-Plan plan_forward(net::Client& client, const std::string& address, const std::string& secret, Request& request,
+Plan plan_forward(net::Client& client, const net::Origin& owner, const std::string& secret, Request& request,
                   const std::string& method, const std::string& target) {
     // The owner's answer may take a while: finishing a large upload fsyncs it.
     // An owner that stops reading fails the request after the client's idle timeout.
@@ -115,7 +115,7 @@ Plan plan_forward(net::Client& client, const std::string& address, const std::st
     if (!request.content_range.empty()) head.headers.emplace_back("Content-Range", request.content_range);
     auto pipe = std::make_shared<Pipe>();
     try {
-        pipe->exchange = client.open({net::parse_host_port(address), {}}, std::move(head));
+        pipe->exchange = client.open(owner, std::move(head));
     } catch (const std::exception& error) {
         throw oci::Error(oci::ErrorCode::unavailable, "the replica owning this upload is unreachable", error.what());
     }

@@ -527,7 +527,8 @@ Plan plan_v2(Services& services, Request& request) {
             auto owner = id.substr(0, id.find('_'));
             if (services.replicator && !request.forwarded && owner != services.replicator->self_id())
                 if (auto address = services.replicator->address_of(owner))
-                    return plan_forward(*services.client, *address, services.replicator->secret(), request,
+                    return plan_forward(*services.client, services.replicator->peer_origin(*address),
+                                        services.replicator->secret(), request,
                                         method_name(request.method),
                                         "/v2/" + request.target.route.name + "/blobs/uploads/" + id +
                                             request.target.raw_query);

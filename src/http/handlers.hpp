@@ -1,6 +1,7 @@
 #pragma once
 // One function per API route: parse what the route needs, call the registry,
 // render the answer. Errors thrown here become the spec's error JSON.
+#include "berth/net/client.hpp"
 #include "message.hpp"
 
 namespace berth::http {
@@ -14,7 +15,7 @@ Response json_response(int status, std::string body, std::string content_type = 
 // The peer API (replication/protocol.hpp); the caller has checked the peer secret.
 Plan plan_peer_request(replication::Replicator& replicator, Request& request);
 // Sends an upload request on to the replica that owns the session.
-Plan plan_forward(net::Client& client, const std::string& address, const std::string& secret, Request& request,
+Plan plan_forward(net::Client& client, const net::Origin& owner, const std::string& secret, Request& request,
                   const std::string& method, const std::string& target);
 
 // Range: a single "bytes=a-b", "bytes=a-" or "bytes=-n". nullopt means serve the

@@ -37,7 +37,9 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const ServerOptions& option
     ctx->use_private_key_file(options.tls_key_file, asio::ssl::context::pem);
     if (!options.tls_client_ca_file.empty()) {
         ctx->load_verify_file(options.tls_client_ca_file);
-        ctx->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+        ctx->set_verify_mode(options.tls_client_cert_required
+                                 ? asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert
+                                 : asio::ssl::verify_peer);
     }
     return ctx;
 }

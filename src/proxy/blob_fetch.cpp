@@ -73,11 +73,8 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
         if (cluster && asker == registry::Asker::client)
             if (auto owner = cluster->owner_of(key)) {
                 try {
-                    RemoteConfig config;
-                    config.urls.push_back(net::parse_url("http://" + *owner));
-                    config.headers = delegation_headers();
-                    Remote peer(client, std::move(config));
-                    auto opened = peer.open("GET", repo + "/blobs/" + key, {});
+                    auto peer = owner_remote(*owner);
+                    auto opened = peer->open("GET", repo + "/blobs/" + key, {});
                     if (opened.head->status == 200) {
                         receive(upstream, opened, digest, *flight, false);
                         done = true;

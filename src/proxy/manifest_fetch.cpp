@@ -120,12 +120,8 @@ registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, cons
     if (cluster && asker == registry::Asker::client) {
         if (auto owner = cluster->owner_of(repo + '\0' + reference)) {
             try {
-                RemoteConfig config;
-                config.urls.push_back(net::parse_url("http://" + *owner));
-                config.headers = delegation_headers();
-                config.headers.insert(config.headers.end(), accept_manifests().begin(), accept_manifests().end());
-                Remote peer(client, std::move(config));
-                return answer_from(peer.request("GET", repo + "/manifests/" + reference, {}, limits.max_manifest_bytes));
+                auto peer = owner_remote(*owner, accept_manifests());
+                return answer_from(peer->request("GET", repo + "/manifests/" + reference, {}, limits.max_manifest_bytes));
             } catch (const std::exception& error) {
                 observe::log("info", "owner replica did not answer; asking the upstream",
                              {{"owner", *owner}, {"error", error.what()}});

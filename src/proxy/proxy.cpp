@@ -52,12 +52,18 @@ std::pair<UpstreamState*, std::string> Proxy::Impl::find(const std::string& repo
     return {nullptr, {}};
 }
 
-net::Headers Proxy::Impl::delegation_headers() const {
+std::unique_ptr<Remote> Proxy::Impl::owner_remote(const std::string& address, const net::Headers& extra) {
     namespace protocol = replication::protocol;
-    return {{protocol::header::secret, cluster->secret()},
-            {protocol::header::replica, replica_id},
-            {protocol::header::versions, protocol::versions_text()},
-            {protocol::header::forwarded, "1"}};
+    const auto origin = cluster->peer_origin(address);
+    RemoteConfig config;
+    config.urls.push_back({origin.tls.enabled, origin.address, ""});
+    config.tls = origin.tls;
+    config.headers = {{protocol::header::secret, cluster->secret()},
+                      {protocol::header::replica, replica_id},
+                      {protocol::header::versions, protocol::versions_text()},
+                      {protocol::header::forwarded, "1"}};
+    config.headers.insert(config.headers.end(), extra.begin(), extra.end());
+    return std::make_unique<Remote>(client, std::move(config));
 }
 
 void Proxy::Impl::log_failure(UpstreamState& upstream, const std::string& what, const std::string& why) {

@@ -63,7 +63,8 @@ struct Proxy::Impl {
 
     // The upstream repo mirrors and the name it has there; null when none.
     std::pair<UpstreamState*, std::string> find(const std::string& repo) const;
-    net::Headers delegation_headers() const;
+    // The replica owning a fetch, reached as a peer: it fetches rather than delegate again.
+    std::unique_ptr<Remote> owner_remote(const std::string& address, const net::Headers& extra = {});
     void log_failure(UpstreamState& upstream, const std::string& what, const std::string& why);
 
     registry::ManifestAnswer manifest_now(UpstreamState& upstream, const std::string& name, const std::string& repo,

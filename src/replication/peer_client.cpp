@@ -9,8 +9,8 @@
 
 namespace berth::replication {
 
-PeerClient::PeerClient(net::Client& client, const std::string& address, std::string secret)
-    : client_(client), address_(address), origin_{net::parse_host_port(address), {}}, secret_(std::move(secret)) {}
+PeerClient::PeerClient(net::Client& client, const std::string& address, const net::TlsOptions& tls, std::string secret)
+    : client_(client), address_(address), origin_{net::parse_host_port(address), tls}, secret_(std::move(secret)) {}
 
 namespace {
 

@@ -16,7 +16,7 @@ namespace berth::replication {
 class PeerClient {
 public:
     // address: HOST:PORT; throws std::invalid_argument otherwise.
-    PeerClient(net::Client& client, const std::string& address, std::string secret);
+    PeerClient(net::Client& client, const std::string& address, const net::TlsOptions& tls, std::string secret);
 
     const std::string& address() const { return address_; }
 

@@ -309,6 +309,10 @@ std::optional<std::string> Replicator::owner_of(std::string_view key) const {
     return owner;
 }
 
+net::Origin Replicator::peer_origin(const std::string& address) const {
+    return {net::parse_host_port(address), impl_->options.tls};
+}
+
 std::optional<std::string> Replicator::address_of(const std::string& replica_id) const {
     std::lock_guard lock(impl_->mutex);
     for (auto& peer : impl_->peers)

@@ -22,7 +22,8 @@ std::uint64_t now_ms();
 std::string random_hex(std::size_t bytes);
 
 struct Peer {
-    Peer(net::Client& http, const std::string& address, const std::string& secret) : client(http, address, secret) {}
+    Peer(net::Client& http, const std::string& address, const net::TlsOptions& tls, const std::string& secret)
+        : client(http, address, tls, secret) {}
     PeerClient client;
     std::thread thread;
 
@@ -78,7 +79,7 @@ struct Replicator::Impl {
     Peer* add_peer(const std::string& address) {
         for (auto& peer : peers)
             if (peer->client.address() == address) return nullptr;
-        auto& peer = peers.emplace_back(std::make_unique<Peer>(http, address, options.secret));
+        auto& peer = peers.emplace_back(std::make_unique<Peer>(http, address, options.tls, options.secret));
         if (looks_like_self(address)) {
             peer->self = true;
             peer->holds_readiness = false;

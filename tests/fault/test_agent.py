@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The node-local agent (berth with `agent` config) against real replicas:
 
-1. three replicas, the agent listing all three: pulls through the agent (with ?ns= and by
-   prefixed name) give the replicas' bytes; the replica the agent used is killed -9 and
-   pulls of new and cached images through the agent go on, from the others;
+1. three replicas serving TLS to each other and to the agent, whose client certificate they
+   verify (tls.client_auth optional: a client without one, a probe say, still gets in); the
+   agent lists all three: pulls through the agent (with ?ns= and by prefixed name) give the
+   replicas' bytes; the replica the agent used is killed -9 and pulls of new and cached
+   images through the agent go on, from the others;
 2. mTLS: a replica serving TLS that requires client certificates; the agent with its client
    certificate pulls; an agent without one gets nothing (404, never the content); pushes to
    the agent are refused (405 UNSUPPORTED) and change nothing;
@@ -49,18 +51,43 @@ def agent_for(urls, **extra):
     return bt.Berth(config={"agent": agent, **extra})
 
 
+def replica_cert(directory, ca, ca_key):
+    """One certificate for every replica, good for serving and for presenting to peers."""
+    key, csr, cert, ext = (os.path.join(directory, f"replica.{e}") for e in ("key", "csr", "crt", "ext"))
+    bt.gen_ec_key(key)
+    bt.openssl("req", "-new", "-key", key, "-subj", "/CN=replica", "-out", csr)
+    with open(ext, "w") as f:
+        f.write("basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n"
+                "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    bt.openssl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-days", "2", "-sha256",
+               "-set_serial", "7", "-extfile", ext, "-out", cert)
+    return cert, key
+
+
 class AgentFailover(unittest.TestCase):
     def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="berth-agent-ha-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.ca, ca_key = bt.make_ca(self.dir)
+        cert, key = replica_cert(self.dir, self.ca, ca_key)
+        self.agent_cert, self.agent_key = bt.make_cert(self.dir, "agent", self.ca, ca_key, client=True)
         # Access logs on: the test reads which replica served the agent.
-        self.cluster = bt.Cluster(n=3, config={"log": {"access": True}})
+        tls = {"cert": cert, "key": key, "client_ca": self.ca, "client_auth": "optional"}
+        self.cluster = bt.Cluster(n=3, config={"log": {"access": True}, "tls": tls})
         self.addCleanup(self.cluster.cleanup)
+        # The test itself is a client without a certificate.
+        context = ssl.create_default_context(cafile=self.ca)
+        for replica in self.cluster:
+            replica.conn = (lambda r: lambda timeout=bt.REQUEST_TIMEOUT: bt.http.client.HTTPSConnection(
+                "127.0.0.1", r.port, timeout=timeout, context=context))(replica)
         self.cluster.start()
 
     def test_pulls_go_on_when_the_replica_in_use_dies(self):
         c = self.cluster
         first = c[0].push_image("docker.io/library/app", "v1", layer_sizes=(300_000,))
         c.wait_caught_up()
-        agent = agent_for([f"http://127.0.0.1:{r.port}" for r in c])
+        agent = agent_for([f"https://127.0.0.1:{r.port}" for r in c],
+                          agent={"ca_file": self.ca, "cert_file": self.agent_cert, "key_file": self.agent_key})
         self.addCleanup(agent.cleanup)
         agent.start()
 

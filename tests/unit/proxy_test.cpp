@@ -162,3 +162,21 @@ TEST_CASE("the agent reads its replicas and excludes replication and upstreams")
               .find("agent and proxy.upstreams") == 0);
     CHECK(config_error(R"({"cache":{"max_bytes":5}})").find("cache.max_bytes") == 0);
 }
+
+TEST_CASE("replicas serving TLS reach each other over TLS; client certificates may be optional") {
+    TempDir dir;
+    for (auto name : {"c.pem", "k.pem", "ca.pem"}) std::ofstream(dir.path() / name) << "x";
+    std::ofstream(dir.path() / "s") << "0123456789abcdef0123";
+    auto config = berth::config::parse_config(
+        R"({"tls":{"cert":"c.pem","key":"k.pem","client_ca":"ca.pem","client_auth":"optional"},
+            "replication":{"peers":["a:1"],"secret_file":"s"}})",
+        dir.path());
+    CHECK_FALSE(config.server.tls_client_cert_required);
+    CHECK(config.replication.tls.enabled);
+    CHECK(config.replication.tls.ca_file == (dir.path() / "ca.pem").string());
+    CHECK(config.replication.tls.cert_file == (dir.path() / "c.pem").string());
+    CHECK(berth::config::parse_config(R"({"tls":{"cert":"c","key":"k","client_ca":"ca"}})").server.tls_client_cert_required);
+    CHECK(config_error(R"({"tls":{"cert":"c","key":"k","client_auth":"maybe"}})").find("tls.client_auth") == 0);
+    CHECK(config_error(R"({"replication":{"ca_file":"x"}})").find("replication.ca_file") == 0);
+    CHECK_FALSE(berth::config::parse_config("{}").replication.tls.enabled);
+}

@@ -43,7 +43,10 @@ struct ServerOptions {
     // TLS: with a certificate and key, every connection is TLS 1.2 or newer.
     // The files are read again when they change, without a restart.
     std::string tls_cert_file, tls_key_file;
-    std::string tls_client_ca_file;  // with it, clients must present a certificate it signed
+    std::string tls_client_ca_file;  // with it, client certificates must be signed by it
+    // False: a client may present no certificate (probes, clients with tokens),
+    // but one it presents must verify.
+    bool tls_client_cert_required = true;
     bool tls() const { return !tls_cert_file.empty(); }
 };
 

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "berth/net/client.hpp"
+
 namespace berth::replication {
 
 enum class WriteQuorum { local, quorum, all };
@@ -18,6 +20,8 @@ struct Options {
     std::chrono::milliseconds quorum_timeout{10000};
     std::chrono::milliseconds poll_interval{100};
     unsigned bootstrap_parallelism = 8;
+    // Replicas serving TLS talk TLS to each other, presenting their own certificate.
+    net::TlsOptions tls;
 
     bool enabled() const { return !peers.empty() || !peer_dns.empty(); }
 };

@@ -70,6 +70,8 @@ public:
     // the whole cluster (rendezvous hashing over the replicas reachable now);
     // nullopt when that is this one.
     std::optional<std::string> owner_of(std::string_view key) const;
+    // How to reach a replica at HOST:PORT (TLS when replicas serve it).
+    net::Origin peer_origin(const std::string& address) const;
     // HOST:PORT of the replica with that id, when known.
     std::optional<std::string> address_of(const std::string& replica_id) const;
     const std::string& secret() const;
