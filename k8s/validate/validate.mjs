@@ -17,6 +17,17 @@
 //     is never applied by `kubectl apply -k`).
 // ConfigMap data keys ending in .json must hold valid JSON.
 //
+// The node agent's container runtime files (every hosts.toml and
+// registries*.conf under DIR: node/containerd/certs.d/*/hosts.toml,
+// node/crio/registries.conf) must parse as TOML and use only the keys that
+// containerd and containers-registries.conf(5) know. When a ConfigMap holds an
+// agent configuration (a config.json with an "agent" section), they must also
+// point at it: every hosts.toml lists http://<agent listen> as a host without
+// "push", and every CRI-O mirror on the agent's address is
+// "<listen>/<prefix>" with insecure = true (CRI-O sends no ?ns=, so the
+// upstream host must be in the path). Each agent.replicas URL in the
+// cluster's DNS must name a headless Service defined under DIR.
+//
 // Exits 0 when everything passes, 1 with one line per problem otherwise.
 
 import { readdirSync, readFileSync, statSync, existsSync } from "node:fs";
@@ -24,6 +35,7 @@ import { join, relative, dirname, resolve, basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { parseAllDocuments, LineCounter } from "yaml";
+import { parse as parseToml } from "smol-toml";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(process.argv[2] ?? join(here, ".."));
@@ -33,16 +45,17 @@ const problems = [];
 const problem = (where, message) => problems.push(`${where}: ${message}`);
 let documentCount = 0;
 
-function yamlFiles(dir) {
+function filesMatching(dir, pattern) {
     const out = [];
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
         if (entry.name === "node_modules" || entry.name.startsWith(".")) continue;
         const path = join(dir, entry.name);
-        if (entry.isDirectory()) out.push(...yamlFiles(path));
-        else if (/\.ya?ml$/.test(entry.name)) out.push(path);
+        if (entry.isDirectory()) out.push(...filesMatching(path, pattern));
+        else if (pattern.test(entry.name)) out.push(path);
     }
     return out;
 }
+const yamlFiles = (dir) => filesMatching(dir, /\.ya?ml$/);
 
 // Field names of the Kubernetes API, read from kubernetes-models' compiled
 // schema validators (they access each declared property as data.NAME or
@@ -148,6 +161,9 @@ function checkKustomization(doc, file, where) {
 
 const known = knownFieldNames();
 const files = yamlFiles(root);
+// Seen while checking the YAML, for the runtime files' cross-checks.
+const headlessServices = new Set(); // names of Services with clusterIP None
+const agentConfigs = []; // { where, listen, replicas }
 if (files.length === 0) problem(root, "no YAML files found");
 
 for (const file of files) {
@@ -200,15 +216,118 @@ for (const file of files) {
         }
         for (const segments of unknownFields(value, [], kind, known))
             problem(at(segments), `unknown field "${dotted(segments)}"`);
+        if (kind === "Service" && apiVersion === "v1" && value.spec?.clusterIP === "None" && value.metadata?.name)
+            headlessServices.add(value.metadata.name);
         if (kind === "ConfigMap" && apiVersion === "v1")
             for (const [key, text] of Object.entries(value.data ?? {}))
                 if (key.endsWith(".json")) {
+                    let config;
                     try {
-                        JSON.parse(text);
+                        config = JSON.parse(text);
                     } catch (error) {
                         problem(at(["data", key]), `data.${key} is not valid JSON: ${error.message}`);
+                        continue;
                     }
+                    if (config?.agent && typeof config.agent === "object")
+                        agentConfigs.push({ where: at(["data", key]), listen: config.listen, replicas: config.agent.replicas });
                 }
+    }
+}
+
+// --- The node agent's runtime files and cross-checks ---
+
+// hosts.toml keys, from containerd's docs/hosts.md.
+const hostKeys = new Set(["capabilities", "ca", "client", "skip_verify", "header", "override_path", "dial_timeout", "proxy"]);
+const hostsTopKeys = new Set([...hostKeys, "server", "host"]);
+const capabilities = new Set(["pull", "resolve", "push"]);
+// registries.conf keys, from containers-registries.conf(5) (version 2 format).
+const registriesTopKeys = new Set(["unqualified-search-registries", "short-name-mode", "registry", "aliases",
+    "credential-helpers", "additional-layer-store-auth-helper"]);
+const registryKeys = new Set(["prefix", "location", "insecure", "blocked", "mirror-by-digest-only", "pull-from-mirror", "mirror"]);
+const mirrorKeys = new Set(["location", "insecure", "pull-from-mirror"]);
+const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+const agentListens = [...new Set(agentConfigs.map((a) => a.listen).filter((l) => typeof l === "string"))];
+for (const agent of agentConfigs) {
+    if (typeof agent.listen !== "string") problem(agent.where, "the agent configuration has no listen address");
+    if (!Array.isArray(agent.replicas) || agent.replicas.length === 0) {
+        problem(agent.where, "agent.replicas must list at least one base URL");
+        continue;
+    }
+    for (const url of agent.replicas) {
+        let host;
+        try {
+            host = new URL(url).hostname;
+        } catch {
+            problem(agent.where, `agent.replicas: "${url}" is not a URL`);
+            continue;
+        }
+        const service = host.split(".")[0];
+        if (host.includes(".svc") && !headlessServices.has(service))
+            problem(agent.where, `agent.replicas: "${url}" names the Service "${service}", but no headless Service by that name is defined under ${root}`);
+    }
+}
+
+const runtimeFiles = filesMatching(root, /^(hosts\.toml|registries.*\.conf)$/);
+files.push(...runtimeFiles);
+for (const file of runtimeFiles) {
+    const name = relative(process.cwd(), file) || file;
+    let doc;
+    try {
+        doc = parseToml(readFileSync(file, "utf8"));
+    } catch (error) {
+        problem(error.line ? `${name}:${error.line}` : name, `TOML: ${error.message.split("\n")[0]}`);
+        continue;
+    }
+    if (basename(file) === "hosts.toml") {
+        for (const key of Object.keys(doc)) if (!hostsTopKeys.has(key)) problem(name, `unknown hosts.toml key "${key}"`);
+        if (doc.server !== undefined && !/^https?:\/\/[^/]+/.test(doc.server)) problem(name, `server "${doc.server}" must be an http:// or https:// URL`);
+        const hosts = isObject(doc.host) ? doc.host : {};
+        if (Object.keys(hosts).length === 0) problem(name, "no [host.\"...\"] section: containerd would only use the server");
+        for (const [url, host] of Object.entries(hosts)) {
+            if (!/^https?:\/\/[^/]+/.test(url)) problem(name, `host "${url}" must be an http:// or https:// URL`);
+            if (!isObject(host)) {
+                problem(name, `host "${url}" must be a table`);
+                continue;
+            }
+            for (const key of Object.keys(host)) if (!hostKeys.has(key)) problem(name, `host "${url}": unknown key "${key}"`);
+            for (const c of host.capabilities ?? []) if (!capabilities.has(c)) problem(name, `host "${url}": unknown capability "${c}"`);
+            if ((host.capabilities ?? []).includes("push") && agentListens.some((l) => url === `http://${l}`))
+                problem(name, `host "${url}": the agent refuses pushes, give it "pull" and "resolve" only`);
+        }
+        if (agentListens.length && !agentListens.some((l) => hosts[`http://${l}`]))
+            problem(name, `does not list the agent (${agentListens.map((l) => `[host."http://${l}"]`).join(" or ")})`);
+    } else {
+        for (const key of Object.keys(doc)) if (!registriesTopKeys.has(key)) problem(name, `unknown registries.conf key "${key}"`);
+        const registries = Array.isArray(doc.registry) ? doc.registry : [];
+        if (registries.length === 0) problem(name, "no [[registry]] table");
+        for (const [i, registry] of registries.entries()) {
+            if (!isObject(registry)) {
+                problem(name, `registry[${i}] must be a table`);
+                continue;
+            }
+            const label = `registry[${i}]${registry.prefix ? ` (${registry.prefix})` : ""}`;
+            for (const key of Object.keys(registry)) if (!registryKeys.has(key)) problem(name, `${label}: unknown key "${key}"`);
+            if (!registry.prefix && !registry.location) problem(name, `${label}: needs prefix or location`);
+            const prefix = registry.prefix ?? registry.location;
+            if (registry.mirror !== undefined && !Array.isArray(registry.mirror)) {
+                problem(name, `${label}: mirrors are [[registry.mirror]] tables (an array), not [registry.mirror]`);
+                continue;
+            }
+            for (const [j, mirror] of (registry.mirror ?? []).entries()) {
+                for (const key of Object.keys(mirror)) if (!mirrorKeys.has(key)) problem(name, `${label} mirror[${j}]: unknown key "${key}"`);
+                if (typeof mirror.location !== "string") {
+                    problem(name, `${label} mirror[${j}]: needs a location`);
+                    continue;
+                }
+                const listen = agentListens.find((l) => mirror.location === l || mirror.location.startsWith(`${l}/`));
+                if (listen === undefined) continue;
+                // CRI-O sends no ?ns=: the upstream host must be the first path component.
+                if (mirror.location !== `${listen}/${prefix}`)
+                    problem(name, `${label} mirror[${j}]: location "${mirror.location}" should be "${listen}/${prefix}" (CRI-O sends no ns=, so the agent needs the upstream host in the path)`);
+                if (mirror.insecure !== true) problem(name, `${label} mirror[${j}]: the agent speaks plain HTTP on loopback: set insecure = true`);
+            }
+        }
     }
 }
 
@@ -217,4 +336,4 @@ if (problems.length) {
     console.error(`${problems.length} problem(s) in ${files.length} file(s) under ${root}`);
     process.exit(1);
 }
-console.log(`ok: ${documentCount} document(s) in ${files.length} file(s) under ${root} are valid`);
+console.log(`ok: ${documentCount} document(s) and ${runtimeFiles.length} runtime file(s) in ${files.length} file(s) under ${root} are valid`);
