@@ -18,6 +18,8 @@ constexpr auto down_for = std::chrono::seconds(2);
 constexpr auto resolve_every = std::chrono::seconds(10);
 constexpr int max_redirects = 5;
 constexpr std::size_t max_token_bytes = 1 << 20;
+// How long a registry may take to start answering; a hung one is skipped like a dead one.
+constexpr std::chrono::milliseconds answer_timeout{5000};
 
 std::string base64(std::string_view text) {
     std::string out(4 * ((text.size() + 2) / 3) + 1, '\0');
@@ -154,7 +156,7 @@ Opened Remote::open_at(Address& address, const std::string& method, const std::s
     std::string target = address.prefix + "/v2/" + path;
     bool same_host = true, challenged = false;
     for (int hop = 0;; ++hop) {
-        net::RequestHead head{method, target, config_.headers, std::nullopt, false, std::nullopt};
+        net::RequestHead head{method, target, config_.headers, std::nullopt, false, answer_timeout};
         head.headers.insert(head.headers.end(), headers.begin(), headers.end());
         if (same_host)
             if (auto credentials = authorization(scope); !credentials.empty())
@@ -194,7 +196,10 @@ Opened Remote::open(const std::string& method, const std::string& path, const st
             return open_at(*address, method, path, scope, headers);
         } catch (const net::Error& error) {
             last = std::current_exception();
-            if (error.kind() != net::Error::Kind::connect && error.kind() != net::Error::Kind::tls) throw;
+            // An address that does not connect, or connects and then says nothing, is
+            // skipped for a while; one that answered garbage is not a reason to try another.
+            using Kind = net::Error::Kind;
+            if (error.kind() != Kind::connect && error.kind() != Kind::tls && error.kind() != Kind::timeout) throw;
             std::lock_guard lock(mutex_);
             address->down_until = Clock::now() + down_for;
         }

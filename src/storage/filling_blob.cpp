@@ -52,33 +52,25 @@ std::vector<std::function<void()>> FillingBlob::take_waiters_locked() {
 }
 
 void FillingBlob::wrote(std::uint64_t total) {
-    std::vector<std::function<void()>> due;
-    {
-        std::lock_guard lock(mutex_);
-        written_ = total;
-        due = take_waiters_locked();
-    }
-    for (auto& more : due) more();
+    change([&] { written_ = total; });
 }
 
 void FillingBlob::verified() {
-    std::vector<std::function<void()>> due;
-    {
-        std::lock_guard lock(mutex_);
-        verified_ = true;
-        due = take_waiters_locked();
-    }
-    for (auto& more : due) more();
+    change([&] { verified_ = true; });
 }
 
 void FillingBlob::fail() {
+    change([&] { failed_ = true; });
+}
+
+void FillingBlob::change(const std::function<void()>& update) {
     std::vector<std::function<void()>> due;
     {
         std::lock_guard lock(mutex_);
-        failed_ = true;
+        update();
         due = take_waiters_locked();
     }
-    for (auto& more : due) more();
+    for (auto& more : due) more();  // outside the lock: a reader may ask again at once
 }
 
 }  // namespace berth::storage

@@ -6,6 +6,8 @@
 #   start_containerd      -> CONTAINERD_DIR, CONTAINERD_SOCK; CTR=(ctr --address SOCK)
 #   start_dockerd         -> DOCKER_HOST_SOCK; DOCKER=(docker -H unix://SOCK)
 #                            (needs start_registry and start_containerd first)
+#                            DOCKERD_REGISTRY_MIRRORS="URL..." (optional) goes into the
+#                            daemon config's registry-mirrors (pulls from docker.io)
 
 # Unix socket paths must stay under 108 bytes, so the daemons' dirs are made
 # in /tmp whatever TMPDIR says.
@@ -59,7 +61,10 @@ start_dockerd() {
     mkdir -p "$d/data" "$d/exec" "$d/config"
     # Own config file, so /etc/docker/daemon.json is never read; the trust key
     # would otherwise be written to /etc/docker/key.json.
-    printf '{"deprecated-key-path": "%s"}\n' "$d/key.json" >"$d/daemon.json"
+    jq -cn --arg key "$d/key.json" --arg mirrors "${DOCKERD_REGISTRY_MIRRORS:-}" '
+        {"deprecated-key-path": $key}
+        + (($mirrors | split(" ") | map(select(. != ""))) as $m
+           | if ($m | length) > 0 then {"registry-mirrors": $m} else {} end)' >"$d/daemon.json"
     # dockerd always creates /run/docker/plugins: remove it afterwards unless
     # it was there before (a system dockerd may use it).
     [[ -e /run/docker ]] || add_cleanup "rmdir /run/docker/plugins /run/docker 2>/dev/null"

@@ -38,6 +38,8 @@ public:
 
 private:
     std::uint64_t can_read_locked() const;
+    // Applies update under the lock, then wakes the readers it made due.
+    void change(const std::function<void()>& update);
     std::vector<std::function<void()>> take_waiters_locked();
 
     const int fd_;
