@@ -82,7 +82,7 @@ std::optional<std::size_t> page_size(const Query& query) {
 }
 
 std::string next_link(const std::string& path, std::size_t n, const std::string& last) {
-    return "<" + path + "?n=" + std::to_string(n) + "&last=" + percent_encode_query(last) + ">; rel=\"next\"";
+    return "<" + path + "?n=" + std::to_string(n) + "&last=" + net::query_escape(last) + ">; rel=\"next\"";
 }
 
 class UploadSink : public BodySink {

@@ -59,22 +59,6 @@ std::optional<std::string> percent_decode(std::string_view text, bool plus_is_sp
     return out;
 }
 
-std::string percent_encode_query(std::string_view text) {
-    static constexpr char digits[] = "0123456789ABCDEF";
-    std::string out;
-    for (unsigned char c : text) {
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-            c == '_' || c == '~' || c == '/' || c == ':') {
-            out += static_cast<char>(c);
-        } else {
-            out += '%';
-            out += digits[c >> 4];
-            out += digits[c & 15];
-        }
-    }
-    return out;
-}
-
 Query Query::parse(std::string_view text) {
     Query query;
     while (!text.empty()) {

@@ -44,6 +44,5 @@ struct Target {
 std::optional<Target> parse_target(std::string_view target);
 
 std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space);
-std::string percent_encode_query(std::string_view text);
 
 }  // namespace berth::http

@@ -162,6 +162,8 @@ void Exchange::State::read_header_skipping_interim(std::function<void(std::excep
                         self->head_.content_length = value;
                 }
                 self->head_read_ = true;
+                if (!self->parser_->is_done() && !self->parser_->chunked())
+                    if (auto length = self->parser_->content_length()) self->body_left_ = *length;
                 self->connection->tcp().expires_never();
                 done(nullptr, &self->head_);
             });
@@ -173,6 +175,7 @@ void Exchange::State::read_body(std::span<char> into, std::function<void(std::ex
     if (into.empty()) return done(usage_error(what_ + ": read_body into an empty buffer"), 0);
     if (parser_->is_done()) return done(nullptr, 0);
     if (failed_) return done(make_error(Error::Kind::closed, what_ + ": the exchange already failed"), 0);
+    if (body_left_) return read_raw_body(into, std::move(done));
     parser_->get().body().data = into.data();
     parser_->get().body().size = into.size();
     connection->tcp().expires_after(core->options.idle_timeout);
@@ -194,8 +197,32 @@ void Exchange::State::read_body(std::span<char> into, std::function<void(std::ex
     });
 }
 
+void Exchange::State::read_raw_body(std::span<char> into, std::function<void(std::exception_ptr, std::size_t)> done) {
+    if (*body_left_ == 0) return done(nullptr, 0);
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(into.size(), *body_left_));
+    // What came in with the head first.
+    if (auto& buffered = connection->buffer(); buffered.size()) {
+        const auto n = boost::asio::buffer_copy(boost::asio::buffer(into.data(), want), buffered.data());
+        buffered.consume(n);
+        *body_left_ -= n;
+        return done(nullptr, n);
+    }
+    connection->tcp().expires_after(core->options.idle_timeout);
+    connection->visit([&](auto& stream) {
+        stream.async_read_some(boost::asio::buffer(into.data(), want),
+                               [self = shared_from_this(), done = std::move(done)](boost::system::error_code ec,
+                                                                                   std::size_t n) mutable {
+                                   if (ec) return done(self->fail(ec, "reading the response body"), 0);
+                                   *self->body_left_ -= n;
+                                   if (*self->body_left_ == 0) self->connection->tcp().expires_never();
+                                   done(nullptr, n);
+                               });
+    });
+}
+
 bool Exchange::State::reusable() {
-    return !failed_ && serializer_->is_done() && parser_ && parser_->is_done() && !parser_->need_eof() &&
+    const bool body_done = body_left_ ? *body_left_ == 0 : parser_ && parser_->is_done();
+    return !failed_ && serializer_->is_done() && parser_ && body_done && !parser_->need_eof() &&
            parser_->get().keep_alive() && request_.keep_alive() && connection->tcp().socket().is_open();
 }
 

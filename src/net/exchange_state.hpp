@@ -40,6 +40,7 @@ private:
     std::exception_ptr fail(const boost::system::error_code& ec, const std::string& doing);
     void read_header_skipping_interim(std::function<void(std::exception_ptr, const ResponseHead*)> done);
     void write_serializer(Done done, std::size_t piece);
+    void read_raw_body(std::span<char> into, std::function<void(std::exception_ptr, std::size_t)> done);
     bool reusable();  // the serializer has no const is_done
 
     std::string what_;  // "GET host:port/target", for messages
@@ -49,6 +50,9 @@ private:
     bool body_expected_ = false;
     std::optional<std::uint64_t> remaining_;  // of the Content-Length
     std::optional<http::response_parser<http::buffer_body>> parser_;
+    // Of a Content-Length body, which is read past the parser straight into the
+    // caller's buffer: a socket read then brings what has arrived, however much.
+    std::optional<std::uint64_t> body_left_;
     ResponseHead head_;
     bool head_read_ = false;
     bool failed_ = false;

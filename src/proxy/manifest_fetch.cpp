@@ -4,6 +4,7 @@
 
 #include "berth/observe/log.hpp"
 #include "berth/oci/media_types.hpp"
+#include "berth/oci/names.hpp"
 #include "berth/replication/replicator.hpp"
 #include "proxy_impl.hpp"
 
@@ -103,6 +104,30 @@ registry::ManifestAnswer Proxy::fetch_manifest(const std::string& repo, const st
     }
     flight->done_cv.notify_all();
     return answer;
+}
+
+std::optional<registry::TagPage> Proxy::list_tags(const std::string& repo, std::size_t limit,
+                                                  const std::string& last) {
+    auto [upstream, name] = impl_->find(repo);
+    if (!upstream) return std::nullopt;
+    constexpr std::size_t max_list_bytes = 4 << 20;
+    try {
+        auto target = name + "/tags/list?n=" + std::to_string(limit);
+        if (!last.empty()) target += "&last=" + net::query_escape(last);
+        auto response = upstream->remote.request("GET", target, scope_of(name), max_list_bytes);
+        if (response.status != 200) return std::nullopt;
+        auto doc = nlohmann::json::parse(response.body, nullptr, false);
+        if (!doc.is_object()) throw std::runtime_error("tag list is not a JSON object");
+        registry::TagPage page;
+        page.more = !response.header("link").empty();
+        if (auto tags = doc.find("tags"); tags != doc.end() && tags->is_array())
+            for (auto& tag : *tags)  // an upstream's answer is input like any other
+                if (tag.is_string() && oci::valid_tag(tag.get<std::string>())) page.tags.push_back(tag);
+        return page;
+    } catch (const std::exception& error) {
+        impl_->log_failure(*upstream, repo + " tags", error.what());
+        return std::nullopt;
+    }
 }
 
 registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, const std::string& name,

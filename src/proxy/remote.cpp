@@ -44,21 +44,6 @@ Location parse_location(const std::string& text) {
     return out;
 }
 
-std::string query_escape(std::string_view text) {
-    static constexpr char hex[] = "0123456789ABCDEF";
-    std::string out;
-    for (unsigned char c : text) {
-        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-            out += static_cast<char>(c);
-        } else {
-            out += '%';
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        }
-    }
-    return out;
-}
-
 bool is_redirect(int status) { return status == 301 || status == 302 || status == 303 || status == 307 || status == 308; }
 
 }  // namespace
@@ -129,9 +114,9 @@ bool Remote::answer_challenge(const std::string& text, const std::string& scope)
     if (challenge.scheme != "bearer" || challenge.params["realm"].empty()) return false;
     auto realm = parse_location(challenge.params["realm"]);
     auto target = realm.target + (realm.target.find('?') == std::string::npos ? "?" : "&");
-    if (auto& service = challenge.params["service"]; !service.empty()) target += "service=" + query_escape(service) + "&";
+    if (auto& service = challenge.params["service"]; !service.empty()) target += "service=" + net::query_escape(service) + "&";
     const auto& asked = challenge.params["scope"];
-    target += "scope=" + query_escape(asked.empty() ? scope : asked);
+    target += "scope=" + net::query_escape(asked.empty() ? scope : asked);
     net::RequestHead head{"GET", target, {}, std::nullopt, false, std::nullopt};
     if (!config_.username.empty())
         head.headers.emplace_back("Authorization", "Basic " + base64(config_.username + ":" + config_.password));

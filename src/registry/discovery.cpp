@@ -32,6 +32,19 @@ Page page_of(std::optional<std::size_t> n, std::size_t max_page, Fetch fetch) {
 
 Page Registry::list_tags(const std::string& repo, std::optional<std::size_t> n, const std::string& last) {
     require_name(repo);
+    if (upstreams_ && upstreams_->mirrors(repo)) {
+        // What the upstream has, when it can say: a mirror lists the tags one could pull.
+        const std::size_t limit = std::min(n.value_or(options_.max_page), options_.max_page);
+        if (limit == 0) return {};
+        if (auto upstream = upstreams_->list_tags(repo, limit, last)) {
+            Page page{std::move(upstream->tags), upstream->more};
+            if (page.items.size() > limit) {
+                page.items.resize(limit);
+                page.more = true;
+            }
+            return page;
+        }
+    }
     if (!meta_.has_repository(repo)) throw Error(ErrorCode::name_unknown, "repository name not known to registry");
     return page_of(n, options_.max_page, [&](std::size_t limit) { return meta_.tags(repo, last, limit); });
 }
