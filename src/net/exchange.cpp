@@ -170,6 +170,10 @@ void Exchange::State::read_header_skipping_interim(std::function<void(std::excep
     });
 }
 
+namespace {
+constexpr std::size_t raw_fill_bytes = 256 * 1024;
+}  // namespace
+
 void Exchange::State::read_body(std::span<char> into, std::function<void(std::exception_ptr, std::size_t)> done) {
     if (!head_read_) return done(usage_error(what_ + ": read_body before read_head"), 0);
     if (into.empty()) return done(usage_error(what_ + ": read_body into an empty buffer"), 0);
@@ -207,16 +211,31 @@ void Exchange::State::read_raw_body(std::span<char> into, std::function<void(std
         *body_left_ -= n;
         return done(nullptr, n);
     }
+    read_raw_more(into.first(want), 0, std::move(done));
+}
+
+// Reads on while more has arrived, up to raw_fill_bytes (or the body's or the
+// buffer's end): on a fast link a socket read brings a few segments, and
+// handing each to a waiting thread would cost more than the bytes. Nothing
+// waits for bytes not there yet, so a slow link delivers as it goes.
+void Exchange::State::read_raw_more(std::span<char> into, std::size_t got,
+                                    std::function<void(std::exception_ptr, std::size_t)> done) {
     connection->tcp().expires_after(core->options.idle_timeout);
     connection->visit([&](auto& stream) {
-        stream.async_read_some(boost::asio::buffer(into.data(), want),
-                               [self = shared_from_this(), done = std::move(done)](boost::system::error_code ec,
-                                                                                   std::size_t n) mutable {
-                                   if (ec) return done(self->fail(ec, "reading the response body"), 0);
-                                   *self->body_left_ -= n;
-                                   if (*self->body_left_ == 0) self->connection->tcp().expires_never();
-                                   done(nullptr, n);
-                               });
+        stream.async_read_some(
+            boost::asio::buffer(into.data() + got, into.size() - got),
+            [self = shared_from_this(), into, got, done = std::move(done)](boost::system::error_code ec,
+                                                                           std::size_t n) mutable {
+                if (ec) return done(self->fail(ec, "reading the response body"), 0);
+                *self->body_left_ -= n;
+                got += n;
+                if (*self->body_left_ == 0) self->connection->tcp().expires_never();
+                boost::system::error_code unused;
+                if (*self->body_left_ > 0 && got < into.size() && got < raw_fill_bytes &&
+                    self->connection->tcp().socket().available(unused) > 0)
+                    return self->read_raw_more(into, got, std::move(done));
+                done(nullptr, got);
+            });
     });
 }
 
