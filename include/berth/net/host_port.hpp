@@ -28,4 +28,8 @@ struct Url {
 // 443. User info, queries and fragments are rejected. Throws std::invalid_argument.
 Url parse_url(std::string_view url);
 
+// A query parameter's value, percent-encoded (RFC 3986; '/' and ':' kept, as
+// scopes and repository names read better so and mean the same).
+std::string query_escape(std::string_view value);
+
 }  // namespace berth::net

@@ -43,6 +43,8 @@ public:
                                             const std::optional<std::string>& cached, registry::Asker asker) override;
     std::optional<storage::OpenBlob> fetch_blob(const std::string& repo, const oci::Digest& digest,
                                                 registry::Asker asker) override;
+    std::optional<registry::TagPage> list_tags(const std::string& repo, std::size_t limit,
+                                               const std::string& last) override;
     void count(const std::string& repo, registry::Cache cache) override;
     void touched(const oci::Digest& digest) override;
 

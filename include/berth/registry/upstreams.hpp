@@ -4,6 +4,7 @@
 // sees how upstreams are reached.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "berth/oci/digest.hpp"
 #include "berth/storage/blob_store.hpp"
@@ -39,6 +40,11 @@ struct ManifestAnswer {
     std::optional<UpstreamManifest> manifest;
 };
 
+struct TagPage {
+    std::vector<std::string> tags;
+    bool more = false;
+};
+
 class Upstreams {
 public:
     virtual ~Upstreams() = default;
@@ -55,6 +61,9 @@ public:
     // when it cannot be had now.
     virtual std::optional<storage::OpenBlob> fetch_blob(const std::string& repo, const oci::Digest& digest,
                                                         Asker asker) = 0;
+    // One page of the upstream's tags (at most limit, after last); nullopt when
+    // it cannot say now, so what is stored here is listed instead.
+    virtual std::optional<TagPage> list_tags(const std::string& repo, std::size_t limit, const std::string& last) = 0;
     // Counts a read answered without the upstream (hit or stale).
     virtual void count(const std::string& repo, Cache cache) = 0;
     // A cached blob was read: the cache keeps the recently used.
