@@ -387,6 +387,27 @@ class ProxyTest(ProxyTestCase):
         img2 = a.push_image("library/down", "v2", (700,))
         self.pull(b, "library/down", "v2", "?ns=docker.io", img2, what="upstream back")
 
+    def test_tags_list_from_upstream_then_cache(self):
+        # a mirror lists what the upstream has; with the upstream away, what is stored here
+        b, a = self.b, self.a
+        self.addCleanup(self.ensure_upstream)
+        img = a.push_image("library/tagged", "v1", (500,))
+        a.push_image("library/tagged", "v2", (600,))
+        self.pull(b, "library/tagged", "v1", "?ns=docker.io", img, what="one tag pulled")
+        r = b.get("/v2/library/tagged/tags/list?ns=docker.io")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.header("OCI-Namespace"), "docker.io")
+        self.assertEqual(sorted(r.json()["tags"]), ["v1", "v2"])
+        r = b.get("/v2/docker.io/library/tagged/tags/list?n=1")
+        self.assertEqual(r.json()["tags"], ["v1"])
+        self.assertIn("rel=\"next\"", r.header("Link") or "", "a page of the upstream's list says more follow")
+        a.kill()
+        r = b.get("/v2/library/tagged/tags/list?ns=docker.io")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["tags"], ["v1"], "with the upstream away, the tags stored here")
+        r = b.get("/v2/library/never-pulled/tags/list?ns=docker.io")
+        self.assertError(r, 404, "NAME_UNKNOWN", "a repository neither here nor reachable upstream")
+
     def test_upstream_5xx(self):
         # an upstream answering 503: cached content is served (stale), a miss is 404
         b, a, relay = self.b, self.a, self.flaky
