@@ -425,7 +425,10 @@ Response json_response(int status, std::string body, std::string content_type) {
 }
 
 Response error_response(oci::ErrorCode code, const std::string& message, const std::string& detail) {
-    return json_response(oci::http_status(code), oci::error_json(code, message, detail));
+    auto response = json_response(oci::http_status(code), oci::error_json(code, message, detail));
+    // A rate limit refills, sessions end and replicas come back: worth trying again soon (spec main).
+    if (response.status == 429 || response.status == 503) response.set("Retry-After", "1");
+    return response;
 }
 
 Response error_response(const oci::Error& error) { return error_response(error.code(), error.what(), error.detail()); }

@@ -41,6 +41,11 @@ constexpr std::size_t unwanted_body_limit = 64 * 1024;
 // cache before it is sent and read in by a worker if not; while one window is
 // sent, the kernel reads the next.
 constexpr std::uint64_t send_window_bytes = 4 << 20;
+// After answering a request whose body (or head) is still arriving, what is
+// read and dropped before the connection closes, so the client reads the
+// answer instead of a reset (nginx's lingering close).
+constexpr std::uint64_t linger_bytes = 16 << 20;
+constexpr std::chrono::seconds linger_time{3};
 
 Method method_of(bhttp::verb verb) {
     switch (verb) {
@@ -525,8 +530,32 @@ private:
     void on_written(beast::error_code ec, std::size_t) {
         close_file();
         end_request();
+        if (!ec && !keep_alive_ && !body_read()) return linger();
         if (ec || !keep_alive_) return close();
         read_header();
+    }
+
+    // The client may still be sending what was answered early (413, 431, a
+    // refused upload). Closing now with its bytes unread would make the kernel
+    // reset the connection, and a reset can destroy the answer before the
+    // client reads it. So: stop sending, drop what arrives, then close.
+    void linger() {
+        beast::error_code ec;
+        socket().shutdown(tcp::socket::shutdown_send, ec);
+        if (ec) return close();
+        lingered_ = 0;
+        lowest().expires_after(linger_time);
+        drain();
+    }
+
+    void drain() {
+        if (chunk_.size() < body_chunk_bytes) chunk_.resize(body_chunk_bytes);
+        // Below TLS: these bytes are dropped unread, so there is nothing to decrypt.
+        lowest().async_read_some(asio::buffer(chunk_), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+            self->lingered_ += n;
+            if (ec || self->lingered_ > linger_bytes) return self->close();
+            self->drain();
+        });
     }
 
     void begin_request() {
@@ -584,6 +613,7 @@ private:
     beast::flat_buffer buffer_;  // bounded by the parser's header limit and the body chunk size
     std::optional<bhttp::request_parser<bhttp::buffer_body>> parser_;
     std::vector<char> chunk_;
+    std::uint64_t lingered_ = 0;  // bytes dropped after an early answer
     std::span<char> body_space_;  // where the parser puts body bytes
     std::string body_;
     Request request_;

@@ -139,8 +139,13 @@ ParsedManifest parse_manifest(std::string_view body, std::string_view content_ty
 std::vector<Descriptor> ParsedManifest::local_blobs() const {
     std::vector<Descriptor> out;
     if (config) out.push_back(*config);
-    for (auto& layer : layers)
-        if (!(layer.has_urls && layer.media_type == oci::media_type::docker_foreign_layer)) out.push_back(layer);
+    for (auto& layer : layers) {
+        // Layers an image may not redistribute are not pushed (image-spec, layer.md): the
+        // manifest stands without them, wherever their URLs (if any) say they live.
+        const bool foreign = layer.has_urls && layer.media_type == oci::media_type::docker_foreign_layer;
+        const bool nondistributable = layer.media_type.starts_with(oci::media_type::oci_nondistributable_prefix);
+        if (!foreign && !nondistributable) out.push_back(layer);
+    }
     return out;
 }
 

@@ -698,6 +698,7 @@ class UploadCapTest(unittest.TestCase):
             r = b.start_upload("cap/repo")
             self.assertEqual(r.status, 429, r)
             self.assertEqual(r.error_codes(), ["TOOMANYREQUESTS"])
+            self.assertEqual(r.header("Retry-After"), "1", "429 says when to try again (spec main)")
             r = b.request("POST", f"/v2/cap/other/blobs/uploads/?digest={bt.sha256_digest(b'x')}", body=b"x")
             self.assertEqual(r.status, 429, r)
             r = b.request("POST", f"/v2/cap/other/blobs/uploads/?mount={bt.sha256_digest(b'x')}&from=cap/repo",

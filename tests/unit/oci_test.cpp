@@ -92,6 +92,27 @@ TEST_CASE("image manifests expose config, layers and referrer fields") {
     CHECK(descriptor.find(R"("annotations":{"k":"v"})") != std::string::npos);
 }
 
+TEST_CASE("layers an image may not redistribute are not the registry's to hold") {
+    auto layer = [](const std::string& type, const std::string& digest_char, const std::string& urls = "") {
+        return R"({"mediaType":")" + type + R"(","digest":"sha256:)" + std::string(64, digest_char[0]) +
+               R"(","size":7)" + urls + "}";
+    };
+    auto body = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
+                R"("config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":")" +
+                config_digest + R"(","size":10},"layers":[)" +
+                layer("application/vnd.oci.image.layer.v1.tar+gzip", "3") + "," +
+                layer("application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", "4") + "," +
+                layer("application/vnd.oci.image.layer.nondistributable.v1.tar+zstd", "5",
+                      R"(,"urls":["https://example.com/l"])") + "," +
+                layer("application/vnd.docker.image.rootfs.foreign.diff.tar.gzip", "6",
+                      R"(,"urls":["https://example.com/f"])") + "]}";
+    auto parsed = parse_manifest(body, "");
+    REQUIRE(parsed.layers.size() == 4);
+    std::vector<std::string> local;
+    for (auto& d : parsed.local_blobs()) local.push_back(d.digest.str());
+    CHECK(local == std::vector<std::string>{config_digest, "sha256:" + std::string(64, '3')});
+}
+
 TEST_CASE("indexes list their manifests; untyped indexes have no artifactType") {
     auto parsed = parse_manifest(R"({"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
                                      layer_digest + R"(","size":3,"platform":{"os":"linux"}}]})",

@@ -11,5 +11,7 @@ inline constexpr std::string_view docker_manifest_list =
     "application/vnd.docker.distribution.manifest.list.v2+json";
 inline constexpr std::string_view docker_foreign_layer =
     "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip";
+// Deprecated by the image-spec but valid: ".v1.tar", "+gzip", "+zstd". Never pushed.
+inline constexpr std::string_view oci_nondistributable_prefix = "application/vnd.oci.image.layer.nondistributable.";
 
 }  // namespace berth::oci::media_type
