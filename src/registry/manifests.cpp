@@ -57,7 +57,12 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
     uploads_->require_space(body.size());
     const auto blobs = parsed.local_blobs();
     for (auto& d : blobs) {
-        auto size = has_blob(repo, d.digest) ? blobs_.size(d.digest) : std::nullopt;
+        const auto found = find_blob(repo, d.digest);
+        // A replica that acknowledged the blob may be the one down: worth a retry, not a refusal.
+        if (found == Lookup::unknown)
+            throw Error(ErrorCode::unavailable, "a blob the manifest references may be on a replica out of reach",
+                        d.digest.str());
+        auto size = found == Lookup::here ? blobs_.size(d.digest) : std::nullopt;
         if (!size) missing(d, "blob");
         if (*size != static_cast<std::uint64_t>(d.size))
             throw Error(ErrorCode::manifest_invalid, "descriptor size does not match the blob", d.digest.str());

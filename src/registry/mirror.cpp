@@ -98,7 +98,7 @@ std::optional<BlobRead> Registry::open_mirrored_blob(const std::string& repo, co
         return BlobRead{std::move(*blob), Cache::hit};
     }
     if (auto blob = upstreams_->fetch_blob(repo, digest, asker)) return BlobRead{std::move(*blob), Cache::fetched};
-    if (peers_ && asker == Asker::client && peers_->fetch_blob(repo, digest))
+    if (peers_ && asker == Asker::client && peers_->fetch_blob(repo, digest) == Lookup::here)
         if (auto blob = local()) return BlobRead{std::move(*blob), Cache::stale};
     return std::nullopt;
 }

@@ -25,16 +25,21 @@ Registry::~Registry() = default;
 
 storage::Stamp Registry::stamp() { return {clock_.now(), options_.replica_id}; }
 
-bool Registry::has_blob(const std::string& repo, const oci::Digest& digest) {
+Lookup Registry::find_blob(const std::string& repo, const oci::Digest& digest) {
     auto live = [&] { return meta_.has_link(repo, digest.str()) && blobs_.size(digest); };
-    if (live()) return true;
-    if (!peers_) return false;
+    if (live()) return Lookup::here;
+    if (!peers_) return Lookup::absent;
     // Read-through when this replica knows nothing of the link, or links a
     // blob it lost (quarantined by scrub); an unlink here must not be undone
     // by a peer that has not seen it yet.
     auto link = meta_.link(repo, digest.str());
-    if (link && link->deleted) return false;
-    return peers_->fetch_blob(repo, digest) && live();
+    if (link && link->deleted) return Lookup::absent;
+    auto found = peers_->fetch_blob(repo, digest);
+    return found != Lookup::here || live() ? found : Lookup::absent;
+}
+
+bool Registry::has_blob(const std::string& repo, const oci::Digest& digest) {
+    return find_blob(repo, digest) == Lookup::here;
 }
 
 void Registry::commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch) {

@@ -426,25 +426,35 @@ void Replicator::apply_pushed(const std::string& origin, const protocol::ApplyRe
     impl_->meta.sync();  // one fsync for the lot, before the writer counts this replica
 }
 
-bool Replicator::fetch_blob(const std::string& repo, const oci::Digest& digest) {
+registry::Lookup Replicator::fetch_blob(const std::string& repo, const oci::Digest& digest) {
+    bool all_answered = true;
     for (auto* source : impl_->sources(nullptr)) {
         try {
             auto response = source->request("GET", protocol::record_target(repo, protocol::RecordKind::link, digest.str()), {},
                                             std::chrono::seconds(2));
-            if (response.status != 200) continue;
+            if (response.status == 404) continue;
+            if (response.status != 200) {
+                all_answered = false;
+                continue;
+            }
             auto doc = json::parse(response.body);
             Event event{Event::Type::link, repo, digest.str(), {}, protocol::stamp_of(doc)};
             std::vector<PeerClient*> sources{source};
             // The content first: the link may be here already, its file lost.
             auto content = impl_->applier.ensure_blob(digest, sources);
-            if (content == ApplyResult::gone || content == ApplyResult::unavailable) continue;
+            if (content == ApplyResult::gone) continue;
+            if (content == ApplyResult::unavailable) {
+                all_answered = false;
+                continue;
+            }
             impl_->applier.apply(event, sources);
             impl_->meta.sync();
-            if (impl_->meta.has_link(repo, digest.str())) return true;
+            if (impl_->meta.has_link(repo, digest.str())) return registry::Lookup::here;
         } catch (const std::exception&) {
+            all_answered = false;
         }
     }
-    return false;
+    return all_answered ? registry::Lookup::absent : registry::Lookup::unknown;
 }
 
 bool Replicator::fetch_manifest(const std::string& repo, const std::string& reference) {

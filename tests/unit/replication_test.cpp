@@ -115,10 +115,11 @@ public:
         return false;
     };
     std::function<void(const std::vector<Event>&)> on_replicate = [](auto&) {};
+    registry::Lookup when_missing = registry::Lookup::absent;  // what a failed fetch reports
 
-    bool fetch_blob(const std::string& repo, const oci::Digest& digest) override {
+    registry::Lookup fetch_blob(const std::string& repo, const oci::Digest& digest) override {
         blob_fetches.emplace_back(repo, digest.str());
-        return on_fetch_blob(repo, digest);
+        return on_fetch_blob(repo, digest) ? registry::Lookup::here : when_missing;
     }
     bool fetch_manifest(const std::string& repo, const std::string& reference) override {
         manifest_fetches.emplace_back(repo, reference);
@@ -374,6 +375,24 @@ TEST_CASE("a manifest push waits for the write quorum with its manifest and tag 
         CHECK(peers.replicated[1][0].stamp > peers.replicated[0][0].stamp);
         CHECK(local.reg.get_manifest("r", "v1").digest == retry.digest);
     }
+}
+
+TEST_CASE("a manifest whose blob may be on a replica out of reach is a retry, not a refusal", "[replication]") {
+    Replica local("local"), other("other");
+    FakePeers peers;
+    local.reg.set_peers(&peers);
+    auto body = other.image("r", "q");  // its blobs acknowledged by the other replica only
+
+    SECTION("a replica could not be asked: unavailable (503, retryable)") {
+        peers.when_missing = registry::Lookup::unknown;
+        CHECK(code_of([&] { local.reg.put_manifest("r", "v1", image_type, body); }) == ErrorCode::unavailable);
+    }
+    SECTION("every replica answered that it has none: manifest_blob_unknown") {
+        CHECK(code_of([&] { local.reg.put_manifest("r", "v1", image_type, body); }) ==
+              ErrorCode::manifest_blob_unknown);
+    }
+    CHECK_FALSE(local.meta.manifest("r", sha256(body).str()));
+    CHECK(peers.replicated.empty());
 }
 
 TEST_CASE("an index whose child manifest is missing here asks the peers for the child", "[replication]") {

@@ -9,12 +9,18 @@
 
 namespace berth::registry {
 
+// What asking the other replicas for something this one lacks came to.
+enum class Lookup {
+    here,     // copied: it is local now
+    absent,   // every replica answered, and none has it
+    unknown,  // none that answered has it, but some could not be asked
+};
+
 class Peers {
 public:
     virtual ~Peers() = default;
-    // Read-through: copies what another replica acknowledged and this one
-    // lacks. True when it is now local.
-    virtual bool fetch_blob(const std::string& repo, const oci::Digest& digest) = 0;
+    // Read-through: copies a blob another replica acknowledged and this one lacks.
+    virtual Lookup fetch_blob(const std::string& repo, const oci::Digest& digest) = 0;
     virtual bool fetch_manifest(const std::string& repo, const std::string& reference) = 0;
     // Returns once the configured write quorum holds these events' results;
     // throws oci::Error(unavailable) when that does not happen in time.

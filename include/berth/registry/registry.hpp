@@ -132,6 +132,7 @@ public:
 private:
     storage::Stamp stamp();
     bool has_blob(const std::string& repo, const oci::Digest& digest);
+    Lookup find_blob(const std::string& repo, const oci::Digest& digest);
     // Commits under the write lock with fresh stamps, then waits for the write quorum.
     void commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch);
     // Mirrored repositories (mirror.cpp).

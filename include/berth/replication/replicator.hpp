@@ -62,7 +62,7 @@ public:
     // content from it (or any peer); returns once they are durable here.
     void apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed);
 
-    bool fetch_blob(const std::string& repo, const oci::Digest& digest) override;
+    registry::Lookup fetch_blob(const std::string& repo, const oci::Digest& digest) override;
     bool fetch_manifest(const std::string& repo, const std::string& reference) override;
     void replicate(const std::vector<storage::Event>& events) override;
 
