@@ -31,7 +31,9 @@ TEST_CASE("page-cache checks see evicted pages, and loading brings them back") {
     REQUIRE(fd >= 0);
     REQUIRE(::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
     REQUIRE(::fsync(fd) == 0);
-    CHECK(cached(fd, 0, bytes.size()));  // just written through the cache
+    // Not checked: that the pages just written are still cached. The kernel may
+    // reclaim clean pages at any moment (this machine runs DAMON reclaim), and
+    // did, in one CI run in three.
     CHECK(in_page_cache(fd, 5000, 0));  // an empty range
 
     struct statfs fs {};
