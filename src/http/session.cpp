@@ -194,6 +194,9 @@ private:
     void on_plan() {
         if (!request_.has_body) return finish();
         if (plan_.body == Plan::Body::none) {
+            // The answer needs no body (a 401, say): a large one is not waited
+            // for, the answer goes now and the connection lingers, then closes.
+            if (request_.content_length && *request_.content_length > unwanted_body_limit) return finish();
             plan_.body = Plan::Body::buffer;
             plan_.buffer_limit = unwanted_body_limit;
         }

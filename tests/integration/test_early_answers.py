@@ -2,8 +2,8 @@
 """Answers given before the request has all arrived reach the client.
 
 berth refuses some requests from their head alone: a manifest PUT declaring more than
-limits.max_manifest_bytes (413), a request head over limits.max_header_bytes (431), a request
-over the rate limit (429, with Retry-After). The client is then still sending. Each case here
+limits.max_manifest_bytes (413), a request head over limits.max_header_bytes (431), a large
+blob upload without credentials (401). The client is then still sending. Each case here
 sends the whole request from a real socket, as clients do, before reading: every byte must go
 out without a reset, and the client must then read the status and the spec's JSON error. The
 connection then closes within berth's bounded lingering time.
@@ -20,14 +20,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import berthtest as bt  # noqa: E402
 
 
-def send_all_and_read(port, head, body=b""):
-    """Send the head; once berth's answer is there to read (it has stopped reading the request),
-    send the rest the way clients do, all of it before reading, then read the answer.
-    Returns (status, headers, body); a send that fails is the failure this file is about."""
+def send_all_and_read(port, head, body=b"", answer_first=True):
+    """Send the head; with answer_first, wait until berth's answer is there to read (it has
+    stopped reading the request); send the rest the way clients do, all of it before reading,
+    then read the answer. Returns (status, headers, body); a send that fails is the failure
+    this file is about."""
     with bt.connect(port, timeout=10) as s:
         s.sendall(head)
-        readable, _, _ = select.select([s], [], [], 10)
-        assert readable, "no answer to the head within 10 s"
+        if answer_first:
+            readable, _, _ = select.select([s], [], [], 10)
+            assert readable, "no answer to the head within 10 s"
         try:
             s.sendall(body)
         except OSError as error:
@@ -65,6 +67,20 @@ class EarlyAnswers(unittest.TestCase):
         for attempt in range(3):
             status, headers, body = send_all_and_read(self.berth.port, head + rest[:20000], rest[20000:])
             self.assert_spec_error(status, headers, body, 431, f"try {attempt}")
+
+    def test_large_upload_without_credentials(self):
+        b = bt.Berth()
+        self.addCleanup(b.cleanup)
+        b.config = {"auth": {"htpasswd": bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), {"alice": "pw"})}}
+        b.ready_statuses = (401,)
+        b.start()
+        data = os.urandom(6 << 20)
+        head = (f"POST /v2/early/blobs/uploads/?digest={bt.sha256_digest(data)} HTTP/1.1\r\nHost: x\r\n"
+                f"Content-Type: application/octet-stream\r\nContent-Length: {len(data)}\r\n\r\n").encode()
+        # berth reads a little of a body it will refuse before answering: the client just sends.
+        status, headers, body = send_all_and_read(b.port, head, data, answer_first=False)
+        self.assert_spec_error(status, headers, body, 401, "upload without credentials")
+        self.assertIn("www-authenticate", headers)
 
     def test_the_connection_still_closes(self):
         head = (f"PUT /v2/early/manifests/slow HTTP/1.1\r\nHost: x\r\nContent-Type: {bt.OCI_MANIFEST}\r\n"
