@@ -64,32 +64,40 @@ Remote::Slot::~Slot() {
     remote_.slot_freed_.notify_one();
 }
 
-std::vector<Remote::Address*> Remote::candidates() {
-    std::lock_guard lock(mutex_);
+std::vector<std::shared_ptr<Remote::Address>> Remote::candidates() {
     const auto now = Clock::now();
-    if (addresses_.empty() || now - resolved_at_ > resolve_every) {
-        // A name may stand for several replicas (a headless Service): every address is a candidate.
-        std::vector<std::unique_ptr<Address>> fresh;
+    bool stale;
+    {
+        std::lock_guard lock(mutex_);
+        stale = addresses_.empty() || now - resolved_at_ > resolve_every;
+    }
+    if (stale) {
+        // A name may stand for several replicas (a headless Service): every address is a
+        // candidate. Resolved without the lock: DNS must not hold up this upstream's requests.
+        std::vector<std::pair<net::Origin, std::string>> resolved;
         for (auto& url : config_.urls) {
             auto tls = config_.tls;
             tls.enabled = url.tls;
             if (tls.server_name.empty()) tls.server_name = url.address.host;
-            auto resolved = net::resolve(url.address);
-            for (auto& address : resolved) {
-                auto entry = std::make_unique<Address>(Address{{address, tls}, url.path_prefix});
+            for (auto& address : net::resolve(url.address)) resolved.push_back({{address, tls}, url.path_prefix});
+        }
+        std::lock_guard lock(mutex_);
+        if (!resolved.empty() || addresses_.empty()) {
+            std::vector<std::shared_ptr<Address>> fresh;
+            for (auto& [origin, prefix] : resolved) {
+                auto entry = std::make_shared<Address>(Address{origin, prefix});
                 for (auto& old : addresses_)  // keep what we knew of it
-                    if (old->origin.address == address && old->prefix == url.path_prefix) entry->down_until = old->down_until;
+                    if (old->origin.address == origin.address && old->prefix == prefix) entry->down_until = old->down_until;
                 fresh.push_back(std::move(entry));
             }
-        }
-        if (!fresh.empty() || addresses_.empty()) {
             addresses_ = std::move(fresh);
             resolved_at_ = now;
         }
     }
-    std::vector<Address*> up;
+    std::lock_guard lock(mutex_);
+    std::vector<std::shared_ptr<Address>> up;
     for (auto& address : addresses_)
-        if (address->down_until <= now) up.push_back(address.get());
+        if (address->down_until <= now) up.push_back(address);
     return up;
 }
 
@@ -176,7 +184,7 @@ Opened Remote::open(const std::string& method, const std::string& path, const st
     auto addresses = candidates();
     if (addresses.empty()) throw net::Error(net::Error::Kind::connect, "upstream unreachable (failed just now)");
     std::exception_ptr last;
-    for (auto* address : addresses) {
+    for (auto& address : addresses) {
         try {
             return open_at(*address, method, path, scope, headers);
         } catch (const net::Error& error) {

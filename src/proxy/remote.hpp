@@ -61,7 +61,8 @@ private:
         std::string prefix;  // the URL's path prefix
         std::chrono::steady_clock::time_point down_until{};
     };
-    std::vector<Address*> candidates();
+    // Shared: a request keeps its address while the list is resolved anew.
+    std::vector<std::shared_ptr<Address>> candidates();
     Opened open_at(Address& address, const std::string& method, const std::string& path, const std::string& scope,
                    const net::Headers& headers);
     // Authorization for scope from what earlier challenges taught; "" for none.
@@ -72,7 +73,7 @@ private:
     net::Client& client_;
     RemoteConfig config_;
     std::mutex mutex_;
-    std::vector<std::unique_ptr<Address>> addresses_;
+    std::vector<std::shared_ptr<Address>> addresses_;
     std::chrono::steady_clock::time_point resolved_at_{};
     bool basic_ = false;  // the remote asked for Basic
     struct Token {
