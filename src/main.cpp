@@ -169,6 +169,7 @@ int serve(const std::vector<std::string>& args) {
         replicator = std::make_unique<berth::replication::Replicator>(config.replication, config.registry.replica_id,
                                                                      blobs, meta, clock);
         registry.set_peers(replicator.get());
+        replicator->set_sparse(config.registry.sparse_manifests);
     }
     std::unique_ptr<berth::proxy::Proxy> proxy;
     if (config.proxy.enabled()) {

@@ -2,26 +2,9 @@
 
 #include <algorithm>
 
-namespace berth::auth {
+#include "berth/oci/names.hpp"
 
-bool glob_match(std::string_view pattern, std::string_view text) {
-    if (pattern.empty()) return text.empty();
-    if (pattern.starts_with("**")) {
-        auto rest = pattern.substr(2);
-        for (std::size_t i = 0; i <= text.size(); ++i)
-            if (glob_match(rest, text.substr(i))) return true;
-        return false;
-    }
-    if (pattern[0] == '*') {
-        auto rest = pattern.substr(1);
-        for (std::size_t i = 0; i <= text.size(); ++i) {
-            if (glob_match(rest, text.substr(i))) return true;
-            if (i < text.size() && text[i] == '/') break;
-        }
-        return false;
-    }
-    return !text.empty() && pattern[0] == text[0] && glob_match(pattern.substr(1), text.substr(1));
-}
+namespace berth::auth {
 
 namespace {
 
@@ -56,7 +39,7 @@ std::set<Action> allowed_actions(const Options& options, const std::string& user
     }
     for (auto& rule : options.rules) {
         if (rule.repository.find("${user}") != std::string::npos && user.empty()) continue;
-        if (!glob_match(expand_user(rule.repository, user), repository)) continue;
+        if (!oci::glob_match(expand_user(rule.repository, user), repository)) continue;
         if (std::none_of(rule.principals.begin(), rule.principals.end(),
                          [&](auto& p) { return member(options, user, p); }))
             continue;

@@ -164,6 +164,10 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
     if (!root.empty()) config.root = root;
     top.string("replica_id", config.replica_id);
     top.boolean("deletes", config.registry.deletes_enabled);
+    top.strings("sparse_manifests", config.registry.sparse_manifests);
+    for (auto& glob : config.registry.sparse_manifests)
+        if (glob.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-/*") != std::string::npos)
+            throw ConfigError("sparse_manifests: \"" + glob + "\" is not a repository glob");
     top.seconds("shutdown_grace_seconds", config.server.shutdown_grace);
     top.section("threads", [&](Section& s) {
         s.number("io", config.server.io_threads, 256);

@@ -76,4 +76,29 @@ bool valid_registry_host(std::string_view host) {
     }
 }
 
+bool glob_match(std::string_view pattern, std::string_view name) {
+    if (pattern.empty()) return name.empty();
+    if (pattern.starts_with("**")) {
+        auto rest = pattern.substr(2);
+        for (std::size_t i = 0; i <= name.size(); ++i)
+            if (glob_match(rest, name.substr(i))) return true;
+        return false;
+    }
+    if (pattern[0] == '*') {
+        auto rest = pattern.substr(1);
+        for (std::size_t i = 0; i <= name.size(); ++i) {
+            if (glob_match(rest, name.substr(i))) return true;
+            if (i < name.size() && name[i] == '/') break;
+        }
+        return false;
+    }
+    return !name.empty() && pattern[0] == name[0] && glob_match(pattern.substr(1), name.substr(1));
+}
+
+bool matches_any(const std::vector<std::string>& patterns, std::string_view name) {
+    for (auto& pattern : patterns)
+        if (glob_match(pattern, name)) return true;
+    return false;
+}
+
 }  // namespace berth::oci

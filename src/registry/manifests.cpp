@@ -4,6 +4,7 @@
 #include "berth/oci/error.hpp"
 #include "berth/oci/manifest.hpp"
 #include "berth/oci/media_types.hpp"
+#include "berth/oci/names.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
@@ -55,23 +56,30 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
 
     auto parsed = oci::parse_manifest(body, media_type_without_parameters(content_type));
     uploads_->require_space(body.size());
-    const auto blobs = parsed.local_blobs();
-    for (auto& d : blobs) {
+    // What a sparse repository lacks is accepted; what it holds must still match.
+    const bool sparse = oci::matches_any(options_.sparse_manifests, repo);
+    std::vector<oci::Descriptor> blobs;
+    for (auto& d : parsed.local_blobs()) {
         const auto found = find_blob(repo, d.digest);
+        auto size = found == Lookup::here ? blobs_.size(d.digest) : std::nullopt;
+        if (!size && sparse) continue;
         // A replica that acknowledged the blob may be the one down: worth a retry, not a refusal.
         if (found == Lookup::unknown)
             throw Error(ErrorCode::unavailable, "a blob the manifest references may be on a replica out of reach",
                         d.digest.str());
-        auto size = found == Lookup::here ? blobs_.size(d.digest) : std::nullopt;
         if (!size) missing(d, "blob");
         if (*size != static_cast<std::uint64_t>(d.size))
             throw Error(ErrorCode::manifest_invalid, "descriptor size does not match the blob", d.digest.str());
+        blobs.push_back(d);
     }
     for (auto& child : parsed.manifests) {
         auto record = meta_.manifest(repo, child.digest.str());
         if (!record && peers_ && peers_->fetch_manifest(repo, child.digest.str()))
             record = meta_.manifest(repo, child.digest.str());
-        if (!record || record->deleted) missing(child, "manifest");
+        if (!record || record->deleted) {
+            if (sparse) continue;
+            missing(child, "manifest");
+        }
         if (record->bytes.size() != static_cast<std::size_t>(child.size))
             throw Error(ErrorCode::manifest_invalid, "descriptor size does not match the manifest",
                         child.digest.str());

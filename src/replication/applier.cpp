@@ -4,6 +4,7 @@
 
 #include "berth/oci/error.hpp"
 #include "berth/oci/manifest.hpp"
+#include "berth/oci/names.hpp"
 #include "berth/replication/protocol.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
@@ -166,14 +167,18 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
     for (auto& blob : blobs) digests.push_back(blob.digest);
     constexpr unsigned parallel_fetches = 4;
     const bool mirrored = mirrors_ && mirrors_->mirrors(repo);
-    if (auto result = mirrored ? ApplyResult::skipped : ensure_blobs(digests, sources, parallel_fetches);
-        result == ApplyResult::gone || result == ApplyResult::unavailable)
+    // A sparse repository's manifest stands without what no replica holds.
+    const bool sparse = oci::matches_any(sparse_, repo);
+    auto fatal = [sparse](ApplyResult result) {
+        return result == ApplyResult::unavailable || (result == ApplyResult::gone && !sparse);
+    };
+    if (auto result = mirrored ? ApplyResult::skipped : ensure_blobs(digests, sources, parallel_fetches); fatal(result))
         return result;
     for (auto& child : parsed.manifests) {
         auto local = meta_.manifest(repo, child.digest.str());
         if (local && !local->deleted) continue;
         auto result = apply_manifest(repo, child.digest.str(), stamp, std::nullopt, sources, depth + 1);
-        if (result == ApplyResult::gone || result == ApplyResult::unavailable) return result;
+        if (fatal(result)) return result;
     }
 
     auto lock = meta_.lock_writes();

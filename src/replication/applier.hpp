@@ -44,6 +44,8 @@ public:
     // Manifests of mirrored repositories are applied without their blobs,
     // which every replica fetches when first read (registry proxying).
     void set_mirrors(const registry::Upstreams* mirrors) { mirrors_ = mirrors; }
+    // Repository globs whose manifests may lack blobs and child manifests (registry::Options).
+    void set_sparse(std::vector<std::string> globs) { sparse_ = std::move(globs); }
 
     // sources: the peer the event came from first, then any other peer.
     // content: a manifest event's bytes when they came with it.
@@ -70,9 +72,10 @@ private:
     storage::MetaStore& meta_;
     storage::HybridClock& clock_;
     std::atomic<std::uint64_t> bytes_fetched_{0};
+    const registry::Upstreams* mirrors_ = nullptr;
+    std::vector<std::string> sparse_;
     // Blobs being fetched now: a second fetch of the same digest (two peers'
     // bootstraps, a follower and a read) waits for the first instead.
-    const registry::Upstreams* mirrors_ = nullptr;
     std::mutex fetching_mutex_;
     std::condition_variable fetched_;
     std::set<std::string> fetching_;

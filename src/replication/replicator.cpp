@@ -294,6 +294,7 @@ std::uint64_t rendezvous_score(std::string_view replica, std::string_view key) {
 }  // namespace
 
 void Replicator::set_mirrors(const registry::Upstreams* mirrors) { impl_->applier.set_mirrors(mirrors); }
+void Replicator::set_sparse(std::vector<std::string> globs) { impl_->applier.set_sparse(std::move(globs)); }
 
 std::optional<std::string> Replicator::owner_of(std::string_view key) const {
     std::lock_guard lock(impl_->mutex);

@@ -13,7 +13,8 @@ peered with each other) per test.
 5. a deleted manifest is gone everywhere and stays gone (poll rounds, restarts, a replica that
    missed the delete, a replica re-bootstrapped from a snapshot);
 6. a chunked upload whose requests alternate between replicas completes and is served;
-7. the peer API refuses requests without the right secret and they change nothing.
+7. the peer API refuses requests without the right secret and they change nothing;
+8. a sparse manifest (a layer never pushed) replicates with the blobs that were pushed.
 
 Synchronisation is by polling (/readyz, /_berth/v1/status, the registry API) with bounded
 timeouts, never by fixed sleeps. Every process (frozen ones too) and temp dir is cleaned up, also
@@ -557,6 +558,34 @@ class DeleteTest(ReplicationTestCase):
         self.assert_gone(repo, deleted, "after replica 1 was wiped and rebuilt")
         for r in c:
             self.expect_served(r, repo, "keep", imgs["keep"], "at the end")
+
+
+class SparseManifestTest(ReplicationTestCase):
+    def setUp(self):
+        super().setUp()
+        self.cluster = bt.Cluster(3, write_quorum=self.write_quorum, config={"sparse_manifests": ["sparse/**"]})
+        self.addCleanup(self.cluster.cleanup)
+
+    def test_sparse_manifest_replicates_with_what_was_pushed(self):
+        c = self.cluster.start()
+        img = image(self.rng, [4096, 8192], "sparse")
+        config, held, absent = list(img["blobs"].items())
+        for repo in ("sparse/app", "dense/app"):
+            for digest, data in (config, held):
+                c[0].push_blob(repo, data)
+        r = c[0].put_manifest("dense/app", "v1", img["manifest"])
+        self.assertEqual((r.status, r.json()["errors"][0]["code"]), (400, "MANIFEST_BLOB_UNKNOWN"), str(r))
+        push = c[0].put_manifest("sparse/app", "v1", img["manifest"])
+        self.assertEqual(push.status, 201, str(push))
+        c.wait_caught_up()
+        for replica in c:
+            m = replica.get("/v2/sparse/app/manifests/v1", headers={"Accept": ACCEPT})
+            self.assertEqual((m.status, m.body), (200, img["manifest"]), f"{replica.replica_id}: {m}")
+            for digest, data in (config, held):
+                b = replica.get(f"/v2/sparse/app/blobs/{digest}")
+                self.assertEqual((b.status, b.body), (200, data), f"{replica.replica_id} blob {digest}")
+            self.assertEqual(replica.head(f"/v2/sparse/app/blobs/{absent[0]}").status, 404)
+            self.assertEqual(replica.head("/v2/dense/app/manifests/v1").status, 404)
 
 
 # --------------------------------------------------------------------------- 6

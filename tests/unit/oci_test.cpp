@@ -146,3 +146,18 @@ TEST_CASE("bad manifests are MANIFEST_INVALID") {
     // the media type, and rendering it as JSON threw (a 500, not a 400).
     CHECK(invalid(R"({"schemaVersion":2,"manifests":[]})", "application/vnd.\xc8oci.image.index.v1+json"));
 }
+
+TEST_CASE("repository globs: * stays in a component, ** crosses them") {
+    CHECK(glob_match("team/*", "team/app"));
+    CHECK_FALSE(glob_match("team/*", "team/app/sub"));
+    CHECK(glob_match("team/**", "team/app/sub"));
+    CHECK(glob_match("**", "anything/at/all"));
+    CHECK(glob_match("*/base", "public/base"));
+    CHECK_FALSE(glob_match("*/base", "a/public/base"));
+    CHECK_FALSE(glob_match("team/*", "teams/app"));
+    CHECK(glob_match("exact", "exact"));
+    CHECK_FALSE(glob_match("exact", "exactly"));
+    CHECK(matches_any({"a/*", "cache/**"}, "cache/x/y"));
+    CHECK_FALSE(matches_any({"a/*", "cache/**"}, "b/x"));
+    CHECK_FALSE(matches_any({}, "a"));
+}

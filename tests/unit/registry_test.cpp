@@ -342,6 +342,31 @@ TEST_CASE("an index needs its child manifests") {
     CHECK(f.reg.get_manifest("r", "i").media_type == "application/vnd.oci.image.index.v1+json");
 }
 
+TEST_CASE("repositories set sparse accept manifests without their blobs and children, but not wrong sizes") {
+    auto options = Fixture::options();
+    options.sparse_manifests = {"cache/**"};
+    Fixture f;
+    registry::Registry reg(options, f.blobs, f.meta, f.clock, [&f] { return f.now_ms; });
+    auto absent = "sha256:" + std::string(64, 'e');
+    auto image = [](const std::string& layer, std::size_t size) {
+        return R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
+               R"("config":{"mediaType":"application/vnd.oci.empty.v1+json","digest":")" + layer +
+               R"(","size":)" + std::to_string(size) + R"(},"layers":[]})";
+    };
+    CHECK(code_of([&] { reg.put_manifest("other", "v1", "", image(absent, 5)); }) == ErrorCode::manifest_blob_unknown);
+    auto sparse = reg.put_manifest("cache/a/b", "v1", "", image(absent, 5));
+    CHECK(reg.get_manifest("cache/a/b", "v1").digest == sparse.digest);
+
+    auto held = f.push_blob("cache/a/b", "held");
+    CHECK(code_of([&] { reg.put_manifest("cache/a/b", "v2", "", image(held, 99)); }) == ErrorCode::manifest_invalid);
+    reg.put_manifest("cache/a/b", "v2", "", image(held, 4));
+
+    auto index = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)"
+                 R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" + absent + R"(","size":9}]})";
+    CHECK(code_of([&] { reg.put_manifest("other", "i", "", index); }) == ErrorCode::manifest_blob_unknown);
+    reg.put_manifest("cache/a/b", "i", "", index);
+}
+
 TEST_CASE("deleting a manifest removes it, its tags and its referrer entry") {
     Fixture f;
     auto subject = "sha256:" + std::string(64, 'c');

@@ -1,6 +1,8 @@
 #pragma once
 // The spec's grammar for repository names and tags.
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace berth::oci {
 
@@ -14,5 +16,10 @@ bool valid_tag(std::string_view tag);
 // A registry host as the `ns` query parameter names it (distribution-spec
 // main): lower-case DNS labels, at most 255 bytes, an optional :port.
 bool valid_registry_host(std::string_view host);
+
+// Repository globs of the configuration: '*' matches within one path
+// component, '**' across components.
+bool glob_match(std::string_view pattern, std::string_view name);
+bool matches_any(const std::vector<std::string>& patterns, std::string_view name);
 
 }  // namespace berth::oci

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace berth::registry {
 
@@ -20,6 +21,9 @@ struct Options {
     bool deletes_enabled = true;
     // The node agent serves pulls only: pushes go to the replicas.
     bool pull_only = false;
+    // Repository globs whose manifests may name blobs and child manifests
+    // this registry does not hold (a cache of only the platforms pulled).
+    std::vector<std::string> sparse_manifests;
     // Links younger than this survive garbage collection without a manifest;
     // a manifest push renews links older than half of it.
     std::chrono::seconds gc_grace{3600};

@@ -35,6 +35,8 @@ public:
 
     // Repositories mirroring an upstream replicate their manifests without blobs.
     void set_mirrors(const registry::Upstreams* mirrors);
+    // Repository globs that accept manifests without all their content (registry::Options).
+    void set_sparse(std::vector<std::string> globs);
     void start();
     void stop();
 
