@@ -9,7 +9,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -20,6 +19,7 @@
 #include "berth/observe/log.hpp"
 #include "context.hpp"
 #include "handlers.hpp"
+#include "tls_stream.hpp"
 #include "berth/storage/page_cache.hpp"
 
 namespace berth::http {
@@ -41,6 +41,9 @@ constexpr std::size_t unwanted_body_limit = 64 * 1024;
 // cache before it is sent and read in by a worker if not; while one window is
 // sent, the kernel reads the next.
 constexpr std::uint64_t send_window_bytes = 4 << 20;
+// What a TLS blob GET reads, encrypts and sends at a time: small enough to
+// stay in the CPU's cache from read to send.
+constexpr std::size_t tls_piece_bytes = TlsStream::max_write_bytes;
 // After answering a request whose body (or head) is still arriving, what is
 // read and dropped before the connection closes, so the client reads the
 // answer instead of a reset (nginx's lingering close).
@@ -73,7 +76,7 @@ Response guarded(Work&& work) {
     }
 }
 
-// Stream is beast::tcp_stream for plain HTTP or an ssl_stream over it for TLS.
+// Stream is beast::tcp_stream for plain HTTP or a TlsStream over it.
 template <typename Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
     static constexpr bool tls = !std::is_same_v<Stream, beast::tcp_stream>;
@@ -102,7 +105,7 @@ public:
     void start() {
         if constexpr (tls) {
             lowest().expires_after(context_.options.idle_timeout);
-            stream_.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
+            stream_.async_handshake([self = shared_from_this()](beast::error_code ec, std::size_t) {
                 if (ec) return self->close();  // not TLS, or a certificate the client refused
                 self->read_header();
             });
@@ -435,22 +438,24 @@ private:
         }
     }
 
-    // TLS encrypts in user space: read large pieces and write them through the stream.
+    // TLS encrypts in user space: a piece is read, then encrypted and sent
+    // while it is still in the CPU's cache.
     void copy_file() {
         if (file_->length == 0) return on_written({}, 0);
         if (!file_window_cached(&Session::copy_file)) return;
-        if (chunk_.size() < body_chunk_bytes) chunk_.resize(body_chunk_bytes);
-        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(cached_until_ - file_->offset, chunk_.size()));
+        if (chunk_.size() < tls_piece_bytes) chunk_.resize(tls_piece_bytes);
+        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(cached_until_ - file_->offset, tls_piece_bytes));
         auto n = ::pread(file_->fd, chunk_.data(), want, static_cast<off_t>(file_->offset));
         if (n <= 0) return close();
         file_->offset += static_cast<std::uint64_t>(n);
         file_->length -= static_cast<std::uint64_t>(n);
         lowest().expires_after(context_.options.body_timeout);
-        asio::async_write(stream_, asio::buffer(chunk_.data(), static_cast<std::size_t>(n)),
-                          [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                              if (ec) return self->close();
-                              self->copy_file();
-                          });
+        // One write_some takes the whole piece (asio::async_write would cut it into 64 KiB writes).
+        stream_.async_write_some(asio::buffer(chunk_.data(), static_cast<std::size_t>(n)),
+                                 [self = shared_from_this(), n](beast::error_code ec, std::size_t written) {
+                                     if (ec || written != static_cast<std::size_t>(n)) return self->close();
+                                     self->copy_file();
+                                 });
     }
 
     // Plain TCP: the kernel copies file pages straight to the socket.
@@ -643,9 +648,8 @@ private:
 
 void start_session(tcp::socket socket, ServerContext& context, std::shared_ptr<asio::ssl::context> tls) {
     if (tls) {
-        auto& ssl = *tls;
-        std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(context, std::move(tls), std::move(socket), ssl)
-            ->start();
+        auto* ssl = tls->native_handle();
+        std::make_shared<Session<TlsStream>>(context, std::move(tls), std::move(socket), ssl)->start();
     } else {
         std::make_shared<Session<beast::tcp_stream>>(context, nullptr, std::move(socket))->start();
     }

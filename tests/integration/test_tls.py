@@ -204,6 +204,79 @@ class TlsTest(unittest.TestCase):
         r = b.get("/v2/tls/repo/manifests/v1", headers={"Accept": bt.OCI_MANIFEST})
         self.assertEqual(r.body, img["manifest"])
 
+    def test_one_connection_carries_many_requests(self):
+        # Keep-alive over TLS: a large body, then small answers, then the large body again, all
+        # on one connection (the stream keeps its buffers in step across requests).
+        b = self.b
+        data = os.urandom(5 * 1024 * 1024 + 3)
+        digest = b.push_blob("tls/keep", data)
+        img = b.push_image("tls/keep", "v1")
+        conn = http.client.HTTPSConnection("127.0.0.1", b.port, timeout=30, context=b.ssl_context)
+        try:
+            for _ in range(2):
+                conn.request("GET", f"/v2/tls/keep/blobs/{digest}")
+                r = conn.getresponse()
+                self.assertEqual((r.status, r.read()), (200, data))
+                for _ in range(20):
+                    conn.request("GET", "/v2/tls/keep/manifests/v1", headers={"Accept": bt.OCI_MANIFEST})
+                    r = conn.getresponse()
+                    self.assertEqual((r.status, r.read()), (200, img["manifest"]))
+                conn.request("HEAD", f"/v2/tls/keep/blobs/{digest}")
+                r = conn.getresponse()
+                r.read()
+                self.assertEqual((r.status, r.getheader("Content-Length")), (200, str(len(data))))
+        finally:
+            conn.close()
+
+    def test_request_in_one_byte_records(self):
+        # Every TLS record holds one byte of the request: the server reads across records.
+        b = self.b
+        body = os.urandom(3000)
+        loc = b.upload_location("tls/tiny")
+        request = (f"PUT {bt.with_query(loc, digest=bt.sha256_digest(body))} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
+        with socket.create_connection(("127.0.0.1", b.port), timeout=30) as raw:
+            with b.ssl_context.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                for i in range(len(request)):
+                    s.sendall(request[i:i + 1])
+                answer = b""
+                while chunk := s.recv(65536):
+                    answer += chunk
+        self.assertTrue(answer.startswith(b"HTTP/1.1 201"), answer[:200])
+        self.assertEqual(b.get(f"/v2/tls/tiny/blobs/{bt.sha256_digest(body)}").body, body)
+
+    def test_sessions_resume(self):
+        # A client that comes back resumes its session (a ticket) instead of a full handshake.
+        ctx = client_context(self.ca)
+        with socket.create_connection(("127.0.0.1", self.b.port), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                s.sendall(b"GET /v2/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 200"))
+                session = s.session  # TLS 1.3 tickets arrive after the handshake
+                self.assertFalse(s.session_reused)
+        with socket.create_connection(("127.0.0.1", self.b.port), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1", session=session) as s:
+                s.sendall(b"GET /v2/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 200"))
+                self.assertTrue(s.session_reused, "the server did not resume the session")
+
+    def test_close_notify_mid_body_ends_the_connection(self):
+        # The client ends TLS while the server waits for the rest of a body: the server closes
+        # (it has no answer to give), and goes on serving others.
+        b = self.b
+        loc = b.upload_location("tls/closed")
+        raw = socket.create_connection(("127.0.0.1", b.port), timeout=10)
+        with b.ssl_context.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+            s.sendall(f"PATCH {loc} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nab".encode())
+            with socket.socket(fileno=os.dup(s.fileno())) as tcp:  # the same connection, below TLS
+                try:
+                    s.unwrap()  # sends close_notify, then waits for the server's end
+                except (ssl.SSLError, OSError):
+                    pass  # the server closed without a close_notify of its own
+                closed, data = bt.wait_closed(tcp, 10)
+        self.assertTrue(closed, "the server kept the connection after close_notify")
+        self.assertEqual(b.get("/v2/").status, 200)
+
     def test_zz_certificate_reload(self):  # last: it changes the certificate the others expect
         b = self.b
         pid = b.proc.pid
