@@ -10,13 +10,20 @@
 // the pool's pages without copying them, so the generator takes as little as it
 // can of the cores it shares with the server under test.
 //
+// https:// URLs go through OpenSSL: bodies are handed to SSL_write straight from
+// the mapped pool (TLS has to encrypt them, so there is no sendfile to keep), and
+// a connection opened again offers the session of the one before, so that a
+// resumed handshake can be measured against a full one.
+//
 // Run `berth-bench --help` for the workloads and flags.
 
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/ssl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
@@ -75,6 +82,11 @@ struct Options {
     bool setup_only = false;
     bool quiet = false;
     double timeout = 120;
+    std::string cacert;        // https: trust the CAs in this file instead of the system's
+    bool insecure = false;     // https: no certificate check at all
+    std::string ciphersuites;  // https: TLS 1.3 suites offered, in order (empty: OpenSSL's default)
+    bool reconnect = false;    // a new connection for every op
+    bool resume = true;        // https: a new connection offers the previous one's session
 };
 
 [[noreturn]] void usage(int code) {
@@ -95,7 +107,7 @@ Workloads (--workload NAME):
   tags-list        GET /v2/<repo>/tags/list of a repository with --tags tags
 
 Flags:
-  --url URL            registry base URL (default http://127.0.0.1:5000)
+  --url URL            registry base URL, http:// or https:// (default http://127.0.0.1:5000)
   --workload NAME      see above (default push-monolithic)
   --size BYTES         blob size; suffixes K, M, G = KiB, MiB, GiB (default 1M)
   --concurrency N      connections, one thread each (default 1)
@@ -106,6 +118,14 @@ Flags:
   --tags N             tags-list: tags in the repository (default 100)
   --server-pid PID     sample the server's CPU time and RSS from /proc
   --timeout S          socket send/receive timeout (default 120)
+  --cacert FILE        https: verify the server's certificate (and host name or
+                       address) against the CAs in FILE instead of the system's
+  --insecure           https: do not verify the server's certificate
+  --tls-ciphersuites L TLS 1.3 suites to offer, in order of preference, colon-separated
+                       (default OpenSSL's: TLS_AES_256_GCM_SHA384 first)
+  --reconnect          open a new connection for every op (closed after it)
+  --no-resume          https: full handshake on every new connection (by default a
+                       connection resumes the session of the client's previous one)
   --setup-only         do the setup (manifest-*/tags-list) and print repo/tag as JSON
   --json               print the result as one JSON line (after the text unless --quiet)
   --quiet              no human-readable output
@@ -149,6 +169,11 @@ Options parse_options(int argc, char** argv) {
         else if (a == "--tags") o.tags = std::stoi(next());
         else if (a == "--server-pid") o.server_pid = std::stol(next());
         else if (a == "--timeout") o.timeout = std::stod(next());
+        else if (a == "--cacert") o.cacert = next();
+        else if (a == "--insecure") o.insecure = true;
+        else if (a == "--tls-ciphersuites") o.ciphersuites = next();
+        else if (a == "--reconnect") o.reconnect = true;
+        else if (a == "--no-resume") o.resume = false;
         else if (a == "--setup-only") o.setup_only = true;
         else if (a == "--json") o.json = true;
         else if (a == "--quiet") o.quiet = true;
@@ -335,9 +360,11 @@ struct Response {
 };
 
 struct Endpoint {
+    bool tls = false;
     std::string host;
     int port = 80;
     std::string host_header;
+    bool host_is_address = false;  // an IPv4/IPv6 literal: no SNI, the certificate must name the address
     sockaddr_storage addr{};
     socklen_t addr_len = 0;
 };
@@ -345,8 +372,15 @@ struct Endpoint {
 Endpoint parse_url(const std::string& url) {
     Endpoint ep;
     std::string rest = url;
-    if (rest.rfind("http://", 0) == 0) rest = rest.substr(7);
-    else if (rest.find("://") != std::string::npos) throw std::invalid_argument("only http:// URLs are supported");
+    if (rest.rfind("http://", 0) == 0) {
+        rest = rest.substr(7);
+    } else if (rest.rfind("https://", 0) == 0) {
+        rest = rest.substr(8);
+        ep.tls = true;
+        ep.port = 443;
+    } else if (rest.find("://") != std::string::npos) {
+        throw std::invalid_argument("only http:// and https:// URLs are supported");
+    }
     auto slash = rest.find('/');
     if (slash != std::string::npos) rest = rest.substr(0, slash);
     ep.host_header = rest;
@@ -368,7 +402,35 @@ Endpoint parse_url(const std::string& url) {
     std::memcpy(&ep.addr, res->ai_addr, res->ai_addrlen);
     ep.addr_len = res->ai_addrlen;
     freeaddrinfo(res);
+    unsigned char raw[sizeof(in6_addr)];
+    ep.host_is_address = inet_pton(AF_INET, ep.host.c_str(), raw) == 1 || inet_pton(AF_INET6, ep.host.c_str(), raw) == 1;
     return ep;
+}
+
+// What the error queue says, drained (SSL_get_error would take a stale entry for a new failure).
+std::string tls_errors() {
+    std::string out;
+    char text[256];
+    for (unsigned long e; (e = ERR_get_error()) != 0;) {
+        ERR_error_string_n(e, text, sizeof text);
+        out += ": ";
+        out += text;
+    }
+    return out;
+}
+
+// Why an OpenSSL I/O call on `ssl` that returned `ret` failed.
+std::string tls_failure(SSL* ssl, int ret, const char* what) {
+    const int saved_errno = errno;
+    std::string out = what;
+    switch (SSL_get_error(ssl, ret)) {
+        case SSL_ERROR_WANT_READ:
+        case SSL_ERROR_WANT_WRITE: out += ": timed out"; break;  // SO_RCVTIMEO/SO_SNDTIMEO on a blocking socket
+        case SSL_ERROR_SYSCALL: out += std::string(": ") + (saved_errno ? std::strerror(saved_errno) : "connection closed"); break;
+        case SSL_ERROR_ZERO_RETURN: out += ": connection closed"; break;
+        default: break;
+    }
+    return out + tls_errors();
 }
 
 struct Request {
@@ -382,14 +444,46 @@ struct Request {
 
 class Conn {
 public:
-    Conn(const Endpoint& ep, double timeout) : ep_(ep), timeout_(timeout), scratch_(1 << 20) {}
-    ~Conn() { close(); }
+    // tls: the client context for https:// (null for http://).
+    Conn(const Endpoint& ep, double timeout, SSL_CTX* tls) : ep_(ep), timeout_(timeout), tls_(tls), scratch_(1 << 20) {}
+    ~Conn() {
+        close();
+        if (session_) SSL_SESSION_free(session_);
+    }
 
+    // Connections opened; over TLS, their handshakes that resumed a session and those that did not.
+    struct Stats {
+        std::uint64_t connections = 0, resumed = 0, full = 0;
+    } stats;
+
+    // Drops the connection, sending nothing more (after a failure).
     void close() {
+        if (ssl_) SSL_free(ssl_);
+        ssl_ = nullptr;
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
         buf_.clear();
         pos_ = 0;
+    }
+
+    // Closes in order: over TLS a close_notify goes first, without which OpenSSL
+    // takes the connection for broken and marks its session as not resumable.
+    void end() {
+        if (ssl_ && SSL_shutdown(ssl_) < 0) ERR_clear_error();
+        close();
+    }
+
+    // What the last handshake agreed on, e.g. "TLSv1.3 TLS_AES_128_GCM_SHA256" (empty before one).
+    std::string negotiated() const { return cipher_ ? std::string(version_) + ' ' + SSL_CIPHER_get_name(cipher_) : ""; }
+
+    // The client context's new-session callback: the connection that received a
+    // session keeps the newest one for its next handshake. TLS 1.3 servers send
+    // their tickets after the handshake, so they arrive with the first answer.
+    static int keep_session(SSL* ssl, SSL_SESSION* session) {
+        auto* self = static_cast<Conn*>(SSL_get_app_data(ssl));
+        if (self->session_) SSL_SESSION_free(self->session_);
+        self->session_ = session;
+        return 1;  // the reference is ours now
     }
 
     void connect() {
@@ -408,6 +502,8 @@ public:
             close();
             throw NetError(Failure::connection, std::string("connect: ") + std::strerror(e));
         }
+        ++stats.connections;
+        if (tls_) handshake();
     }
 
     Response request(const Request& rq, bool head = false) {
@@ -452,8 +548,34 @@ public:
     }
 
 private:
+    void handshake() {
+        ssl_ = SSL_new(tls_);
+        if (!ssl_ || SSL_set_fd(ssl_, fd_) != 1) {
+            close();
+            throw NetError(Failure::connection, "TLS setup" + tls_errors());
+        }
+        SSL_set_app_data(ssl_, this);
+        // SNI carries host names only (RFC 6066); the certificate check takes an
+        // address too (OpenSSL 3's SSL_set1_host reads an address literal as one).
+        if (!ep_.host_is_address) SSL_set_tlsext_host_name(ssl_, ep_.host.c_str());
+        if (SSL_get_verify_mode(ssl_) != SSL_VERIFY_NONE) SSL_set1_host(ssl_, ep_.host.c_str());
+        if (session_) SSL_set_session(ssl_, session_);
+        int ret = SSL_connect(ssl_);
+        if (ret != 1) {
+            std::string msg = tls_failure(ssl_, ret, "TLS handshake");
+            long verify = SSL_get_verify_result(ssl_);
+            if (verify != X509_V_OK) msg += std::string(": ") + X509_verify_cert_error_string(verify);
+            close();
+            throw NetError(Failure::connection, msg);
+        }
+        ++(SSL_session_reused(ssl_) ? stats.resumed : stats.full);
+        version_ = SSL_get_version(ssl_);
+        cipher_ = SSL_get_current_cipher(ssl_);
+    }
+
     // Runs of plain memory go out with sendmsg, pool memory with sendfile.
     void send_all(std::vector<iovec>& iov) {
+        if (ssl_) return send_tls(iov);
         std::size_t from = 0;
         for (std::size_t i = 0; i < iov.size(); ++i) {
             auto* region = backing_of(iov[i].iov_base);
@@ -499,6 +621,47 @@ private:
         }
     }
 
+    // Over TLS, pieces smaller than a record are gathered and written together;
+    // larger ones (the pool's mappings) go to SSL_write whole, which encrypts them
+    // record by record straight from the mapping. Partial writes stay off
+    // (OpenSSL's default, no SSL_MODE_ENABLE_PARTIAL_WRITE): SSL_write_ex returns
+    // once all of a piece is written, or fails.
+    void send_tls(const std::vector<iovec>& iov) {
+        gather_.clear();
+        for (const auto& v : iov) {
+            if (v.iov_len < SSL3_RT_MAX_PLAIN_LENGTH) {
+                gather_.append(static_cast<const char*>(v.iov_base), v.iov_len);
+                continue;
+            }
+            write_tls(gather_.data(), gather_.size());
+            gather_.clear();
+            write_tls(v.iov_base, v.iov_len);
+        }
+        write_tls(gather_.data(), gather_.size());
+    }
+
+    void write_tls(const void* data, std::size_t n) {
+        std::size_t written = 0;
+        if (n > 0 && SSL_write_ex(ssl_, data, n, &written) != 1)
+            throw NetError(Failure::connection, tls_failure(ssl_, 0, "SSL_write"));
+    }
+
+    // Up to n bytes into p, with recv or, over TLS, SSL_read; 0 on orderly close.
+    std::size_t receive(char* p, std::size_t n, Failure kind, const char* what) {
+        if (!ssl_) {
+            for (;;) {
+                ssize_t got = ::recv(fd_, p, n, 0);
+                if (got >= 0) return static_cast<std::size_t>(got);
+                if (errno != EINTR) throw NetError(kind, std::string(what) + ": " + std::strerror(errno));
+            }
+        }
+        std::size_t got = 0;
+        int ret = SSL_read_ex(ssl_, p, n, &got);
+        if (ret == 1) return got;
+        if (SSL_get_error(ssl_, ret) == SSL_ERROR_ZERO_RETURN) return 0;
+        throw NetError(kind, tls_failure(ssl_, ret, what));
+    }
+
     // Appends received bytes to buf_; false on orderly close.
     bool fill() {
         if (pos_ > 0 && pos_ == buf_.size()) {
@@ -509,16 +672,9 @@ private:
             pos_ = 0;
         }
         char tmp[65536];
-        for (;;) {
-            ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
-            if (n > 0) {
-                buf_.append(tmp, static_cast<std::size_t>(n));
-                return true;
-            }
-            if (n == 0) return false;
-            if (errno == EINTR) continue;
-            throw NetError(Failure::connection, std::string("recv: ") + std::strerror(errno));
-        }
+        std::size_t n = receive(tmp, sizeof tmp, Failure::connection, "recv");
+        buf_.append(tmp, n);
+        return n > 0;
     }
 
     std::string read_line() {
@@ -542,22 +698,12 @@ private:
         n -= avail;
         r.body_bytes += avail;
         while (n > 0) {
-            ssize_t got;
-            if (out) {
-                std::size_t want = std::min<std::uint64_t>(n, scratch_.size());
-                got = ::recv(fd_, scratch_.data(), want, 0);
-                if (got > 0) out->append(scratch_.data(), static_cast<std::size_t>(got));
-            } else {
-                std::size_t want = std::min<std::uint64_t>(n, scratch_.size());
-                got = ::recv(fd_, scratch_.data(), want, 0);
-            }
+            std::size_t want = std::min<std::uint64_t>(n, scratch_.size());
+            std::size_t got = receive(scratch_.data(), want, Failure::short_read, "recv body");
             if (got == 0) throw NetError(Failure::short_read, "connection closed with " + std::to_string(n) + " body bytes missing");
-            if (got < 0) {
-                if (errno == EINTR) continue;
-                throw NetError(Failure::short_read, std::string("recv body: ") + std::strerror(errno));
-            }
-            n -= static_cast<std::uint64_t>(got);
-            r.body_bytes += static_cast<std::uint64_t>(got);
+            if (out) out->append(scratch_.data(), got);
+            n -= got;
+            r.body_bytes += got;
         }
     }
 
@@ -615,12 +761,18 @@ private:
             }
             close_after = true;
         }
-        if (close_after) close();
+        if (close_after) end();
         return r;
     }
 
     const Endpoint& ep_;
     double timeout_;
+    SSL_CTX* tls_;
+    SSL* ssl_ = nullptr;
+    SSL_SESSION* session_ = nullptr;  // the newest session received, offered by the next handshake
+    const char* version_ = nullptr;   // of the last handshake (static strings of libssl)
+    const SSL_CIPHER* cipher_ = nullptr;
+    std::string gather_;              // send_tls: small pieces written as one
     int fd_ = -1;
     std::string buf_;
     std::size_t pos_ = 0;
@@ -686,9 +838,17 @@ struct Image {
 
 class Client {
 public:
-    Client(const Endpoint& ep, const Options& o, Counters& counters) : o_(o), conn_(ep, o.timeout), counters_(counters) {}
+    Client(const Endpoint& ep, const Options& o, SSL_CTX* tls, Counters& counters)
+        : o_(o), conn_(ep, o.timeout, tls), counters_(counters) {}
 
     Conn& conn() { return conn_; }
+
+    // GET /v2/, the spec's API version check.
+    void api_version_check() {
+        Request get;
+        get.target = "/v2/";
+        expect(conn_.request(get), {200}, "GET /v2/");
+    }
 
     // Monolithic upload of a blob given as iovecs.
     void upload_monolithic(const std::string& repo, const std::string& digest, std::vector<iovec> body,
@@ -811,6 +971,40 @@ private:
     Conn conn_;
     Counters& counters_;
 };
+
+// The client context every https:// connection is made from; null for http://.
+std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> make_tls_context(const Endpoint& ep, const Options& o) {
+    std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> owner(nullptr, SSL_CTX_free);
+    if (!ep.tls) return owner;
+    owner.reset(SSL_CTX_new(TLS_client_method()));
+    SSL_CTX* ctx = owner.get();
+    if (!ctx) throw std::runtime_error("SSL_CTX_new" + tls_errors());
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    // A server closing without close_notify ends a body like one sending it; what a
+    // cut-off body lacks shows in the byte counts.
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+    // Up to 256 KiB of records per recv instead of two recvs (header, rest) per
+    // 16 KiB record: the generator shares the cores with the server.
+    SSL_CTX_set_read_ahead(ctx, 1);
+    SSL_CTX_set_default_read_buffer_len(ctx, 256 * 1024);
+    if (o.insecure) {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+    } else {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+        int ok = o.cacert.empty() ? SSL_CTX_set_default_verify_paths(ctx)
+                                  : SSL_CTX_load_verify_locations(ctx, o.cacert.c_str(), nullptr);
+        if (ok != 1) throw std::invalid_argument("cannot load CA certificates " + o.cacert + tls_errors());
+    }
+    if (!o.ciphersuites.empty() && SSL_CTX_set_ciphersuites(ctx, o.ciphersuites.c_str()) != 1)
+        throw std::invalid_argument("bad --tls-ciphersuites " + o.ciphersuites + tls_errors());
+    if (o.resume) {
+        // No shared cache: each connection keeps what it received (Conn::keep_session),
+        // so a client resumes its own previous connection's session.
+        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+        SSL_CTX_sess_set_new_cb(ctx, Conn::keep_session);
+    }
+    return owner;
+}
 
 std::string make_manifest(const std::string& config_digest, std::uint64_t config_size, const std::string& layer_digest,
                           std::uint64_t layer_size) {
@@ -940,6 +1134,7 @@ double percentile(const std::vector<double>& sorted, double p) {
 
 int run(const Options& o) {
     Endpoint ep = parse_url(o.url);
+    auto tls = make_tls_context(ep, o);  // before the clients: their connections use it
     std::random_device rd;
     std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
                          static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
@@ -982,7 +1177,7 @@ int run(const Options& o) {
 
     // Setup: connections, config blobs, images to pull, manifests to get, tags to list.
     std::vector<std::unique_ptr<Client>> clients;
-    for (int i = 0; i < o.concurrency; ++i) clients.push_back(std::make_unique<Client>(ep, o, counters));
+    for (int i = 0; i < o.concurrency; ++i) clients.push_back(std::make_unique<Client>(ep, o, tls.get(), counters));
     const std::string config_json = std::string(R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]},"bench":")") + runid + "\"}";
     const std::string config_digest = sha256_digest(config_json.data(), config_json.size());
     auto push_config = [&](Client& c, const std::string& repo) {
@@ -1025,6 +1220,13 @@ int run(const Options& o) {
                 for (int t = 1; t < o.tags; ++t) c0.put_manifest(shared_repo, "tag-" + std::to_string(t), m);
             images.push_back(Image{shared_repo, "latest", b.digest, blobs->size()});
         }
+        // --reconnect: every timed op opens its own connection. The setup's are closed
+        // once each has made a request, so that over TLS its session has arrived.
+        if (o.reconnect)
+            for (auto& c : clients) {
+                c->api_version_check();
+                c->conn().end();
+            }
     } catch (const std::exception& e) {
         return setup_fail(e);
     }
@@ -1041,6 +1243,7 @@ int run(const Options& o) {
     std::vector<WorkerResult> results(o.concurrency);
     const auto seconds = std::chrono::duration<double>(o.seconds);
 
+    for (auto& c : clients) c->conn().stats = {};  // count the timed part's connections only
     double cpu0 = o.server_pid ? proc_cpu_seconds(o.server_pid) : -1;
     Sampler sampler(o.server_pid);
     const auto start = Clock::now();
@@ -1102,6 +1305,7 @@ int run(const Options& o) {
                 counters.record(Failure::connection, e.what());
                 c.conn().close();
             }
+            if (o.reconnect) c.conn().end();
         }
     };
     std::vector<std::thread> threads;
@@ -1119,6 +1323,13 @@ int run(const Options& o) {
         ops += r.ops;
         bytes += r.bytes;
     }
+    Conn::Stats conns;
+    for (auto& c : clients) {
+        conns.connections += c->conn().stats.connections;
+        conns.resumed += c->conn().stats.resumed;
+        conns.full += c->conn().stats.full;
+    }
+    const std::string negotiated = clients[0]->conn().negotiated();
     std::sort(lat.begin(), lat.end());
     const double elapsed = std::chrono::duration<double>(end - start).count();
     const double ops_s = ops / elapsed;
@@ -1143,6 +1354,14 @@ int run(const Options& o) {
         if (counters.post_fallbacks) std::printf("  single-POST fallbacks %llu", static_cast<unsigned long long>(counters.post_fallbacks.load()));
         std::printf("\n");
         for (auto& s : counters.samples) std::printf("    error: %s\n", s.c_str());
+        if (ep.tls)
+            std::printf("  %s  connections opened %llu%s  TLS handshakes: resumed %llu, full %llu%s\n",
+                        negotiated.c_str(), static_cast<unsigned long long>(conns.connections),
+                        o.reconnect ? " (one per op)" : "", static_cast<unsigned long long>(conns.resumed),
+                        static_cast<unsigned long long>(conns.full), o.resume ? "" : " (--no-resume)");
+        else if (conns.connections)
+            std::printf("  connections opened %llu%s\n", static_cast<unsigned long long>(conns.connections),
+                        o.reconnect ? " (one per op)" : "");
         if (plan_exhausted) std::printf("  note: the pre-generated blob plan ran out (%llu blobs)\n", static_cast<unsigned long long>(planned));
         if (o.server_pid)
             std::printf("  server pid %ld: cpu %.2f s (%.1f%% of one core)  cpu-s/GiB %.2f  cpu us/op %.1f  max VmRSS %.1f MiB  VmHWM %.1f MiB\n",
@@ -1157,7 +1376,8 @@ int run(const Options& o) {
                     "\"errors\":%llu,\"errors_status\":%llu,\"errors_connection\":%llu,\"errors_short_read\":%llu,"
                     "\"errors_verify\":%llu,\"post_fallbacks\":%llu,\"plan_exhausted\":%s,\"server_cpu_s\":%.4f,"
                     "\"server_cpu_s_per_gib\":%.4f,\"server_cpu_us_per_op\":%.3f,\"server_max_rss_kib\":%llu,"
-                    "\"server_vmhwm_kib\":%llu,\"error_samples\":[%s]}\n",
+                    "\"server_vmhwm_kib\":%llu,\"tls\":%s,\"tls_negotiated\":\"%s\",\"reconnect\":%s,\"resume\":%s,\"connections\":%llu,"
+                    "\"handshakes_resumed\":%llu,\"handshakes_full\":%llu,\"error_samples\":[%s]}\n",
                     w.c_str(), static_cast<unsigned long long>(o.size), o.concurrency,
                     static_cast<unsigned long long>(ops), static_cast<unsigned long long>(bytes), elapsed, ops_s, mib_s,
                     p50, p90, p99, pmax, static_cast<unsigned long long>(errors),
@@ -1167,7 +1387,10 @@ int run(const Options& o) {
                     static_cast<unsigned long long>(counters.verify.load()),
                     static_cast<unsigned long long>(counters.post_fallbacks.load()), plan_exhausted ? "true" : "false",
                     cpu, cpu_per_gib, cpu_us_per_op, static_cast<unsigned long long>(max_rss_kib),
-                    static_cast<unsigned long long>(hwm_kib), samples.c_str());
+                    static_cast<unsigned long long>(hwm_kib), ep.tls ? "true" : "false", negotiated.c_str(), o.reconnect ? "true" : "false",
+                    o.resume ? "true" : "false", static_cast<unsigned long long>(conns.connections),
+                    static_cast<unsigned long long>(conns.resumed), static_cast<unsigned long long>(conns.full),
+                    samples.c_str());
     }
     std::fflush(stdout);
     return errors ? 3 : 0;
