@@ -263,7 +263,11 @@ void UploadAppender::commit(std::size_t size) {
     if (size == 0) return;
     if (policy_.max_bytes && state_->offset + size > policy_.max_bytes)
         throw oci::Error(oci::ErrorCode::size_invalid, "blob exceeds the maximum size of an upload");
-    if (policy_.require_space) policy_.require_space(size);
+    if (policy_.require_space && (unchecked_bytes_ == 0 || unchecked_bytes_ + size >= UploadPolicy::space_check_bytes)) {
+        policy_.require_space(unchecked_bytes_ + size);
+        unchecked_bytes_ = 0;
+    }
+    unchecked_bytes_ += size;
     auto& p = *pipeline_;
     bool inline_hash;
     {

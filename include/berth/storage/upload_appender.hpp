@@ -49,7 +49,10 @@ private:
 // the disk has room, and what happens when the appender lets it go.
 struct UploadPolicy {
     std::uint64_t max_bytes = 0;  // 0: no limit
-    std::function<void(std::uint64_t incoming)> require_space;  // throws when there is no room
+    // Throws when there is no room. Asked per space_check_bytes, not per
+    // piece: it costs a statfs(2).
+    std::function<void(std::uint64_t incoming)> require_space;
+    static constexpr std::uint64_t space_check_bytes = 4 << 20;
     std::function<void()> release;
 };
 
@@ -92,6 +95,7 @@ private:
     UploadPolicy policy_;
     std::shared_ptr<Pipeline> pipeline_;
     std::uint64_t inline_bytes_ = 0;      // hashed on the caller's thread
+    std::uint64_t unchecked_bytes_ = 0;   // committed since the disk's room was last asked
 };
 
 }  // namespace berth::storage
