@@ -238,6 +238,7 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         if (client_auth != "require" && client_auth != "optional")
             throw ConfigError("tls.client_auth must be \"require\" or \"optional\"");
         o.tls_client_cert_required = client_auth == "require";
+        s.boolean("kernel_tls", o.tls_kernel);
         if (o.tls_cert_file.empty() != o.tls_key_file.empty()) throw ConfigError("tls needs both cert and key");
         if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) throw ConfigError("tls.client_ca needs cert and key");
         for (auto* file : {&o.tls_cert_file, &o.tls_key_file, &o.tls_client_ca_file})

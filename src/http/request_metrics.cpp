@@ -68,6 +68,9 @@ std::string RequestMetrics::text() const {
            "# HELP berth_blob_read_from_disk_bytes_total Blob bytes a GET found outside the page cache and read in on a worker thread.\n"
            "# TYPE berth_blob_read_from_disk_bytes_total counter\n"
            "berth_blob_read_from_disk_bytes_total " + std::to_string(blob_bytes_read_from_disk.load()) + "\n"
+           "# HELP berth_tls_kernel_sent_bytes_total Blob bytes sent over TLS with sendfile, encrypted by the kernel (kTLS).\n"
+           "# TYPE berth_tls_kernel_sent_bytes_total counter\n"
+           "berth_tls_kernel_sent_bytes_total " + std::to_string(blob_bytes_sent_by_kernel_tls.load()) + "\n"
            "# HELP berth_http_connections Open client connections.\n"
            "# TYPE berth_http_connections gauge\n"
            "berth_http_connections " + std::to_string(connections.load()) + "\n";

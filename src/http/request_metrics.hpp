@@ -18,6 +18,8 @@ public:
     std::atomic<std::int64_t> connections{0};
     // Blob bytes a GET found outside the page cache and had a worker read in.
     std::atomic<std::uint64_t> blob_bytes_read_from_disk{0};
+    // Blob bytes sent over TLS with sendfile(2), encrypted by the kernel (kTLS).
+    std::atomic<std::uint64_t> blob_bytes_sent_by_kernel_tls{0};
 
 private:
     static constexpr std::size_t routes = static_cast<std::size_t>(RouteKind::unknown) + 1;

@@ -33,6 +33,7 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const ServerOptions& option
                      asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1 |
                      asio::ssl::context::single_dh_use);
     SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+    if (options.tls_kernel && kernel_tls_available()) SSL_CTX_set_options(ctx->native_handle(), SSL_OP_ENABLE_KTLS);
     ctx->use_certificate_chain_file(options.tls_cert_file);
     ctx->use_private_key_file(options.tls_key_file, asio::ssl::context::pem);
     if (!options.tls_client_ca_file.empty()) {
@@ -125,6 +126,11 @@ struct Server::Impl {
             tls_cert_time = cert_time;
             tls_key_time = key_time;
             if (!first) observe::log("info", "reloaded TLS certificate", {{"cert", options.tls_cert_file}});
+            if (first)
+                observe::log("info", "TLS", {{"kernel_tls", options.tls_kernel && kernel_tls_available()
+                                                                ? "on: blobs go out with sendfile"
+                                                                : options.tls_kernel ? "off: the kernel has no tls module"
+                                                                                     : "off: tls.kernel_tls is false"}});
         } catch (const std::exception& error) {
             if (first) throw;
             // A half-written pair (cert renewed, key not yet): keep serving with the old one.

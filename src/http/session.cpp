@@ -418,8 +418,11 @@ private:
             head_serializer_.emplace(message);
             bhttp::async_write_header(stream_, *head_serializer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
                 if (ec) return self->close();
-                if constexpr (tls) self->copy_file();
-                else self->send_file();
+                if constexpr (tls) {
+                    if (!self->stream_.kernel_encrypts()) return self->copy_file();
+                    self->context_.request_metrics.blob_bytes_sent_by_kernel_tls += self->file_->length;
+                }
+                self->send_file();
             });
         } else if (response.head_length) {
             auto& message = head_response_.emplace();

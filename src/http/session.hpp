@@ -12,4 +12,8 @@ struct ServerContext;
 void start_session(boost::asio::ip::tcp::socket socket, ServerContext& context,
                    std::shared_ptr<boost::asio::ssl::context> tls);
 
+// Whether this kernel can encrypt TLS (kTLS: the `tls` module), probed once on
+// a loopback connection. Where it can, sessions hand their send keys to it.
+bool kernel_tls_available();
+
 }  // namespace berth::http

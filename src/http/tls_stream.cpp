@@ -1,6 +1,11 @@
 #include "tls_stream.hpp"
 
+#include "session.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/error.hpp>
@@ -22,6 +27,23 @@ constexpr std::size_t read_ahead_bytes = 64 * 1024;
 // small one (a response head), so keep-alive connections stay small.
 constexpr std::size_t kept_write_capacity = 64 * 1024;
 
+// OpenSSL's kTLS controls of a BIO (its include/internal/bio.h; the numbers
+// are reserved in the public openssl/bio.h and fixed across 3.x).
+constexpr int ktls_set_keys = 72;               // num: 1 send, 0 receive; ptr: the keys
+constexpr int ktls_send_control_record = 74;    // num: the record type of the next write
+constexpr int ktls_clear_control_record = 75;
+
+// Sends what the buffer holds now, without waiting; true once it is empty.
+bool send_now(int fd, std::string& out) {
+    while (!out.empty()) {
+        auto n = ::send(fd, out.data(), out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        out.erase(0, static_cast<std::size_t>(n));
+    }
+    return true;
+}
+
 }  // namespace
 
 // OpenSSL's side of the stream: writes collect in out_, reads take what the
@@ -30,7 +52,21 @@ struct TlsBio {
     static TlsStream& stream(BIO* bio) { return *static_cast<TlsStream*>(BIO_get_data(bio)); }
 
     static int write(BIO* bio, const char* data, std::size_t size, std::size_t* written) {
-        stream(bio).out_.append(data, size);
+        auto& s = stream(bio);
+        BIO_clear_retry_flags(bio);
+        // Under kTLS only application data may be written as it is: a
+        // handshake or alert record goes through OpenSSL's socket BIO, which
+        // tells the kernel its type. These are small and rare; the socket
+        // takes them at once or the connection fails.
+        if (s.kernel_sends_ && s.control_record_) {
+            if (!send_now(s.next_.socket().native_handle(), s.out_)) return 0;
+            const int n = BIO_write(s.socket_bio_, data, static_cast<int>(size));
+            s.control_record_ = false;  // the socket BIO has cleared its own mark too
+            if (n <= 0) return 0;
+            *written = static_cast<std::size_t>(n);
+            return 1;
+        }
+        s.out_.append(data, size);
         *written = size;
         return 1;
     }
@@ -57,11 +93,24 @@ struct TlsBio {
         }
     }
 
-    static long control(BIO* bio, int command, long, void*) {
+    static long control(BIO* bio, int command, long number, void* pointer) {
+        auto& s = stream(bio);
         switch (command) {
             case BIO_CTRL_FLUSH: return 1;  // each operation sends what it wrote before it completes
-            case BIO_CTRL_PENDING: return static_cast<long>(stream(bio).in_end_ - stream(bio).in_begin_);
-            case BIO_CTRL_WPENDING: return static_cast<long>(stream(bio).out_.size());
+            case BIO_CTRL_PENDING: return static_cast<long>(s.in_end_ - s.in_begin_);
+            case BIO_CTRL_WPENDING: return static_cast<long>(s.out_.size());
+            case BIO_CTRL_GET_KTLS_SEND: return s.kernel_sends_ ? 1 : 0;
+            case ktls_set_keys:
+                // Send keys only: records already encrypted must all be out
+                // before the kernel encrypts what follows.
+                if (!s.socket_bio_ || number != 1 || !send_now(s.next_.socket().native_handle(), s.out_)) return 0;
+                s.kernel_sends_ = BIO_ctrl(s.socket_bio_, command, number, pointer) > 0;
+                return s.kernel_sends_ ? 1 : 0;
+            case ktls_send_control_record:
+            case ktls_clear_control_record:
+                if (!s.socket_bio_) return 0;
+                s.control_record_ = command == ktls_send_control_record;
+                return BIO_ctrl(s.socket_bio_, command, number, pointer);
             default: return 0;
         }
     }
@@ -96,9 +145,36 @@ TlsStream::TlsStream(boost::asio::ip::tcp::socket socket, SSL_CTX* context)
     SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
     // HTTP frames its messages, so a close without close_notify is an ordinary end.
     SSL_set_options(ssl_, SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
+    if (SSL_get_options(ssl_) & SSL_OP_ENABLE_KTLS)
+        socket_bio_ = BIO_new_socket(next_.socket().native_handle(), BIO_NOCLOSE);
 }
 
-TlsStream::~TlsStream() { SSL_free(ssl_); }
+TlsStream::~TlsStream() {
+    SSL_free(ssl_);
+    BIO_free(socket_bio_);
+}
+
+bool kernel_tls_available() {
+    static const bool available = [] {
+        // The tls module accepts TCP_ULP "tls" on a connected TCP socket.
+        const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof address;
+        const bool ok = listener >= 0 && client >= 0 &&
+                        ::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+                        ::listen(listener, 1) == 0 &&
+                        ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) == 0 &&
+                        ::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+                        ::setsockopt(client, SOL_TCP, TCP_ULP, "tls", sizeof "tls") == 0;
+        if (client >= 0) ::close(client);
+        if (listener >= 0) ::close(listener);
+        return ok;
+    }();
+    return available;
+}
 
 int TlsStream::read_into(boost::asio::mutable_buffer buffer, std::size_t& done) {
     auto* data = static_cast<char*>(buffer.data());

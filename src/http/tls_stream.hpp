@@ -8,6 +8,10 @@
 // - what it decrypts is read straight from the socket into OpenSSL's own
 //   buffer while the socket has bytes, many records per read; only when it
 //   has none does the stream wait, through tcp_stream, with its timeout.
+// Where the kernel has TLS (the `tls` module) and the context enables it,
+// OpenSSL hands the connection's send keys to the kernel after the handshake:
+// then what the stream sends is encrypted by the kernel, and a blob can go
+// out with sendfile(2) as over plain TCP. Receiving stays in OpenSSL.
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -39,6 +43,8 @@ public:
     executor_type get_executor() { return next_.get_executor(); }
     next_layer_type& next_layer() { return next_; }
     SSL* native_handle() { return ssl_; }
+    // The kernel encrypts what is written to the socket (kTLS): sendfile(2) works.
+    bool kernel_encrypts() const { return kernel_sends_; }
 
     template <typename Token>
     auto async_handshake(Token&& token) {
@@ -120,6 +126,11 @@ private:
     std::string out_;  // records not sent yet
     std::string joined_;  // small write pieces joined, so they share a record
     int socket_errno_ = 0;
+    // With kTLS enabled: OpenSSL's own socket BIO, which hands the keys to the
+    // kernel and sends the records that are not application data.
+    BIO* socket_bio_ = nullptr;
+    bool kernel_sends_ = false;
+    bool control_record_ = false;  // the next write is such a record
 };
 
 }  // namespace berth::http

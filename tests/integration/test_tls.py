@@ -28,6 +28,18 @@ def client_context(ca, cert=None, key=None):
     return ctx
 
 
+def kernel_tls_available():
+    """Whether this kernel can encrypt TLS: TCP_ULP "tls" on a connected socket needs its tls module."""
+    tcp_ulp = 31
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        with socket.create_connection(server.getsockname()) as client:
+            try:
+                client.setsockopt(socket.IPPROTO_TCP, tcp_ulp, b"tls")
+                return True
+            except OSError:
+                return False
+
+
 def peer_certificate(port, ctx, host="127.0.0.1"):
     """(serial hex, CN) of the certificate a fresh connection is shown."""
     with socket.create_connection((host, port), timeout=10) as raw:
@@ -276,6 +288,28 @@ class TlsTest(unittest.TestCase):
                 closed, data = bt.wait_closed(tcp, 10)
         self.assertTrue(closed, "the server kept the connection after close_notify")
         self.assertEqual(b.get("/v2/").status, 200)
+
+    def test_kernel_tls_sends_blobs_with_sendfile(self):
+        if not kernel_tls_available():
+            self.skipTest("this kernel cannot encrypt TLS (no tls module, CONFIG_TLS unset): "
+                          "berth encrypts in user space, as the other tests show")
+        b = self.b
+        data = os.urandom(8 * 1024 * 1024 + 11)
+        digest = b.push_blob("tls/kernel", data)
+        img = b.push_image("tls/kernel", "v1")
+        before = b.metrics()["berth_tls_kernel_sent_bytes_total"]
+        conn = http.client.HTTPSConnection("127.0.0.1", b.port, timeout=30, context=b.ssl_context)
+        try:
+            for _ in range(2):  # records sent by OpenSSL and by the kernel, in turn, on one connection
+                conn.request("GET", f"/v2/tls/kernel/blobs/{digest}")
+                r = conn.getresponse()
+                self.assertEqual((r.status, r.read()), (200, data))
+                conn.request("GET", "/v2/tls/kernel/manifests/v1", headers={"Accept": bt.OCI_MANIFEST})
+                r = conn.getresponse()
+                self.assertEqual((r.status, r.read()), (200, img["manifest"]))
+        finally:
+            conn.close()
+        self.assertEqual(b.metrics()["berth_tls_kernel_sent_bytes_total"] - before, 2 * len(data))
 
     def test_zz_certificate_reload(self):  # last: it changes the certificate the others expect
         b = self.b

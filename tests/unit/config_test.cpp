@@ -40,6 +40,7 @@ TEST_CASE("configuration errors name the key and what was expected") {
     CHECK(error_of(R"({"listen":"h:99999"})").find("listen port") == 0);
     CHECK(error_of(R"({"tcp":{"same_host_congestion_control":"Reno; rm"}})").find("tcp.same_host_congestion_control") == 0);
     CHECK(error_of(R"({"tcp":{"same_host_congestion_control":"a_name_of_16chrs"}})").find("tcp.same_host") == 0);
+    CHECK(error_of(R"({"tls":{"kernel_tls":"yes"}})") == "tls.kernel_tls must be true or false");
     CHECK(error_of(R"({"sparse_manifests":"cache/**"})") == "sparse_manifests must be an array of strings");
     CHECK(error_of(R"({"sparse_manifests":["Cache/*"]})").find("sparse_manifests: \"Cache/*\"") == 0);
 }
