@@ -80,6 +80,12 @@ struct TlsBio {
             s.in_begin_ += *read;
             return 1;
         }
+        // Outside a burst the socket is most likely empty: wait (asio tries
+        // a read first) rather than spend a system call to find out.
+        if (!s.in_burst_) {
+            BIO_set_retry_read(bio);
+            return 0;
+        }
         for (;;) {
             auto n = ::recv(s.next_.socket().native_handle(), data, size, MSG_DONTWAIT);
             if (n > 0) {
@@ -87,6 +93,7 @@ struct TlsBio {
                 return 1;
             }
             if (n < 0 && errno == EINTR) continue;
+            s.in_burst_ = false;
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_read(bio);
             else if (n < 0) s.socket_errno_ = errno;
             return 0;  // without the retry flag: the peer closed, or the socket failed
@@ -186,7 +193,12 @@ int TlsStream::read_into(boost::asio::mutable_buffer buffer, std::size_t& done) 
             return result;
         }
         done += n;
-        if (done == buffer.size()) return 1;
+        // Nothing more decrypted or buffered: a small request is whole, and
+        // asking the socket again would mostly find it empty.
+        if (done == buffer.size() || (!SSL_has_pending(ssl_) && in_begin_ == in_end_)) {
+            in_burst_ = false;
+            return 1;
+        }
     }
 }
 

@@ -6,8 +6,8 @@
 // - what it encrypts collects in one buffer that goes out in a single write
 //   (up to max_write_bytes of records per send);
 // - what it decrypts is read straight from the socket into OpenSSL's own
-//   buffer while the socket has bytes, many records per read; only when it
-//   has none does the stream wait, through tcp_stream, with its timeout.
+//   buffer while bytes keep arriving, many records per read; otherwise the
+//   stream waits through tcp_stream, with its timeout.
 // Where the kernel has TLS (the `tls` module) and the context enables it,
 // OpenSSL hands the connection's send keys to the kernel after the handshake:
 // then what the stream sends is encrypted by the kernel, and a blob can go
@@ -89,6 +89,7 @@ private:
                 if (state == State::reading) {
                     if (ec) return self.complete(ec, done);
                     in_end_ += n;
+                    in_burst_ = true;  // more may follow what the wait brought
                 } else if (state == State::flushing || state == State::flushing_then_retry) {
                     out_.clear();
                     if (ec || state == State::flushing) return self.complete(ec, done);
@@ -123,6 +124,8 @@ private:
     // Ciphertext that arrived while OpenSSL waited: [in_begin_, in_end_).
     std::vector<char> in_;
     std::size_t in_begin_ = 0, in_end_ = 0;
+    // Bytes are arriving: OpenSSL may read the socket directly until it is empty.
+    bool in_burst_ = false;
     std::string out_;  // records not sent yet
     std::string joined_;  // small write pieces joined, so they share a record
     int socket_errno_ = 0;
