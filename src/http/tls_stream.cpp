@@ -188,10 +188,9 @@ int TlsStream::read_into(boost::asio::mutable_buffer buffer, std::size_t& done) 
     for (;;) {
         std::size_t n = 0;
         const int result = SSL_read_ex(ssl_, data + done, buffer.size() - done, &n);
-        if (result <= 0) {
-            if (done > 0 && SSL_get_error(ssl_, result) == SSL_ERROR_WANT_READ) return 1;
-            return result;
-        }
+        // Bytes read are reported first; a failure after them (the peer's
+        // close_notify in the same segment, say) comes with the next read.
+        if (result <= 0) return done > 0 ? 1 : result;
         done += n;
         // Nothing more decrypted or buffered: a small request is whole, and
         // asking the socket again would mostly find it empty.

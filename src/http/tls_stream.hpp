@@ -8,6 +8,8 @@
 // - what it decrypts is read straight from the socket into OpenSSL's own
 //   buffer while bytes keep arriving, many records per read; otherwise the
 //   stream waits through tcp_stream, with its timeout.
+// Like the HTTP/1.1 sessions that use it, it runs one operation at a time:
+// a read and a write must not overlap (they share the record buffers).
 // Where the kernel has TLS (the `tls` module) and the context enables it,
 // OpenSSL hands the connection's send keys to the kernel after the handshake:
 // then what the stream sends is encrypted by the kernel, and a blob can go
@@ -86,13 +88,15 @@ private:
         return boost::asio::async_compose<Token, void(error_code, std::size_t)>(
             [this, attempt = std::move(attempt), done = std::size_t{0}, state = State::starting](
                 auto& self, error_code ec = {}, std::size_t n = 0) mutable {
+                // Errors carry no byte count (Beast asserts it): the connection is done for.
                 if (state == State::reading) {
-                    if (ec) return self.complete(ec, done);
+                    if (ec) return self.complete(ec, 0);
                     in_end_ += n;
                     in_burst_ = true;  // more may follow what the wait brought
                 } else if (state == State::flushing || state == State::flushing_then_retry) {
                     out_.clear();
-                    if (ec || state == State::flushing) return self.complete(ec, done);
+                    if (ec) return self.complete(ec, 0);
+                    if (state == State::flushing) return self.complete({}, done);
                 }
                 ERR_clear_error();  // SSL_get_error reads this thread's queue
                 const int result = attempt(*this, done);
@@ -102,7 +106,7 @@ private:
                     return boost::asio::async_write(next_, boost::asio::buffer(out_), std::move(self));
                 }
                 const int error = SSL_get_error(ssl_, result);
-                if (error != SSL_ERROR_WANT_READ) return self.complete(failure(error), done);
+                if (error != SSL_ERROR_WANT_READ) return self.complete(failure(error), 0);
                 // Records owed to the peer (a handshake flight, an alert) go before waiting for its answer.
                 if (!out_.empty()) {
                     state = State::flushing_then_retry;
