@@ -1,7 +1,9 @@
 #include "handlers.hpp"
 #include "request_metrics.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "berth/auth/authorizer.hpp"
@@ -501,6 +503,17 @@ Plan plan_v2(Services& services, Request& request) {
             text += "# HELP berth_upload_buffer_bytes Memory held by the receive buffers of uploads being appended "
                     "to.\n# TYPE berth_upload_buffer_bytes gauge\n"
                     "berth_upload_buffer_bytes " + std::to_string(registry.upload_buffer_bytes()) + "\n";
+            const auto log = registry.change_log();
+            const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch()).count();
+            const double oldest_age = log.oldest_ms ? std::max<double>(0, (now_ms - static_cast<double>(log.oldest_ms)) / 1000) : 0;
+            text += "# HELP berth_changelog_entries Entries in the change log.\n# TYPE berth_changelog_entries gauge\n"
+                    "berth_changelog_entries " + std::to_string(log.entries) + "\n"
+                    "# HELP berth_changelog_bytes The change log's size (RocksDB's estimate).\n"
+                    "# TYPE berth_changelog_bytes gauge\nberth_changelog_bytes " + std::to_string(log.bytes) + "\n"
+                    "# HELP berth_changelog_oldest_entry_age_seconds Age of the oldest entry kept (0: none).\n"
+                    "# TYPE berth_changelog_oldest_entry_age_seconds gauge\n"
+                    "berth_changelog_oldest_entry_age_seconds " + std::to_string(oldest_age) + "\n";
             if (services.maintenance) text += services.maintenance->metrics_text();
             if (services.replicator) text += services.replicator->metrics_text();
             for (auto& render : services.metrics) text += render();

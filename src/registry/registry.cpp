@@ -173,6 +173,7 @@ void Registry::cancel_upload(const std::string& repo, const std::string& id) {
 }
 
 std::size_t Registry::uploads_in_progress() const { return uploads_->size(); }
+storage::LogStats Registry::change_log() const { return meta_.log_stats(); }
 
 std::size_t Registry::upload_buffer_bytes() const { return uploads_->writers().buffer_bytes(); }
 

@@ -1,4 +1,5 @@
 #include "berth/storage/meta_store.hpp"
+#include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/layout.hpp"
 
 #include <rocksdb/db.h>
@@ -406,6 +407,21 @@ std::vector<LogEntry> MetaStore::read_log(std::uint64_t after, std::size_t limit
         out.push_back({sequence_of(it->key()), it->value().ToString()});
     check(it->status(), "rocksdb iterate log");
     return out;
+}
+
+LogStats MetaStore::log_stats() const {
+    LogStats stats;
+    std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_log)));
+    it->SeekToFirst();
+    if (!it->Valid()) return stats;
+    stats.entries = log_head() - sequence_of(it->key()) + 1;
+    if (auto event = Event::parse(it->value().ToString())) stats.oldest_ms = HybridClock::physical_ms(event->stamp.clock);
+    const auto first = sequence_key(0), last = sequence_key(UINT64_MAX);
+    const rocksdb::Range range(first, last);
+    rocksdb::SizeApproximationOptions options;
+    options.include_memtables = true;
+    check(impl_->db->GetApproximateSizes(options, impl_->cf(cf_log), &range, 1, &stats.bytes), "rocksdb log size");
+    return stats;
 }
 
 std::uint64_t MetaStore::log_head() const {

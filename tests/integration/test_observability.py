@@ -43,6 +43,7 @@ class ObservabilityTest(unittest.TestCase):
         bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), {"alice": "alice-pw", "bob": "bob-pw"})
         b.config = {"auth": {"htpasswd": "htpasswd"}}
         b.ready_statuses = (401,)
+        cls.started = time.time()
         b.start()
 
     def push(self, repo, tag, headers, layer_sizes=(2048,)):
@@ -149,6 +150,13 @@ class ObservabilityTest(unittest.TestCase):
         bt.poll(lambda: b.metrics()["berth_http_connections"] <= 1, 10, 0.1, "connections gauge back to 1")
         for name in ("berth_storage_blob_bytes", "berth_gc_runs_total", "berth_scrub_corrupt_total"):
             self.assertIn(name, m2)
+        # the change log: every push adds entries; the oldest is as old as this server's first write
+        before = b.metrics()
+        self.push("obs/log", "v1", ALICE)
+        after = b.metrics()
+        self.assertGreater(after["berth_changelog_entries"], before["berth_changelog_entries"])
+        self.assertGreater(after["berth_changelog_bytes"], 0)
+        self.assertLess(after["berth_changelog_oldest_entry_age_seconds"], time.time() - self.started + 5)
 
     def test_upload_buffer_gauge(self):
         """An upload's receive buffers are counted while its PATCH is read, and given back after the answer."""

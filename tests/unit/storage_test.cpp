@@ -51,6 +51,8 @@ TEST_CASE("meta store batches commit atomically with ordered log events") {
     const auto x = digest.str();
     {
         MetaStore meta(dir.path());
+        CHECK(meta.log_stats().entries == 0);
+        CHECK(meta.log_stats().oldest_ms == 0);
         MetaStore::Batch batch;
         batch.record_manifest("r", digest, berth::oci::parse_manifest(bytes, ""), bytes, {5, "a"});
         batch.record_tag("r", "b", x, {5, "a"});
@@ -62,6 +64,10 @@ TEST_CASE("meta store batches commit atomically with ordered log events") {
         CHECK(batch.events()[4].type == Event::Type::tag_deleted);
         CHECK(meta.commit(batch) == 5);
         CHECK(meta.log_head() == 5);
+        const auto stats = meta.log_stats();
+        CHECK(stats.entries == 5);
+        CHECK(stats.oldest_ms == berth::storage::HybridClock::physical_ms(5));
+        CHECK(stats.bytes > 0);
         CHECK(meta.tags("r", "", 10) == std::vector<std::string>{"a", "b"});
         CHECK(meta.tags("r", "a", 10) == std::vector<std::string>{"b"});
         CHECK(meta.tags("r", "", 1) == std::vector<std::string>{"a"});

@@ -113,6 +113,7 @@ public:
     // Drops sessions idle for longer than the configured time; returns how many.
     std::size_t purge_idle_uploads();
     std::size_t uploads_in_progress() const;
+    storage::LogStats change_log() const;
     // Memory held by the receive buffers of uploads being appended to.
     std::size_t upload_buffer_bytes() const;
 

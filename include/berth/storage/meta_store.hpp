@@ -22,6 +22,13 @@ struct LogEntry {
     std::string event;  // JSON
 };
 
+// The change log as it stands, for its metrics.
+struct LogStats {
+    std::uint64_t entries = 0;
+    std::uint64_t bytes = 0;      // RocksDB's estimate, files and memtables
+    std::uint64_t oldest_ms = 0;  // physical time of the oldest entry's stamp; 0: empty
+};
+
 class MetaStore {
 public:
     enum class Mode { read_write, read_only };
@@ -92,6 +99,7 @@ public:
 
     std::vector<LogEntry> read_log(std::uint64_t after, std::size_t limit) const;
     std::uint64_t log_head() const;
+    LogStats log_stats() const;
 
     // Every manifest, tag and link record, tombstones included, as of one
     // consistent moment; returns the log head at that moment.
