@@ -130,7 +130,7 @@ struct Server::Impl {
                 observe::log("info", "TLS", {{"kernel_tls", options.tls_kernel && kernel_tls_available()
                                                                 ? "on: blobs go out with sendfile"
                                                                 : options.tls_kernel ? "off: the kernel has no tls module"
-                                                                                     : "off: tls.kernel_tls is false"}});
+                                                                                     : "off: tls.kernel_tls is not set"}});
         } catch (const std::exception& error) {
             if (first) throw;
             // A half-written pair (cert renewed, key not yet): keep serving with the old one.

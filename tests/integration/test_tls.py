@@ -107,7 +107,7 @@ class TlsTest(unittest.TestCase):
             out.write(f.read())
         with open(cls.cert1[1], "rb") as f, open(os.path.join(d, "srv.key"), "wb") as out:
             out.write(f.read())
-        b.config = {"tls": {"cert": "srv.crt", "key": "srv.key"}}
+        b.config = {"tls": {"cert": "srv.crt", "key": "srv.key", "kernel_tls": True}}
         b.ssl_context = client_context(cls.ca)
         b.start()
 

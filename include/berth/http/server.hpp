@@ -47,8 +47,9 @@ struct ServerOptions {
     // False: a client may present no certificate (probes, clients with tokens),
     // but one it presents must verify.
     bool tls_client_cert_required = true;
-    // Hand send keys to the kernel where it has TLS (kTLS), so blobs go out with sendfile(2).
-    bool tls_kernel = true;
+    // Hand send keys to the kernel where it has TLS (kTLS), so blobs go out
+    // with sendfile(2). Opt-in: the path has not yet run on a kernel with TLS.
+    bool tls_kernel = false;
     bool tls() const { return !tls_cert_file.empty(); }
 };
 
