@@ -602,6 +602,8 @@ private:
     }
 
     void close_file() {
+        // A body cut short (the client left) counts what was sent, not what was promised.
+        if (file_) bytes_out_ -= std::min(bytes_out_, file_->length);
         if (file_ && file_->fd >= 0) ::close(file_->fd);
         file_.reset();
         cached_until_ = 0;

@@ -237,6 +237,31 @@ class ObservabilityTest(unittest.TestCase):
         self.assertEqual(len(ids), len(set(ids)))
         self.assertGreater(len(ids), 3)
 
+    def test_access_log_counts_what_a_cut_body_sent(self):
+        # The client reads the start of a blob and leaves: the log says how much went out, not the
+        # blob's size (64 MiB: more than the socket buffers of both ends hold).
+        b = self.b
+        data = os.urandom(64 << 20)
+        digest = bt.sha256_digest(data)
+        r = b.request("POST", f"/v2/obs/cut/blobs/uploads/?digest={digest}", body=data,
+                      headers={**ALICE, "Content-Type": "application/octet-stream"})
+        self.assertEqual(r.status, 201, r)
+        target = f"/v2/obs/cut/blobs/{digest}"
+        auth = ALICE["Authorization"]
+        with bt.connect(b.port) as s:
+            s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\n\r\n".encode())
+            got = 0
+            while got < (1 << 20):
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, "the server closed early")
+                got += len(chunk)
+
+        def cut():
+            return [x for x in b.log_lines() if x.get("msg") == "request" and x.get("target") == target]
+        bt.poll(lambda: cut(), 10, 0.1, "the access log line of the cut GET")
+        self.assertLess(cut()[0]["bytes_out"], len(data))
+        self.assertGreaterEqual(cut()[0]["bytes_out"], 1 << 20)
+
     def test_zz_all_lines_json(self):
         b = self.b
         # something odd in the log: a target with quotes, backslashes, control and non-UTF-8 bytes
