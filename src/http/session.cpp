@@ -418,10 +418,8 @@ private:
             head_serializer_.emplace(message);
             bhttp::async_write_header(stream_, *head_serializer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
                 if (ec) return self->close();
-                if constexpr (tls) {
+                if constexpr (tls)
                     if (!self->stream_.kernel_encrypts()) return self->copy_file();
-                    self->context_.request_metrics.blob_bytes_sent_by_kernel_tls += self->file_->length;
-                }
                 self->send_file();
             });
         } else if (response.head_length) {
@@ -474,6 +472,7 @@ private:
             if (n > 0) {
                 file_->offset += static_cast<std::uint64_t>(n);
                 file_->length -= static_cast<std::uint64_t>(n);
+                if constexpr (tls) context_.request_metrics.blob_bytes_sent_by_kernel_tls += static_cast<std::uint64_t>(n);
                 continue;
             }
             if (n < 0 && errno == EINTR) continue;
