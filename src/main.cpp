@@ -1,4 +1,5 @@
 // berth: wires the layers together and runs the command line.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -160,7 +161,8 @@ int serve(const std::vector<std::string>& args) {
         throw berth::config::ConfigError("listen: cannot resolve host \"" + config.server.host + "\"");
 
     berth::storage::BlobStore blobs(config.root);
-    berth::storage::MetaStore meta(layout::meta_dir(config.root));
+    berth::storage::MetaStore meta(layout::meta_dir(config.root), berth::storage::MetaStore::Mode::read_write,
+                                   config.metadata_cache_bytes);
     berth::storage::HybridClock clock(berth::storage::system_wall_clock());
     config.registry.replica_id = replica_id(config, meta);
     berth::registry::Registry registry(config.registry, blobs, meta, clock);
@@ -217,6 +219,12 @@ int serve(const std::vector<std::string>& args) {
             maintenance.last_gc = std::move(report);
             ++maintenance.gc_runs;
         });
+    server.every(std::chrono::seconds(60), [&] {
+        berth::replication::compact_log(meta, config.replication.log_retention, replicator.get());
+        // What a burst freed (pages of a bootstrap, large manifests, dropped
+        // cache halves) goes back to the system instead of staying in malloc's arenas.
+        malloc_trim(0);
+    });
     std::atomic<bool> stopping{false};
     server.on_shutdown([&stopping] { stopping = true; });
     if (config.scrub_interval.count())

@@ -220,6 +220,8 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         s.number("quorum_timeout_seconds", timeout, 3600);
         s.number("poll_interval_ms", poll, 60000);
         s.number("bootstrap_parallelism", config.replication.bootstrap_parallelism, 256);
+        s.seconds("log_retention_seconds", config.replication.log_retention.window);
+        s.number("log_max_entries", config.replication.log_retention.max_entries, UINT64_MAX);
         s.string("ca_file", config.replication.tls.ca_file);
         config.replication.quorum_timeout = std::chrono::seconds(timeout);
         config.replication.poll_interval = std::chrono::milliseconds(std::max<std::uint64_t>(poll, 10));
@@ -354,7 +356,12 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         config.proxy.agent = true;
         config.proxy.upstreams.insert(config.proxy.upstreams.begin(), std::move(replicas));
     });
-    top.section("cache", [&](Section& s) { s.number("max_bytes", config.proxy.cache_max_bytes, UINT64_MAX); });
+    top.section("cache", [&](Section& s) {
+        s.number("max_bytes", config.proxy.cache_max_bytes, UINT64_MAX);
+        s.number("memory_bytes", config.metadata_cache_bytes, std::uint64_t(1) << 40);
+    });
+    if (config.replication.log_retention.max_entries < 1000)
+        throw ConfigError("replication.log_max_entries must be at least 1000");
     if (config.proxy.agent) {
         if (config.proxy.upstreams.size() > 1)
             throw ConfigError("agent and proxy.upstreams exclude each other: the replicas reach the upstreams");

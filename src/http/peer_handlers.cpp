@@ -30,9 +30,27 @@ Plan plan_peer_request(replication::Replicator& replicator, Request& request) {
     const auto& query = request.target.query;
     const bool get = request.method == Method::get || request.method == Method::head;
     const auto operation = protocol::operation_of(path);
-    if (get && operation == Operation::log)
-        return immediate(json_response(200, replicator.log_json(number(query, "after", 0), number(query, "limit", 500))));
-    if (get && operation == Operation::snapshot) return immediate(json_response(200, replicator.snapshot_json()));
+    if (get && operation == Operation::log) {
+        auto [status, body] = replicator.log_json(number(query, "after", 0), number(query, "limit", 500),
+                                                  request.peer_origin);
+        return immediate(json_response(status, std::move(body)));
+    }
+    if (get && operation == Operation::state) {
+        protocol::StateRequest state;
+        auto part = protocol::parse_part(query.get("part").value_or(""));
+        if (!part) throw Error(ErrorCode::bad_request, "state needs part=links|images|indexes|tags");
+        state.part = *part;
+        try {
+            state.after = protocol::unhex(query.get("after").value_or(""));
+        } catch (const std::invalid_argument&) {
+            throw Error(ErrorCode::bad_request, "state: after must be hex");
+        }
+        state.limit = number(query, "limit", 1000);
+        state.session = query.get("session").value_or("");
+        state.since = number(query, "since", 0);
+        state.summary = query.get("summary").value_or("") == "1";
+        return immediate(json_response(200, replicator.state_json(state, request.peer_origin)));
+    }
     if (get && operation == Operation::status) return immediate(json_response(200, replicator.status_json()));
     if (get && operation == Operation::blob) {
         auto blob = replicator.blob_file(std::string(protocol::content_digest(path)));

@@ -16,6 +16,7 @@
 
 #include "berth/registry/upstreams.hpp"
 #include "berth/storage/events.hpp"
+#include "berth/storage/meta_store.hpp"
 #include "peer_client.hpp"
 
 namespace berth::storage {
@@ -61,12 +62,26 @@ public:
     ApplyResult ensure_blobs(const std::vector<oci::Digest>& digests, const std::vector<PeerClient*>& sources,
                              unsigned parallelism, const std::atomic<bool>* stop = nullptr);
 
+    // A page of a peer's state (bootstrap), as one batch: records this replica
+    // holds as new or newer are skipped, blobs missing here are fetched
+    // `parallelism` at a time, and what can be applied is committed together.
+    // A record whose content is not in the page (children of an index, a
+    // manifest missing its blobs) goes the way of a single event.
+    ApplyResult apply_state(storage::StatePart part, std::vector<storage::StateRecord>& records,
+                            const std::vector<PeerClient*>& sources, unsigned parallelism,
+                            const std::atomic<bool>* stop);
+
     std::uint64_t bytes_fetched() const { return bytes_fetched_; }
 
 private:
     ApplyResult apply_link(const storage::Event& event, const std::vector<PeerClient*>& sources);
     ApplyResult apply_tag(const storage::Event& event, const std::vector<PeerClient*>& sources);
     ApplyResult apply_deletion(const storage::Event& event);
+    ApplyResult apply_links(std::vector<storage::StateRecord*>& records, const std::vector<PeerClient*>& sources,
+                            unsigned parallelism, const std::atomic<bool>* stop);
+    ApplyResult apply_manifests(std::vector<storage::StateRecord*>& records, const std::vector<PeerClient*>& sources,
+                                unsigned parallelism, const std::atomic<bool>* stop);
+    ApplyResult apply_tags(std::vector<storage::StateRecord*>& records, const std::vector<PeerClient*>& sources);
 
     storage::BlobStore& blobs_;
     storage::MetaStore& meta_;

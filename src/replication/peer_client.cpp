@@ -9,19 +9,26 @@
 
 namespace berth::replication {
 
-PeerClient::PeerClient(net::Client& client, const std::string& address, const net::TlsOptions& tls, std::string secret)
-    : client_(client), address_(address), origin_{net::parse_host_port(address), tls}, secret_(std::move(secret)) {}
+PeerClient::PeerClient(net::Client& client, const std::string& address, const net::TlsOptions& tls, std::string secret,
+                       std::string self_id)
+    : client_(client),
+      address_(address),
+      origin_{net::parse_host_port(address), tls},
+      secret_(std::move(secret)),
+      self_id_(std::move(self_id)) {}
 
 namespace {
 
-constexpr std::size_t max_answer_bytes = 256 << 20;  // a snapshot of a large store
+constexpr std::size_t max_answer_bytes = 64 << 20;  // a page of state is about 4 MiB
 
 }  // namespace
 
 net::RequestHead PeerClient::head(const std::string& method, const std::string& target,
                                   std::chrono::milliseconds timeout, const net::Headers& headers) const {
     net::RequestHead head{method, target, {}, {}, method == "POST" || method == "PUT", timeout};
-    head.headers = {{protocol::header::secret, secret_}, {protocol::header::versions, protocol::versions_text()}};
+    head.headers = {{protocol::header::secret, secret_},
+                    {protocol::header::versions, protocol::versions_text()},
+                    {protocol::header::replica, self_id_}};
     head.headers.insert(head.headers.end(), headers.begin(), headers.end());
     return head;
 }

@@ -16,7 +16,9 @@ namespace berth::replication {
 class PeerClient {
 public:
     // address: HOST:PORT; throws std::invalid_argument otherwise.
-    PeerClient(net::Client& client, const std::string& address, const net::TlsOptions& tls, std::string secret);
+    // self_id goes with every request, so the peer knows whose cursor it is serving.
+    PeerClient(net::Client& client, const std::string& address, const net::TlsOptions& tls, std::string secret,
+               std::string self_id);
 
     const std::string& address() const { return address_; }
 
@@ -39,6 +41,7 @@ private:
     std::string address_;
     net::Origin origin_;
     std::string secret_;
+    std::string self_id_;
 };
 
 }  // namespace berth::replication

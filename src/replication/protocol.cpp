@@ -1,6 +1,8 @@
 #include "berth/replication/protocol.hpp"
 
+#include <array>
 #include <charconv>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "berth/oci/digest.hpp"
@@ -40,7 +42,76 @@ std::string incompatibility(const Versions& peer) {
 std::string log_target(std::uint64_t after, std::size_t limit) {
     return std::string(prefix) + "log?after=" + std::to_string(after) + "&limit=" + std::to_string(limit);
 }
-std::string snapshot_target() { return std::string(prefix) + "snapshot"; }
+namespace {
+constexpr std::array<const char*, 4> part_names = {"links", "images", "indexes", "tags"};
+}  // namespace
+
+std::optional<storage::StatePart> parse_part(std::string_view name) {
+    for (std::size_t i = 0; i < part_names.size(); ++i)
+        if (name == part_names[i]) return static_cast<storage::StatePart>(i);
+    return std::nullopt;
+}
+
+std::string state_target(const StateRequest& r) {
+    return std::string(prefix) + "state?part=" + part_names[static_cast<std::size_t>(r.part)] + "&after=" + hex(r.after) +
+           "&limit=" + std::to_string(r.limit) + "&session=" + r.session + "&since=" + std::to_string(r.since) +
+           (r.summary ? "&summary=1" : "");
+}
+
+std::string hex(std::string_view raw) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(raw.size() * 2);
+    for (unsigned char c : raw) {
+        out += digits[c >> 4];
+        out += digits[c & 15];
+    }
+    return out;
+}
+
+std::string unhex(std::string_view text) {
+    auto value = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        throw std::invalid_argument("not hex");
+    };
+    if (text.size() % 2) throw std::invalid_argument("odd hex");
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); i += 2) out += static_cast<char>(value(text[i]) << 4 | value(text[i + 1]));
+    return out;
+}
+
+std::string encode_state(const StatePageAnswer& a) {
+    nlohmann::json records = nlohmann::json::array();
+    for (auto& r : a.page.records) {
+        auto item = stamp_json(r.stamp);
+        item.update({{"repo", r.repo}, {"key", r.key}, {"deleted", r.deleted}});
+        if (!r.digest.empty()) item["digest"] = r.digest;
+        if (!r.media_type.empty()) item["media_type"] = r.media_type;
+        if (!r.bytes.empty()) item["bytes"] = r.bytes;
+        records.push_back(std::move(item));
+    }
+    return nlohmann::json{{"replica", a.replica}, {"epoch", a.epoch}, {"session", a.session}, {"head", a.head},
+                          {"last", hex(a.page.last)}, {"done", a.page.done}, {"hash", a.page.hash},
+                          {"records", std::move(records)}}
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+StatePageAnswer parse_state(std::string_view body) {
+    auto doc = nlohmann::json::parse(body);
+    StatePageAnswer a{doc.at("replica").get<std::string>(), doc.at("epoch").get<std::string>(),
+                      doc.at("session").get<std::string>(), doc.at("head").get<std::uint64_t>(), {}};
+    a.page.last = unhex(doc.at("last").get<std::string>());
+    a.page.done = doc.at("done").get<bool>();
+    a.page.hash = doc.at("hash").get<std::string>();
+    for (auto& item : doc.at("records")) {
+        storage::StateRecord r{item.at("repo").get<std::string>(), item.at("key").get<std::string>(), stamp_of(item),
+                               item.at("deleted").get<bool>(), item.value("digest", ""), item.value("media_type", ""),
+                               item.value("bytes", "")};
+        a.page.records.push_back(std::move(r));
+    }
+    return a;
+}
 std::string blob_target(const std::string& digest) { return std::string(prefix) + "blobs/" + digest; }
 std::string manifest_target(const std::string& repo, const std::string& digest) {
     // Names, digests and tags need no escaping in a query: [a-z0-9._/-], [a-z0-9:+.=_-], [A-Za-z0-9._-].
@@ -61,7 +132,7 @@ std::string apply_target() { return std::string(prefix) + "apply"; }
 
 Operation operation_of(std::string_view path) {
     if (path == "log") return Operation::log;
-    if (path == "snapshot") return Operation::snapshot;
+    if (path == "state") return Operation::state;
     if (path == "status") return Operation::status;
     if (path == "record") return Operation::record;
     if (path == "apply") return Operation::apply;

@@ -44,11 +44,6 @@ std::string random_hex(std::size_t bytes) {
     return out;
 }
 
-namespace {
-
-
-}  // namespace
-
 void Replicator::Impl::follow(Peer& peer) {
     constexpr auto startup_grace = std::chrono::seconds(10);
     const auto started_at = std::chrono::steady_clock::now();
@@ -57,7 +52,8 @@ void Replicator::Impl::follow(Peer& peer) {
         try {
             auto response = peer.client.request(
                 "GET", protocol::log_target(peer.cursor, 500), {}, std::chrono::seconds(3));
-            if (response.status != 200)
+            const bool compacted = response.status == 410;
+            if (response.status != 200 && !compacted)
                 throw std::runtime_error("peer answered " + std::to_string(response.status) + " to /log");
             if (!check_protocol(peer, response.header(protocol::header::versions))) {
                 sleep_for(std::chrono::seconds(5));
@@ -92,8 +88,18 @@ void Replicator::Impl::follow(Peer& peer) {
                 peer.last_contact_ms = now_ms();
                 if (!peer.target) peer.target = head;
             }
-            if (peer.cursor == 0 && head > 0) {
-                bootstrap(peer);
+            // Empty here, or the peer compacted entries this replica has not
+            // read: its state instead of its log. An unfinished bootstrap resumes.
+            const bool resuming = !meta.setting(storage::layout::setting::bootstrap(peer.id)).value_or("").empty();
+            if (resuming || compacted || (peer.cursor == 0 && head > 0)) {
+                if (compacted) {
+                    observe::log("warning", "peer compacted its log past this replica's cursor; re-bootstrapping",
+                                 {{"peer", peer.client.address()}, {"cursor", peer.cursor}});
+                    std::lock_guard lock(mutex);
+                    peer.holds_readiness = true;  // stale until it has caught up again
+                    peer.target = head;
+                }
+                bootstrap(peer, compacted || peer.cursor > 0);
                 continue;
             }
             bool stalled = false;
@@ -150,63 +156,6 @@ bool Replicator::Impl::check_protocol(Peer& peer, const std::string& header) {
     peer.incompatible = problem;
     peer.reachable = true;
     return problem.empty();
-}
-
-// An empty or far-behind replica copies the peer's whole state at once: every
-// blob in parallel, then the records, then it follows the log from the head
-// the state was read at. Interrupted, it starts over and skips what it has.
-void Replicator::Impl::bootstrap(Peer& peer) {
-    observe::log("info", "bootstrapping from peer", {{"peer", peer.client.address()}, {"peer_id", peer.id}});
-    auto response = peer.client.request("GET", protocol::snapshot_target(), {}, std::chrono::minutes(5));
-    if (response.status != 200) throw std::runtime_error("snapshot answered " + std::to_string(response.status));
-    auto doc = json::parse(response.body);
-    response.body.clear();
-    using protocol::stamp_of;
-
-    std::set<std::string> wanted;
-    for (auto& link : doc.at("links"))
-        if (!link.at("deleted").get<bool>()) wanted.insert(link.at("digest").get<std::string>());
-    std::vector<oci::Digest> missing;
-    for (auto& text : wanted)
-        if (auto digest = oci::Digest::parse(text); digest && !blobs.size(*digest)) missing.push_back(*digest);
-
-    if (applier.ensure_blobs(missing, sources(&peer), options.bootstrap_parallelism, &stopping) ==
-            ApplyResult::unavailable)
-        throw std::runtime_error("bootstrap interrupted while copying blobs");
-
-    auto src = sources(&peer);
-    for (auto& link : doc.at("links")) {
-        bool deleted = link.at("deleted").get<bool>();
-        applier.apply({deleted ? Event::Type::unlink : Event::Type::link, link.at("repo"), link.at("digest"), {},
-                       stamp_of(link)},
-                      src);
-    }
-    // Images before indexes, so an index finds its children already here.
-    for (int pass = 0; pass < 2; ++pass)
-        for (auto& m : doc.at("manifests")) {
-            const bool deleted = m.at("deleted").get<bool>();
-            const bool index = m.value("index", false);
-            if (deleted && pass == 0) {
-                applier.apply({Event::Type::manifest_deleted, m.at("repo"), m.at("digest"), {}, stamp_of(m)}, src);
-            } else if (!deleted && index == (pass == 1)) {
-                ManifestContent content{m.at("media_type"), m.at("bytes")};
-                if (applier.apply_manifest(m.at("repo"), m.at("digest"), stamp_of(m), std::move(content), src) ==
-                    ApplyResult::unavailable)
-                    throw std::runtime_error("bootstrap interrupted while copying manifests");
-            }
-        }
-    for (auto& t : doc.at("tags")) {
-        auto digest = t.at("digest").get<std::string>();
-        Event event{digest.empty() ? Event::Type::tag_deleted : Event::Type::tag, t.at("repo"), digest, t.at("tag"),
-                    stamp_of(t)};
-        if (applier.apply(event, src) == ApplyResult::unavailable)
-            throw std::runtime_error("bootstrap interrupted while copying tags");
-    }
-    peer.cursor = doc.at("head").get<std::uint64_t>();
-    meta.sync();
-    save_cursor(peer);
-    observe::log("info", "bootstrap finished",
-                 {{"peer", peer.client.address()}, {"blobs_copied", missing.size()}, {"cursor", peer.cursor}});
 }
 
 void Replicator::Impl::resolve_dns() {
@@ -369,45 +318,6 @@ std::string Replicator::metrics_text() const {
            "berth_replication_fetched_bytes_total " + std::to_string(impl_->applier.bytes_fetched()) + "\n";
 }
 
-std::string Replicator::log_json(std::uint64_t after, std::size_t limit) const {
-    json entries = json::array();
-    for (auto& entry : impl_->meta.read_log(after, std::min<std::size_t>(limit, 1000)))
-        entries.push_back({{"seq", entry.sequence}, {"event", entry.event}});
-    return json{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"head", impl_->meta.log_head()},
-                {"entries", entries}}
-        .dump();
-}
-
-std::string Replicator::snapshot_json() const {
-    struct Collector : storage::MetaStore::StateVisitor {
-        json manifests = json::array(), tags = json::array(), links = json::array();
-        void manifest(const std::string& repo, const std::string& digest, const storage::ManifestRecord& r) override {
-            json m = protocol::stamp_json(r.stamp);
-            m.update({{"repo", repo}, {"digest", digest}, {"deleted", r.deleted}, {"media_type", r.media_type}});
-            if (!r.deleted) {
-                m["bytes"] = r.bytes;
-                m["index"] = r.bytes.find("\"manifests\"") != std::string::npos;
-            }
-            manifests.push_back(std::move(m));
-        }
-        void tag(const std::string& repo, const std::string& tag, const storage::TagRecord& r) override {
-            json t = protocol::stamp_json(r.stamp);
-            t.update({{"repo", repo}, {"tag", tag}, {"digest", r.digest}});
-            tags.push_back(std::move(t));
-        }
-        void link(const std::string& repo, const std::string& digest, const storage::LinkRecord& r) override {
-            json l = protocol::stamp_json(r.stamp);
-            l.update({{"repo", repo}, {"digest", digest}, {"deleted", r.deleted}});
-            links.push_back(std::move(l));
-        }
-    } collector;
-    auto head = impl_->meta.visit_state(collector);
-    return json{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"head", head},
-                {"manifests", std::move(collector.manifests)}, {"tags", std::move(collector.tags)},
-                {"links", std::move(collector.links)}}
-        .dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 void Replicator::apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed) {
     Peer* source = nullptr;
     {
@@ -513,7 +423,7 @@ void Replicator::replicate(const std::vector<Event>& events) {
         ++impl_->pushes_in_flight;
         peer->client.async_request(
             "POST", protocol::apply_target(), text, impl_->options.quorum_timeout,
-            {{protocol::header::replica, impl_->self_id}},
+            {},
             [impl = impl_.get(), tally](std::exception_ptr error, net::Response response) {
                 {
                     std::lock_guard lock(tally->mutex);

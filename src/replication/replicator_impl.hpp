@@ -2,7 +2,10 @@
 // Replicator internals shared by its source files.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -22,8 +25,9 @@ std::uint64_t now_ms();
 std::string random_hex(std::size_t bytes);
 
 struct Peer {
-    Peer(net::Client& http, const std::string& address, const net::TlsOptions& tls, const std::string& secret)
-        : client(http, address, tls, secret) {}
+    Peer(net::Client& http, const std::string& address, const net::TlsOptions& tls, const std::string& secret,
+         const std::string& self_id)
+        : client(http, address, tls, secret, self_id) {}
     PeerClient client;
     std::thread thread;
 
@@ -49,6 +53,7 @@ struct Replicator::Impl {
             meta.put_setting(storage::layout::setting::log_epoch, epoch);
         }
         for (auto& address : options.peers) add_peer(address);
+        load_peer_cursors();
     }
 
     Options options;
@@ -79,7 +84,7 @@ struct Replicator::Impl {
     Peer* add_peer(const std::string& address) {
         for (auto& peer : peers)
             if (peer->client.address() == address) return nullptr;
-        auto& peer = peers.emplace_back(std::make_unique<Peer>(http, address, options.tls, options.secret));
+        auto& peer = peers.emplace_back(std::make_unique<Peer>(http, address, options.tls, options.secret, self_id));
         if (looks_like_self(address)) {
             peer->self = true;
             peer->holds_readiness = false;
@@ -122,9 +127,28 @@ struct Replicator::Impl {
                                        [](auto& p) { return p->holds_readiness || !p->incompatible.empty(); });
     }
 
+    // Serving: moments of the index held open for peers reading pages of
+    // state, and how far each peer has read this replica's log (compaction
+    // keeps what they still need).
+    struct StateSession {
+        std::shared_ptr<const storage::StateView> view;
+        std::chrono::steady_clock::time_point used;
+    };
+    std::mutex serving_mutex;
+    std::map<std::string, StateSession> sessions;
+    std::map<std::string, std::uint64_t> peer_cursors;  // replica id -> last sequence it asked after
+    bool peer_cursors_changed = false;
+    std::shared_ptr<const storage::StateView> session_view(std::string& id);
+    void note_peer_cursor(const std::string& replica, std::uint64_t sequence);
+    void load_peer_cursors();
+    void save_peer_cursors();
+
     void follow(Peer& peer);
     bool check_protocol(Peer& peer, const std::string& versions_header);
-    void bootstrap(Peer& peer);
+    // Copies the peer's whole state, page by page; incremental: only the
+    // ranges where this replica's records differ. Resumes where a previous
+    // run stopped.
+    void bootstrap(Peer& peer, bool incremental);
     void resolve_dns();
 };
 

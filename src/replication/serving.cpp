@@ -1,5 +1,8 @@
-// The parts of the peer API that read local state for another replica.
+// The parts of the peer API that read local state for another replica, and
+// the change log's compaction, which depends on what they have read.
 #include <nlohmann/json.hpp>
+
+#include "berth/observe/log.hpp"
 
 #include "berth/replication/protocol.hpp"
 #include "berth/replication/replicator.hpp"
@@ -7,7 +10,122 @@
 #include "berth/storage/meta_store.hpp"
 #include "replicator_impl.hpp"
 
+#include <algorithm>
+
 namespace berth::replication {
+
+namespace {
+
+using nlohmann::json;
+constexpr auto session_idle = std::chrono::minutes(2);
+constexpr std::size_t max_sessions = 8;            // bootstraps served at once; each pins old versions
+constexpr std::size_t page_bytes = 4 << 20;        // of manifests, per page of state
+constexpr std::size_t max_page_records = 5000;
+
+}  // namespace
+
+std::pair<int, std::string> Replicator::log_json(std::uint64_t after, std::size_t limit,
+                                                 const std::string& caller) const {
+    impl_->note_peer_cursor(caller, after);
+    const auto first = impl_->meta.log_first();
+    const auto head = impl_->meta.log_head();
+    json doc{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"head", head}, {"first", first}};
+    if (after + 1 < first && after < head) {  // entries it has not read are gone
+        doc["entries"] = json::array();
+        return {410, doc.dump()};
+    }
+    json entries = json::array();
+    for (auto& entry : impl_->meta.read_log(after, std::min<std::size_t>(limit, 1000)))
+        entries.push_back({{"seq", entry.sequence}, {"event", entry.event}});
+    doc["entries"] = std::move(entries);
+    return {200, doc.dump()};
+}
+
+std::shared_ptr<const storage::StateView> Replicator::Impl::session_view(std::string& id) {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(serving_mutex);
+    for (auto it = sessions.begin(); it != sessions.end();)
+        it = now - it->second.used > session_idle ? sessions.erase(it) : std::next(it);
+    if (auto it = sessions.find(id); it != sessions.end()) {
+        it->second.used = now;
+        return it->second.view;
+    }
+    if (sessions.size() >= max_sessions) {
+        auto oldest = std::min_element(sessions.begin(), sessions.end(),
+                                       [](auto& a, auto& b) { return a.second.used < b.second.used; });
+        sessions.erase(oldest);  // its reader goes on from a new moment: slower, never wrong
+    }
+    id = random_hex(8);
+    auto view = meta.state_view();
+    sessions[id] = {view, now};
+    return view;
+}
+
+std::string Replicator::state_json(const protocol::StateRequest& request, const std::string& caller) const {
+    if (request.since) impl_->note_peer_cursor(caller, request.since);
+    auto session = request.session;
+    auto view = impl_->session_view(session);
+    auto page = impl_->meta.state_page(view.get(), request.part, request.after,
+                                       std::clamp<std::size_t>(request.limit, 1, max_page_records), page_bytes,
+                                       !request.summary);
+    return protocol::encode_state({impl_->self_id, impl_->epoch, session, view->head, std::move(page)});
+}
+
+void Replicator::Impl::note_peer_cursor(const std::string& replica, std::uint64_t sequence) {
+    if (replica.empty() || replica == self_id) return;
+    std::lock_guard lock(serving_mutex);
+    auto& cursor = peer_cursors[replica];
+    if (cursor != sequence) peer_cursors_changed = true;
+    cursor = sequence;
+}
+
+void Replicator::Impl::load_peer_cursors() {
+    auto text = meta.setting(storage::layout::setting::peer_cursors).value_or("");
+    if (text.empty()) return;
+    auto doc = json::parse(text, nullptr, false);
+    if (!doc.is_object()) return;
+    for (auto& [replica, sequence] : doc.items())
+        if (sequence.is_number_unsigned()) peer_cursors[replica] = sequence.get<std::uint64_t>();
+}
+
+void Replicator::Impl::save_peer_cursors() {
+    std::string text;
+    {
+        std::lock_guard lock(serving_mutex);
+        if (!peer_cursors_changed) return;
+        text = json(peer_cursors).dump();
+        peer_cursors_changed = false;
+    }
+    meta.put_setting(storage::layout::setting::peer_cursors, text);
+}
+
+std::uint64_t log_compaction_point(const storage::MetaStore& meta, const LogRetention& retention,
+                                   const std::vector<std::uint64_t>& peer_cursors, std::uint64_t now_ms) {
+    const auto head = meta.log_head();
+    const auto window = static_cast<std::uint64_t>(retention.window.count()) * 1000;
+    auto through = now_ms > window ? meta.log_written_before(now_ms - window) : 0;
+    for (auto cursor : peer_cursors) through = std::min(through, cursor);
+    // Beyond the cap, a peer that stopped reading re-bootstraps instead.
+    if (head > retention.max_entries) through = std::max(through, head - retention.max_entries);
+    return std::min(through, head);
+}
+
+void compact_log(storage::MetaStore& meta, const LogRetention& retention, Replicator* replicator) {
+    std::vector<std::uint64_t> cursors;
+    if (replicator) cursors = replicator->peer_cursors();
+    const auto through = log_compaction_point(meta, retention, cursors, now_ms());
+    if (through < meta.log_first()) return;
+    meta.compact_log(through);
+    observe::log("info", "change log compacted", {{"through", through}, {"head", meta.log_head()}});
+}
+
+std::vector<std::uint64_t> Replicator::peer_cursors() const {
+    impl_->save_peer_cursors();
+    std::lock_guard lock(impl_->serving_mutex);
+    std::vector<std::uint64_t> out;
+    for (auto& [replica, sequence] : impl_->peer_cursors) out.push_back(sequence);
+    return out;
+}
 
 std::optional<storage::OpenBlob> Replicator::blob_file(const std::string& digest_text) const {
     auto digest = oci::Digest::parse(digest_text);

@@ -1,11 +1,13 @@
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/layout.hpp"
+#include "berth/oci/media_types.hpp"
 
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include <deque>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -165,29 +167,54 @@ void MetaStore::Batch::remove_upload(const std::string& id) { impl_->ops.push_ba
 // what it writes and bumps the generation; a reader caches what it read only if
 // no commit came between its read and its insert, so the cache never holds a
 // value older than the index.
+//
+// Each kind has a share of the byte budget, split in two halves: new entries
+// go into the young half; when it is full it becomes the old half and the
+// previous old half is dropped, and a hit in the old half moves the entry back
+// into the young one. That keeps what is read often, costs no bookkeeping per
+// read, and never holds more than the budget.
+template <typename Map>
+struct Halves {
+    Map young, old;
+    std::size_t young_bytes = 0;
+
+    template <typename Key>
+    void erase(const Key& key) {
+        young.erase(key);
+        old.erase(key);
+    }
+    void clear() {
+        young.clear();
+        old.clear();
+        young_bytes = 0;
+    }
+};
+
 class RecordCache {
 public:
+    explicit RecordCache(std::size_t budget)
+        : manifests_limit_(budget / 2), tags_limit_(budget / 4), pages_limit_(budget / 4) {}
+
     template <typename Map, typename Load, typename Record = typename Map::mapped_type>
-    std::optional<Record> get(Map& map, const std::string& key, Load load, std::size_t (*cost)(const Record&)) {
+    std::optional<Record> get(Halves<Map>& halves, const std::string& key, Load load,
+                              std::size_t (*cost)(const Record&)) {
+        const auto limit = limit_of(halves);
         std::uint64_t generation;
         {
             std::lock_guard lock(mutex_);
-            if (auto it = map.find(key); it != map.end()) return it->second;
+            if (auto it = halves.young.find(key); it != halves.young.end()) return it->second;
+            if (auto it = halves.old.find(key); it != halves.old.end()) {
+                Record record = std::move(it->second);
+                halves.old.erase(it);
+                insert(halves, key, record, cost(record) + key.size(), limit);
+                return record;
+            }
             generation = generation_;
         }
         auto loaded = load();
         if (!loaded) return loaded;
         std::lock_guard lock(mutex_);
-        if (generation == generation_) {
-            bytes_ += cost(*loaded) + key.size();
-            if (bytes_ > limit) {  // simple and bounded: start over
-                manifests.clear();
-                tags.clear();
-                tag_pages.clear();
-                bytes_ = cost(*loaded) + key.size();
-            }
-            map.emplace(key, *loaded);
-        }
+        if (generation == generation_) insert(halves, key, *loaded, cost(*loaded) + key.size(), limit);
         return loaded;
     }
 
@@ -202,20 +229,38 @@ public:
                 // Any tag written drops every cached page of its repository:
                 // page keys are "repo\0after\0limit", the tag key is "repo\0tag".
                 const auto repo = key.substr(0, key.find('\0'));
-                tag_pages.erase(tag_pages.lower_bound(repo + '\0'), tag_pages.lower_bound(repo + '\1'));
+                for (auto* pages : {&tag_pages.young, &tag_pages.old})
+                    pages->erase(pages->lower_bound(repo + '\0'), pages->lower_bound(repo + '\1'));
             }
         }
     }
 
-    static constexpr std::size_t limit = 32 << 20;
-    std::unordered_map<std::string, ManifestRecord> manifests;
-    std::unordered_map<std::string, TagRecord> tags;
-    std::map<std::string, std::vector<std::string>> tag_pages;
+    Halves<std::unordered_map<std::string, ManifestRecord>> manifests;
+    Halves<std::unordered_map<std::string, TagRecord>> tags;
+    Halves<std::map<std::string, std::vector<std::string>>> tag_pages;
 
 private:
+    template <typename H>
+    std::size_t limit_of(const H& halves) const {
+        if constexpr (std::is_same_v<H, decltype(manifests)>) return manifests_limit_;
+        else if constexpr (std::is_same_v<H, decltype(tags)>) return tags_limit_;
+        else return pages_limit_;
+    }
+    template <typename H, typename Record>
+    void insert(H& halves, const std::string& key, const Record& record, std::size_t bytes, std::size_t limit) {
+        if (bytes > limit / 2) return;  // larger than a half: never worth what it would push out
+        if (halves.young_bytes + bytes > limit / 2) {
+            halves.old = std::move(halves.young);
+            halves.young = {};
+            halves.young_bytes = 0;
+        }
+        halves.young.insert_or_assign(key, record);
+        halves.young_bytes += bytes;
+    }
+
+    const std::size_t manifests_limit_, tags_limit_, pages_limit_;
     std::mutex mutex_;
     std::uint64_t generation_ = 0;
-    std::size_t bytes_ = 0;
 };
 
 std::size_t manifest_cost(const ManifestRecord& r) { return r.bytes.size() + r.referrer_json.size() + 128; }
@@ -226,9 +271,19 @@ std::size_t page_cost(const std::vector<std::string>& page) {
     return bytes;
 }
 
+std::uint64_t wall_ms() {
+    using namespace std::chrono;
+    return static_cast<std::uint64_t>(duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
+}
+
 struct MetaStore::Impl {
+    explicit Impl(std::size_t cache_bytes) : cache(cache_bytes) {}
     std::unique_ptr<rocksdb::DB> db;
     RecordCache cache;
+    // (wall ms, head then): every entry up to the head was written by that
+    // time. One a second at most, and only as far back as compaction asks.
+    std::deque<std::pair<std::uint64_t, std::uint64_t>> log_times;  // guarded by commit_mutex
+    std::uint64_t last_commit_ms = 0;                               // the head's entry was written then
     std::vector<rocksdb::ColumnFamilyHandle*> families;
     std::mutex commit_mutex;  // log sequences follow commit order
     std::mutex write_mutex;   // see lock_writes()
@@ -260,7 +315,8 @@ struct MetaStore::Impl {
     }
 };
 
-MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode) : impl_(std::make_unique<Impl>()) {
+MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode, std::size_t cache_bytes)
+    : impl_(std::make_unique<Impl>(cache_bytes)) {
     if (mode == Mode::read_write) std::filesystem::create_directories(dir);
     rocksdb::DBOptions options;
     options.create_if_missing = true;
@@ -282,6 +338,8 @@ MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode) : impl_(std::m
     std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_log)));
     it->SeekToLast();
     if (it->Valid()) impl_->head = sequence_of(it->key());
+    impl_->last_commit_ms = wall_ms();
+    impl_->log_times.emplace_back(impl_->last_commit_ms, impl_->head);
 }
 
 MetaStore::~MetaStore() {
@@ -303,6 +361,11 @@ std::uint64_t MetaStore::commit(Batch& batch, Durability durability) {
         check(write.Put(impl_->cf(cf_log), sequence_key(++head), event), "batch log");
     check(impl_->db->Write(options, &write), "commit metadata");
     impl_->head = head;
+    const auto now = wall_ms();
+    if (now >= impl_->log_times.back().first + 1000) impl_->log_times.emplace_back(now, head);
+    // Without compaction asking, the oldest marks go: fewer marks only keep entries longer.
+    if (impl_->log_times.size() > 100000) impl_->log_times.pop_front();
+    impl_->last_commit_ms = now;
     std::vector<std::pair<int, std::string>> written;
     for (auto& op : batch.impl_->ops)
         if (op.family == cf_manifests || op.family == cf_tags) written.emplace_back(op.family, op.key);
@@ -458,6 +521,180 @@ std::uint64_t MetaStore::visit_state(StateVisitor& visitor) const {
     }
     impl_->db->ReleaseSnapshot(snapshot);
     return head;
+}
+
+namespace {
+
+int family_of(StatePart part) {
+    switch (part) {
+        case StatePart::links: return cf_links;
+        case StatePart::images:
+        case StatePart::indexes: return cf_manifests;
+        case StatePart::tags: return cf_tags;
+    }
+    return cf_links;
+}
+
+bool is_index(std::string_view media_type) {
+    return media_type == oci::media_type::oci_index || media_type == oci::media_type::docker_manifest_list;
+}
+
+// One record of a part, decoded; nullopt when it belongs to the other manifest part.
+std::optional<StateRecord> decode_state(StatePart part, std::string_view key, const std::string& value) {
+    const auto nul = key.find('\0');
+    StateRecord r{std::string(key.substr(0, nul)), std::string(key.substr(nul + 1)), {}, false, {}, {}, {}};
+    switch (part) {
+        case StatePart::links: {
+            auto link = decode_link(value);
+            r.stamp = link.stamp;
+            r.deleted = link.deleted;
+            break;
+        }
+        case StatePart::images:
+        case StatePart::indexes: {
+            auto m = decode_manifest(value);
+            if ((part == StatePart::indexes) != (!m.deleted && is_index(m.media_type))) return std::nullopt;
+            r.stamp = m.stamp;
+            r.deleted = m.deleted;
+            r.media_type = std::move(m.media_type);
+            r.bytes = std::move(m.bytes);
+            break;
+        }
+        case StatePart::tags: {
+            auto tag = decode_tag(value);
+            r.stamp = tag.stamp;
+            r.deleted = tag.deleted();
+            r.digest = std::move(tag.digest);
+            break;
+        }
+    }
+    return r;
+}
+
+// What two stores must agree on for a record to need no transfer.
+void hash_record(oci::Hasher& hasher, std::string_view key, const StateRecord& r) {
+    std::string text(key);
+    for (auto part : {std::to_string(r.stamp.clock), r.stamp.replica, std::string(r.deleted ? "d" : "l"), r.digest}) {
+        text += '\0';
+        text += part;
+    }
+    text += '\n';
+    hasher.update(text.data(), text.size());
+}
+
+class RocksStateView : public StateView {
+public:
+    RocksStateView(rocksdb::DB* db, const rocksdb::Snapshot* snapshot) : db_(db), snapshot_(snapshot) {}
+    ~RocksStateView() override { db_->ReleaseSnapshot(snapshot_); }
+    const rocksdb::Snapshot* snapshot() const { return snapshot_; }
+
+private:
+    rocksdb::DB* db_;
+    const rocksdb::Snapshot* snapshot_;
+};
+
+}  // namespace
+
+std::shared_ptr<const StateView> MetaStore::state_view() const {
+    std::lock_guard lock(impl_->commit_mutex);  // the head and the snapshot describe the same moment
+    auto view = std::make_shared<RocksStateView>(impl_->db.get(), impl_->db->GetSnapshot());
+    view->head = impl_->head;
+    return view;
+}
+
+StatePage MetaStore::state_page(const StateView* view, StatePart part, const std::string& after, std::size_t limit,
+                                std::size_t max_bytes, bool with_records) const {
+    rocksdb::ReadOptions options;
+    if (view) options.snapshot = static_cast<const RocksStateView*>(view)->snapshot();
+    options.fill_cache = false;  // a bootstrap reads everything once
+    std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(options, impl_->cf(family_of(part))));
+    if (after.empty()) it->SeekToFirst();
+    else {
+        it->Seek(after);
+        if (it->Valid() && it->key() == rocksdb::Slice(after)) it->Next();
+    }
+    StatePage page;
+    oci::Hasher hasher(oci::DigestAlgorithm::sha256);
+    // Scanned records bound a page too: indexes are rare among manifests.
+    std::size_t matched = 0, scanned = 0, bytes = 0;
+    for (; it->Valid() && matched < limit && scanned < limit * 8 && bytes < max_bytes; it->Next()) {
+        ++scanned;
+        page.last = it->key().ToString();
+        auto record = decode_state(part, page.last, it->value().ToString());
+        if (!record) continue;
+        ++matched;
+        bytes += it->value().size();
+        hash_record(hasher, page.last, *record);
+        if (with_records) page.records.push_back(std::move(*record));
+    }
+    check(it->status(), "rocksdb iterate state");
+    page.done = !it->Valid();
+    page.hash = hasher.peek().hex();
+    return page;
+}
+
+std::string MetaStore::state_hash(StatePart part, const std::string& after, const std::string& last) const {
+    rocksdb::ReadOptions options;
+    options.fill_cache = false;
+    std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(options, impl_->cf(family_of(part))));
+    oci::Hasher hasher(oci::DigestAlgorithm::sha256);
+    if (after.empty()) it->SeekToFirst();
+    else it->Seek(after);
+    for (; it->Valid() && it->key().compare(rocksdb::Slice(last)) <= 0; it->Next()) {
+        if (!after.empty() && it->key() == rocksdb::Slice(after)) continue;
+        auto key = it->key().ToString();
+        if (auto record = decode_state(part, key, it->value().ToString())) hash_record(hasher, key, *record);
+    }
+    check(it->status(), "rocksdb iterate state");
+    return hasher.peek().hex();
+}
+
+std::optional<std::pair<Stamp, bool>> MetaStore::stamp_of(StatePart part, const std::string& repo,
+                                                          const std::string& k) const {
+    auto value = impl_->get(family_of(part), key(repo, k));
+    if (!value) return std::nullopt;
+    switch (part) {
+        case StatePart::links: {
+            auto r = decode_link(*value);
+            return std::pair{r.stamp, r.deleted};
+        }
+        case StatePart::images:
+        case StatePart::indexes: {
+            auto r = decode_manifest(*value);
+            return std::pair{r.stamp, r.deleted};
+        }
+        case StatePart::tags: {
+            auto r = decode_tag(*value);
+            return std::pair{r.stamp, r.deleted()};
+        }
+    }
+    return std::nullopt;
+}
+
+std::uint64_t MetaStore::log_first() const {
+    std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_log)));
+    it->SeekToFirst();
+    check(it->status(), "rocksdb iterate log");
+    return it->Valid() ? sequence_of(it->key()) : log_head() + 1;
+}
+
+std::uint64_t MetaStore::log_written_before(std::uint64_t ms) const {
+    std::lock_guard lock(impl_->commit_mutex);
+    if (impl_->last_commit_ms < ms) return impl_->head;
+    auto& times = impl_->log_times;
+    // Callers ask for ever later moments: what lies before the newest mark
+    // older than `ms` is never needed again.
+    while (times.size() > 1 && times[1].first < ms) times.pop_front();
+    return times.front().first < ms ? times.front().second : 0;
+}
+
+void MetaStore::compact_log(std::uint64_t through) {
+    through = std::min(through, log_head());
+    const auto first = sequence_key(0), end = sequence_key(through + 1);
+    check(impl_->db->DeleteRange(rocksdb::WriteOptions(), impl_->cf(cf_log), first, end), "compact change log");
+    const rocksdb::Slice begin_slice(first), end_slice(end);
+    check(impl_->db->CompactRange(rocksdb::CompactRangeOptions(), impl_->cf(cf_log), &begin_slice, &end_slice),
+          "compact change log files");
 }
 
 std::optional<std::string> MetaStore::setting(const std::string& k) const { return impl_->get(cf_settings, k); }

@@ -783,7 +783,7 @@ class PeerAuthTest(ReplicationTestCase):
         wrong = [None, "", "x", c.secret[:-1], c.secret + "x", c.secret.upper() if c.secret.upper() != c.secret
                  else "A" * len(c.secret), "0" * len(c.secret)]
         blob = next(iter(one["blobs"]))
-        requests = [("GET", "log?after=0"), ("GET", "snapshot"), ("POST", "apply"), ("GET", "status"),
+        requests = [("GET", "log?after=0"), ("GET", "state?part=links"), ("POST", "apply"), ("GET", "status"),
                     ("GET", f"blobs/{blob}"), ("GET", f"manifests/{one['digest']}?repo={repo}"),
                     ("GET", f"record?repo={repo}&tag=v1"), ("HEAD", "log")]
         for r in c:

@@ -38,7 +38,10 @@ TEST_CASE("protocol targets and operations name each other") {
     };
     CHECK(protocol::operation_of(path_of(protocol::log_target(5, 10))) == Operation::log);
     CHECK(protocol::log_target(5, 10).ends_with("log?after=5&limit=10"));
-    CHECK(protocol::operation_of(path_of(protocol::snapshot_target())) == Operation::snapshot);
+    protocol::StateRequest state{storage::StatePart::indexes, std::string("r\0sha", 5), 10, "s1", 7, true};
+    CHECK(protocol::operation_of(path_of(protocol::state_target(state))) == Operation::state);
+    CHECK(protocol::state_target(state).ends_with(
+        "state?part=indexes&after=" + protocol::hex(state.after) + "&limit=10&session=s1&since=7&summary=1"));
     CHECK(protocol::operation_of(path_of(protocol::apply_target())) == Operation::apply);
     const std::string digest = "sha256:" + std::string(64, 'a');
     auto blob = path_of(protocol::blob_target(digest));
@@ -50,6 +53,33 @@ TEST_CASE("protocol targets and operations name each other") {
     CHECK(protocol::manifest_target("a/b", digest).ends_with("?repo=a/b"));
     CHECK(protocol::record_target("r", protocol::RecordKind::tag, "v1").ends_with("record?repo=r&tag=v1"));
     CHECK(protocol::operation_of("nonsense") == Operation::unknown);
+}
+
+TEST_CASE("protocol pages of state survive the wire") {
+    for (auto name : {"links", "images", "indexes", "tags"}) CHECK(protocol::parse_part(name));
+    CHECK_FALSE(protocol::parse_part("snapshot"));
+    const std::string raw("repo\0tag\xff", 9);
+    CHECK(protocol::unhex(protocol::hex(raw)) == raw);
+    CHECK_THROWS_AS(protocol::unhex("abc"), std::invalid_argument);
+    CHECK_THROWS_AS(protocol::unhex("zz"), std::invalid_argument);
+
+    protocol::StatePageAnswer answer{"berth-0", "e1", "s1", 42, {}};
+    answer.page.records.push_back({"a/b", "sha256:x", {5, "berth-0"}, false, "", "application/json", "{}"});
+    answer.page.records.push_back({"a/b", "v1", {6, "berth-1"}, true, "", "", ""});
+    answer.page.last = raw;
+    answer.page.done = true;
+    answer.page.hash = "h";
+    auto back = protocol::parse_state(protocol::encode_state(answer));
+    CHECK(back.replica == "berth-0");
+    CHECK(back.session == "s1");
+    CHECK(back.head == 42);
+    CHECK(back.page.last == raw);
+    CHECK(back.page.done);
+    REQUIRE(back.page.records.size() == 2);
+    CHECK(back.page.records[0].bytes == "{}");
+    CHECK(back.page.records[0].stamp == storage::Stamp{5, "berth-0"});
+    CHECK(back.page.records[1].deleted);
+    CHECK_THROWS(protocol::parse_state(R"({"replica":"x"})"));
 }
 
 TEST_CASE("protocol stamps travel as clock and origin") {

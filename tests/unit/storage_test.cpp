@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <fstream>
 
 #include "berth/storage/blob_store.hpp"
@@ -170,4 +172,136 @@ TEST_CASE("hybrid clock never goes backwards and moves past what it observes") {
     CHECK(b > a);
     clock.observe(5000ull << 16);
     CHECK(clock.now() > (5000ull << 16));
+}
+
+TEST_CASE("state pages read one moment, in order, and resume after any key", "[state]") {
+    TempDir dir;
+    MetaStore meta(dir.path());
+    for (int i = 0; i < 25; ++i) {
+        MetaStore::Batch batch;
+        batch.record_tag("r" + std::to_string(i % 3), "t" + std::to_string(i), "sha256:x", {std::uint64_t(i + 1), "a"});
+        meta.commit(batch, MetaStore::Durability::none);
+    }
+    auto view = meta.state_view();
+    CHECK(view->head == 25);
+    {  // written after the moment: not in its pages
+        MetaStore::Batch batch;
+        batch.record_tag("r0", "late", "sha256:x", {100, "a"});
+        meta.commit(batch, MetaStore::Durability::none);
+    }
+    std::vector<std::string> seen;
+    std::string after;
+    for (int pages = 0;; ++pages) {
+        REQUIRE(pages < 10);
+        auto page = meta.state_page(view.get(), StatePart::tags, after, 10, 1 << 20, true);
+        CHECK(page.records.size() <= 10);
+        for (auto& r : page.records) seen.push_back(r.repo + "/" + r.key);
+        after = page.last;
+        if (page.done) break;
+    }
+    CHECK(seen.size() == 25);
+    CHECK(std::is_sorted(seen.begin(), seen.end()));
+    CHECK(std::find(seen.begin(), seen.end(), "r0/late") == seen.end());
+    // Without a view: as things are now.
+    CHECK(meta.state_page(nullptr, StatePart::tags, "", 100, 1 << 20, true).records.size() == 26);
+}
+
+TEST_CASE("state hashes agree where two stores agree and only there", "[state]") {
+    TempDir a_dir, b_dir;
+    MetaStore a(a_dir.path()), b(b_dir.path());
+    for (auto* meta : {&a, &b})
+        for (int i = 0; i < 20; ++i) {
+            MetaStore::Batch batch;
+            batch.record_link("r", "sha256:" + std::to_string(100 + i), {std::uint64_t(i + 1), "a"}, false);
+            meta->commit(batch, MetaStore::Durability::none);
+        }
+    MetaStore::Batch newer;
+    newer.record_link("r", "sha256:115", {50, "b"}, true);  // b unlinked one
+    b.commit(newer, MetaStore::Durability::none);
+
+    auto first = a.state_page(nullptr, StatePart::links, "", 10, 1 << 20, false);
+    CHECK(first.records.empty());  // a summary
+    CHECK_FALSE(first.done);
+    CHECK(b.state_hash(StatePart::links, "", first.last) == first.hash);
+    auto second = a.state_page(nullptr, StatePart::links, first.last, 10, 1 << 20, false);
+    CHECK(second.done);
+    CHECK(b.state_hash(StatePart::links, first.last, second.last) != second.hash);
+    CHECK(a.state_hash(StatePart::links, first.last, second.last) == second.hash);
+    // The same page with its records hashes the same.
+    CHECK(a.state_page(nullptr, StatePart::links, first.last, 10, 1 << 20, true).hash == second.hash);
+}
+
+TEST_CASE("state parts split manifests into images (with tombstones) and indexes", "[state]") {
+    TempDir dir;
+    MetaStore meta(dir.path());
+    const auto image = image_manifest();
+    const auto image_digest = berth::oci::Digest::of(berth::oci::DigestAlgorithm::sha256, image);
+    const std::string index = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)"
+                              R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
+                              image_digest.str() + R"(","size":)" + std::to_string(image.size()) + "}]}";
+    const auto index_digest = berth::oci::Digest::of(berth::oci::DigestAlgorithm::sha256, index);
+    MetaStore::Batch batch;
+    batch.record_manifest("r", image_digest, berth::oci::parse_manifest(image, ""), image, {1, "a"});
+    batch.record_manifest("r", index_digest, berth::oci::parse_manifest(index, ""), index, {1, "a"});
+    batch.tombstone_manifest("r", "sha256:gone", nullptr, {2, "a"});
+    meta.commit(batch);
+    auto images = meta.state_page(nullptr, StatePart::images, "", 10, 1 << 20, true).records;
+    auto indexes = meta.state_page(nullptr, StatePart::indexes, "", 10, 1 << 20, true).records;
+    REQUIRE(images.size() == 2);
+    REQUIRE(indexes.size() == 1);
+    CHECK(indexes[0].key == index_digest.str());
+    CHECK(indexes[0].bytes == index);
+    auto tombstone = std::find_if(images.begin(), images.end(), [](auto& r) { return r.deleted; });
+    REQUIRE(tombstone != images.end());
+    CHECK(tombstone->key == "sha256:gone");
+    CHECK(meta.stamp_of(StatePart::images, "r", "sha256:gone") == std::pair{Stamp{2, "a"}, true});
+    CHECK_FALSE(meta.stamp_of(StatePart::tags, "r", "nothing"));
+}
+
+TEST_CASE("the change log compacts up to a sequence and says where it starts", "[state]") {
+    TempDir dir;
+    MetaStore meta(dir.path());
+    CHECK(meta.log_first() == 1);  // empty: one past the head
+    for (int i = 0; i < 10; ++i) {
+        MetaStore::Batch batch;
+        batch.record_tag("r", "t" + std::to_string(i), "sha256:x", {std::uint64_t(i + 1), "a"});
+        meta.commit(batch, MetaStore::Durability::none);
+    }
+    CHECK(meta.log_first() == 1);
+    meta.compact_log(6);
+    CHECK(meta.log_first() == 7);
+    CHECK(meta.read_log(0, 100).size() == 4);
+    CHECK(meta.read_log(0, 100).front().sequence == 7);
+    CHECK(meta.log_stats().entries == 4);
+    meta.compact_log(1000);  // never past the head
+    CHECK(meta.log_first() == 11);
+    CHECK(meta.log_head() == 10);
+    // Written now: not before a moment already past.
+    const auto now = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                    std::chrono::system_clock::now().time_since_epoch())
+                                                    .count());
+    CHECK(meta.log_written_before(now - 60000) == 0);
+    CHECK(meta.log_written_before(now + 60000) == 10);
+}
+
+TEST_CASE("the record cache stays within its budget and keeps what is read often", "[state]") {
+    TempDir dir;
+    MetaStore meta(dir.path(), MetaStore::Mode::read_write, 64 << 10);  // 32 KiB for manifests
+    const auto bytes = image_manifest() + std::string(1000, ' ');
+    const auto digest = berth::oci::Digest::of(berth::oci::DigestAlgorithm::sha256, bytes);
+    for (int i = 0; i < 200; ++i) {
+        MetaStore::Batch batch;
+        batch.record_manifest("r" + std::to_string(i), digest, berth::oci::parse_manifest(bytes, ""), bytes, {1, "a"});
+        meta.commit(batch, MetaStore::Durability::none);
+    }
+    for (int round = 0; round < 3; ++round)
+        for (int i = 0; i < 200; ++i) {
+            REQUIRE(meta.manifest("r" + std::to_string(i), digest.str())->bytes == bytes);
+            REQUIRE(meta.manifest("r0", digest.str()));  // hot: read between all others
+        }
+    // Correct after writes whatever was cached.
+    MetaStore::Batch batch;
+    batch.tombstone_manifest("r0", digest.str(), nullptr, {2, "a"});
+    meta.commit(batch, MetaStore::Durability::none);
+    CHECK(meta.manifest("r0", digest.str())->deleted);
 }

@@ -11,6 +11,7 @@
 #include "berth/registry/maintenance.hpp"
 #include "berth/registry/options.hpp"
 #include "berth/replication/options.hpp"
+#include "berth/storage/meta_store.hpp"
 
 namespace berth::config {
 
@@ -27,6 +28,8 @@ struct Config {
     std::chrono::seconds gc_interval{3600};     // 0: only `berth gc`
     std::chrono::seconds scrub_interval{86400};  // 0: never
     std::uint64_t scrub_rate_mib = 64;
+    // cache.memory_bytes: manifests, tags and pages of tag lists kept decoded in memory.
+    std::uint64_t metadata_cache_bytes = storage::MetaStore::default_cache_bytes;
 };
 
 class ConfigError : public std::runtime_error {

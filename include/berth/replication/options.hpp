@@ -1,5 +1,6 @@
 #pragma once
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,13 @@
 namespace berth::replication {
 
 enum class WriteQuorum { local, quorum, all };
+
+// How long the change log keeps entries (replication.log_retention_seconds,
+// replication.log_max_entries).
+struct LogRetention {
+    std::chrono::seconds window{3600};
+    std::uint64_t max_entries = 1000000;
+};
 
 struct Options {
     // HOST:PORT of every replica; this replica may be listed too (it is
@@ -20,6 +28,7 @@ struct Options {
     std::chrono::milliseconds quorum_timeout{10000};
     std::chrono::milliseconds poll_interval{100};
     unsigned bootstrap_parallelism = 8;
+    LogRetention log_retention;
     // Replicas serving TLS talk TLS to each other, presenting their own certificate.
     net::TlsOptions tls;
 

@@ -3,9 +3,21 @@
 // that replicas use among themselves. Nothing else spells them.
 //
 //   GET  log?after=S&limit=N        a page of the change log after sequence S:
-//                                   {"replica","epoch","head","entries":[{"seq","event"}]}
-//   GET  snapshot                   every record, tombstones included, at one moment:
-//                                   {"replica","epoch","head","manifests":[...],"tags":[...],"links":[...]}
+//                                   {"replica","epoch","head","first","entries":[{"seq","event"}]};
+//                                   410 with the same fields and no entries when entries after S
+//                                   were compacted away (first > S + 1): the caller re-bootstraps
+//   GET  state?part=P&after=K&limit=N&session=I&since=H[&summary=1]
+//                                   a page of every record, tombstones included, from one moment
+//                                   of the sender's index: P is links, images, indexes or tags (the
+//                                   order to apply them in), K the hex of the last key already read
+//                                   ("" from the start), I the moment ("" or unknown: a new one), H
+//                                   the head of the first moment this caller read (where it will
+//                                   follow the log from, so the log is kept from there):
+//                                   {"replica","epoch","session","head","last","done","hash",
+//                                    "records":[{"repo","key","clock","origin","deleted"
+//                                                [,"digest"|"media_type","bytes"]}]}
+//                                   with summary=1 no records: the caller compares the hash of
+//                                   its own records up to "last" and skips a range it agrees on
 //   GET  status                     replication state, for operators
 //   GET  blobs/<digest>             a blob's bytes
 //   GET  manifests/<digest>?repo=R  a live manifest's bytes, with its media type
@@ -18,7 +30,7 @@
 // Events are storage's change-log events (storage/events.hpp), shipped in
 // the encoding the log stores them in. Stamps travel as {"clock","origin"}.
 //
-// Every request carries the shared secret, and every request and answer the
+// Every request carries the shared secret and the sender's replica id, and every request and answer the
 // range of protocol versions its sender speaks, "min-max". Two replicas whose
 // ranges do not overlap refuse each other's requests and events, so a rolling
 // upgrade never has one replica misapply what another sends.
@@ -30,6 +42,7 @@
 #include <vector>
 
 #include "berth/storage/events.hpp"
+#include "berth/storage/meta_store.hpp"
 #include "berth/storage/records.hpp"
 
 namespace berth::replication::protocol {
@@ -37,7 +50,7 @@ namespace berth::replication::protocol {
 // Raise `version` with every change to what is above; raise `oldest` when
 // this build no longer understands what an older one sends.
 inline constexpr int oldest = 1;
-inline constexpr int version = 1;
+inline constexpr int version = 2;  // 2: paged state and log compaction
 
 inline constexpr std::string_view prefix = "/_berth/v1/";
 
@@ -63,7 +76,15 @@ std::string incompatibility(const Versions& peer);
 
 // Request targets (path and query).
 std::string log_target(std::uint64_t after, std::size_t limit);
-std::string snapshot_target();
+struct StateRequest {
+    storage::StatePart part = storage::StatePart::links;
+    std::string after;    // raw key
+    std::size_t limit = 1000;
+    std::string session;
+    std::uint64_t since = 0;
+    bool summary = false;
+};
+std::string state_target(const StateRequest& request);
 std::string blob_target(const std::string& digest);
 std::string manifest_target(const std::string& repo, const std::string& digest);
 enum class RecordKind { link, manifest, tag };
@@ -71,7 +92,7 @@ std::string record_target(const std::string& repo, RecordKind kind, const std::s
 std::string apply_target();
 
 // What the peer API serves, from the path after the prefix.
-enum class Operation { log, snapshot, status, blob, manifest, record, apply, unknown };
+enum class Operation { log, state, status, blob, manifest, record, apply, unknown };
 Operation operation_of(std::string_view path);
 // The <digest> of blobs/<digest> or manifests/<digest>.
 std::string_view content_digest(std::string_view path);
@@ -87,6 +108,20 @@ struct ApplyRequest {
 std::string encode_apply(const ApplyRequest& request);
 // nullopt for a body that is not one; a manifest whose bytes do not match its digest is left out.
 std::optional<ApplyRequest> parse_apply(std::string_view body);
+
+// nullopt for a part name that is none.
+std::optional<storage::StatePart> parse_part(std::string_view name);
+struct StatePageAnswer {
+    std::string replica, epoch, session;
+    std::uint64_t head = 0;
+    storage::StatePage page;
+};
+std::string encode_state(const StatePageAnswer& answer);
+// Throws nlohmann::json::exception (or std::invalid_argument for bad hex) on a malformed answer.
+StatePageAnswer parse_state(std::string_view body);
+std::string hex(std::string_view raw);
+// Throws std::invalid_argument for text that is not an even run of hex digits.
+std::string unhex(std::string_view text);
 
 // A stamp on the wire: {"clock","origin"}, to which a record adds its own
 // fields. stamp_of throws nlohmann::json::exception when they are missing or mistyped.

@@ -51,8 +51,12 @@ public:
 
     // Serving peers. These read this replica's own state only, never through
     // to other peers, so two replicas missing the same thing cannot ask each other forever.
-    std::string log_json(std::uint64_t after, std::size_t limit) const;
-    std::string snapshot_json() const;
+    // caller: the asking replica's id, whose cursor `after` is. Status 200, or
+    // 410 when entries after `after` were compacted away.
+    std::pair<int, std::string> log_json(std::uint64_t after, std::size_t limit, const std::string& caller) const;
+    std::string state_json(const protocol::StateRequest& request, const std::string& caller) const;
+    // The last sequence each known peer has read of this replica's log.
+    std::vector<std::uint64_t> peer_cursors() const;
     std::optional<storage::OpenBlob> blob_file(const std::string& digest) const;
     // (media type, bytes) of a live manifest.
     std::optional<std::pair<std::string, std::string>> manifest_content(const std::string& repo,
@@ -82,5 +86,13 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// The last change-log sequence that may go: written before the retention
+// window, and read by every peer known (peer_cursors), unless the log holds
+// more than the cap, past which a peer that stopped reading re-bootstraps.
+std::uint64_t log_compaction_point(const storage::MetaStore& meta, const LogRetention& retention,
+                                   const std::vector<std::uint64_t>& peer_cursors, std::uint64_t now_ms);
+// Compacts to that point; replicator may be null (no peers).
+void compact_log(storage::MetaStore& meta, const LogRetention& retention, Replicator* replicator);
 
 }  // namespace berth::replication

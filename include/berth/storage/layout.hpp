@@ -17,6 +17,12 @@
 //                                          log_epoch              16 hex, new with every empty index:
 //                                                                 a peer seeing it change starts over
 //                                          cursor/<peer id>       "<peer's epoch>:<last applied seq>"
+//                                          bootstrap/<peer id>    a bootstrap from that peer under way:
+//                                                                 {"epoch","since","part","after" (hex),
+//                                                                  "incremental"}, gone once it is done
+//                                          peer_cursors           {"<peer id>": last sequence it read of
+//                                                                 this replica's log}: compaction keeps
+//                                                                 the entries after it
 //     repos      <repo> -> ""
 //     manifests  <repo>\0<digest> -> {"t":media type,"sub":subject digest,"ref":referrer descriptor,
 //                                     "s":stamp,"del":tombstone}\0<the manifest's bytes, untouched>
@@ -67,6 +73,8 @@ namespace setting {
 inline constexpr const char* replica_id = "replica_id";
 inline constexpr const char* log_epoch = "log_epoch";
 inline std::string cursor(const std::string& peer_id) { return "cursor/" + peer_id; }
+inline std::string bootstrap(const std::string& peer_id) { return "bootstrap/" + peer_id; }
+inline constexpr const char* peer_cursors = "peer_cursors";
 }  // namespace setting
 
 }  // namespace berth::storage::layout

@@ -22,6 +22,37 @@ struct LogEntry {
     std::string event;  // JSON
 };
 
+// A replica's whole state, read in pages for a peer's bootstrap, in the
+// order the receiver applies it: blobs' links first, then manifests that are
+// not indexes (and every tombstone), then indexes (whose children are there
+// by then), then tags.
+enum class StatePart { links, images, indexes, tags };
+
+struct StateRecord {
+    std::string repo;
+    std::string key;         // the digest (links, manifests) or the tag
+    Stamp stamp;
+    bool deleted = false;
+    std::string digest;      // tags: what the tag points at
+    std::string media_type;  // manifests
+    std::string bytes;       // live manifests
+};
+
+struct StatePage {
+    std::vector<StateRecord> records;
+    std::string last;   // the last key read (raw); the next page starts after it
+    bool done = false;  // nothing of this part after `last`
+    std::string hash;   // of the records' keys and stamps: equal on two stores that agree
+};
+
+// A consistent moment of the index, held open across pages (a RocksDB
+// snapshot); released with the last reference.
+class StateView {
+public:
+    virtual ~StateView() = default;
+    std::uint64_t head = 0;  // the change log's head at that moment
+};
+
 // The change log as it stands, for its metrics.
 struct LogStats {
     std::uint64_t entries = 0;
@@ -33,7 +64,10 @@ class MetaStore {
 public:
     enum class Mode { read_write, read_only };
     // read_only opens beside a running server (for `berth gc --dry-run`).
-    explicit MetaStore(const std::filesystem::path& dir, Mode mode = Mode::read_write);
+    // cache_bytes: the budget of the manifest, tag and tag-page caches.
+    explicit MetaStore(const std::filesystem::path& dir, Mode mode = Mode::read_write,
+                       std::size_t cache_bytes = default_cache_bytes);
+    static constexpr std::size_t default_cache_bytes = 64 << 20;
     ~MetaStore();
     MetaStore(const MetaStore&) = delete;
     MetaStore& operator=(const MetaStore&) = delete;
@@ -99,6 +133,14 @@ public:
 
     std::vector<LogEntry> read_log(std::uint64_t after, std::size_t limit) const;
     std::uint64_t log_head() const;
+    // The oldest sequence still in the log (log_head() + 1 when it is empty).
+    std::uint64_t log_first() const;
+    // The last sequence committed before `ms` (wall clock, ms since the
+    // epoch), as far as this process knows: entries from before its start
+    // count as written at its start.
+    std::uint64_t log_written_before(std::uint64_t ms) const;
+    // Drops every entry up to and including `through`.
+    void compact_log(std::uint64_t through);
     LogStats log_stats() const;
 
     // Every manifest, tag and link record, tombstones included, as of one
@@ -110,6 +152,21 @@ public:
         virtual void link(const std::string& repo, const std::string& digest, const LinkRecord& r) = 0;
     };
     std::uint64_t visit_state(StateVisitor& visitor) const;
+
+    std::shared_ptr<const StateView> state_view() const;
+    // The records of `part` after the raw key `after` ("": from the first) in
+    // `view` (nullptr: as they are now): at most `limit` records and about
+    // `max_bytes` of manifests. Without records, only last/done/hash, so a
+    // receiver can compare a range before it asks for its content.
+    StatePage state_page(const StateView* view, StatePart part, const std::string& after, std::size_t limit,
+                         std::size_t max_bytes, bool with_records) const;
+    // The hash state_page gives, over this store's current records of `part`
+    // in (after, last].
+    std::string state_hash(StatePart part, const std::string& after, const std::string& last) const;
+    // A record's stamp and whether it is a tombstone, read past the caches
+    // (a bootstrap must not churn them).
+    std::optional<std::pair<Stamp, bool>> stamp_of(StatePart part, const std::string& repo,
+                                                   const std::string& key) const;
 
     std::optional<std::string> setting(const std::string& key) const;
     void put_setting(const std::string& key, const std::string& value);

@@ -1,0 +1,183 @@
+// Applying a page of a peer's state in one batch: what makes a bootstrap run
+// at thousands of records a second instead of one commit (and one lookup of
+// every blob) per record.
+#include <set>
+
+#include "applier.hpp"
+#include "berth/oci/error.hpp"
+#include "berth/oci/manifest.hpp"
+#include "berth/oci/names.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/meta_store.hpp"
+
+namespace berth::replication {
+
+using storage::Event;
+using storage::StatePart;
+using storage::StateRecord;
+
+namespace {
+
+// Under the write lock: a push or an event may have come in since the first look.
+bool newer_than_here(const storage::MetaStore& meta, StatePart part, const StateRecord& r) {
+    auto local = meta.stamp_of(part, r.repo, r.key);
+    return !local || local->first < r.stamp;
+}
+
+}  // namespace
+
+ApplyResult Applier::apply_state(StatePart part, std::vector<StateRecord>& records,
+                                 const std::vector<PeerClient*>& sources, unsigned parallelism,
+                                 const std::atomic<bool>* stop) {
+    std::vector<StateRecord*> newer;
+    for (auto& r : records) {
+        clock_.observe(r.stamp.clock);
+        if (newer_than_here(meta_, part, r)) newer.push_back(&r);
+    }
+    if (newer.empty()) return ApplyResult::skipped;
+    switch (part) {
+        case StatePart::links: return apply_links(newer, sources, parallelism, stop);
+        case StatePart::images:
+        case StatePart::indexes: return apply_manifests(newer, sources, parallelism, stop);
+        case StatePart::tags: return apply_tags(newer, sources);
+    }
+    return ApplyResult::skipped;
+}
+
+ApplyResult Applier::apply_links(std::vector<StateRecord*>& records, const std::vector<PeerClient*>& sources,
+                                 unsigned parallelism, const std::atomic<bool>* stop) {
+    std::vector<oci::Digest> wanted;
+    std::set<std::string> seen;
+    for (auto* r : records)
+        if (auto digest = oci::Digest::parse(r->key); digest && !r->deleted && seen.insert(r->key).second)
+            wanted.push_back(*digest);
+    if (ensure_blobs(wanted, sources, parallelism, stop) == ApplyResult::unavailable) return ApplyResult::unavailable;
+
+    storage::MetaStore::Batch batch;
+    auto lock = meta_.lock_writes();
+    for (auto* r : records) {
+        if (!newer_than_here(meta_, StatePart::links, *r)) continue;
+        auto digest = oci::Digest::parse(r->key);
+        if (!r->deleted && (!digest || !blobs_.size(*digest))) continue;  // gone everywhere: an unlink follows
+        batch.record_link(r->repo, r->key, r->stamp, r->deleted);
+    }
+    meta_.commit(batch, storage::MetaStore::Durability::deferred);
+    return ApplyResult::applied;
+}
+
+ApplyResult Applier::apply_manifests(std::vector<StateRecord*>& records, const std::vector<PeerClient*>& sources,
+                                     unsigned parallelism, const std::atomic<bool>* stop) {
+    struct Ready {
+        StateRecord* record;
+        oci::Digest digest;
+        oci::ParsedManifest parsed;
+    };
+    std::vector<Ready> ready;
+    std::vector<StateRecord*> single;  // applied one by one, fetching what they need
+    std::vector<oci::Digest> missing;
+    std::set<std::string> present, queued;  // blobs by digest: each is looked up once per page
+    for (auto* r : records) {
+        auto digest = oci::Digest::parse(r->key);
+        if (!digest) continue;
+        if (r->deleted) {
+            ready.push_back({r, *digest, {}});
+            continue;
+        }
+        // Bytes that are not UTF-8 do not survive JSON: such a manifest is asked for alone.
+        if (oci::Digest::of(digest->algorithm(), r->bytes) != *digest) {
+            single.push_back(r);
+            continue;
+        }
+        oci::ParsedManifest parsed;
+        try {
+            parsed = oci::parse_manifest(r->bytes, r->media_type);
+        } catch (const oci::Error&) {
+            continue;  // nothing valid to store under this digest
+        }
+        bool children_here = true;
+        for (auto& child : parsed.manifests) {
+            auto local = meta_.stamp_of(StatePart::images, r->repo, child.digest.str());
+            if (!local || local->second) children_here = false;
+        }
+        if (!children_here) {
+            single.push_back(r);
+            continue;
+        }
+        if (!(mirrors_ && mirrors_->mirrors(r->repo)))
+            for (auto& blob : parsed.local_blobs()) {
+                auto text = blob.digest.str();
+                if (present.count(text) || queued.count(text)) continue;
+                if (blobs_.size(blob.digest)) present.insert(text);
+                else if (queued.insert(text).second) missing.push_back(blob.digest);
+            }
+        ready.push_back({r, *digest, std::move(parsed)});
+    }
+    if (!missing.empty()) {
+        if (ensure_blobs(missing, sources, parallelism, stop) == ApplyResult::unavailable)
+            return ApplyResult::unavailable;
+        for (auto& digest : missing)
+            if (blobs_.size(digest)) present.insert(digest.str());
+    }
+
+    {
+        storage::MetaStore::Batch batch;
+        std::set<std::string> linked;  // links this batch adds
+        auto lock = meta_.lock_writes();
+        for (auto& [r, digest, parsed] : ready) {
+            if (!newer_than_here(meta_, StatePart::images, *r)) continue;
+            if (r->deleted) {
+                auto current = meta_.manifest(r->repo, r->key);
+                batch.tombstone_manifest(r->repo, r->key, current && !current->deleted ? &*current : nullptr,
+                                         r->stamp);
+                continue;
+            }
+            const bool mirrored = mirrors_ && mirrors_->mirrors(r->repo);
+            const auto blobs = parsed.local_blobs();
+            const bool complete = mirrored || std::all_of(blobs.begin(), blobs.end(), [&](auto& b) {
+                                      return present.count(b.digest.str()) > 0;
+                                  });
+            // Blobs before references; a sparse repository's manifest stands without them.
+            if (!complete && !oci::matches_any(sparse_, r->repo)) continue;
+            for (auto& blob : blobs) {
+                auto text = blob.digest.str();
+                if (!present.count(text) || linked.count(r->repo + '\0' + text) || meta_.has_link(r->repo, text))
+                    continue;
+                batch.record_link(r->repo, text, r->stamp, false);
+                linked.insert(r->repo + '\0' + text);
+            }
+            batch.record_manifest(r->repo, digest, parsed, std::move(r->bytes), r->stamp);
+        }
+        meta_.commit(batch, storage::MetaStore::Durability::deferred);
+    }
+    for (auto* r : single)
+        if (apply_manifest(r->repo, r->key, r->stamp, std::nullopt, sources) == ApplyResult::unavailable)
+            return ApplyResult::unavailable;
+    return ApplyResult::applied;
+}
+
+ApplyResult Applier::apply_tags(std::vector<StateRecord*>& records, const std::vector<PeerClient*>& sources) {
+    std::vector<StateRecord*> single;  // their manifest is not here (yet)
+    {
+        storage::MetaStore::Batch batch;
+        auto lock = meta_.lock_writes();
+        for (auto* r : records) {
+            if (!newer_than_here(meta_, StatePart::tags, *r)) continue;
+            if (!r->deleted) {
+                auto manifest = meta_.stamp_of(StatePart::images, r->repo, r->digest);
+                if (!manifest || manifest->second) {
+                    single.push_back(r);
+                    continue;
+                }
+            }
+            batch.record_tag(r->repo, r->key, r->deleted ? "" : r->digest, r->stamp);
+        }
+        meta_.commit(batch, storage::MetaStore::Durability::deferred);
+    }
+    for (auto* r : single)
+        if (apply({Event::Type::tag, r->repo, r->digest, r->key, r->stamp}, sources) == ApplyResult::unavailable)
+            return ApplyResult::unavailable;
+    return ApplyResult::applied;
+}
+
+}  // namespace berth::replication

@@ -1,0 +1,112 @@
+// The receiving side of a bootstrap: a peer's whole state, page by page.
+//
+// Pages come from one moment of the peer's index while it keeps that moment
+// open; if it restarts (or forgets it), the next page comes from a newer
+// moment. Either way this replica follows the peer's log afterwards from the
+// head of the first moment it read, so whatever changed after any page was
+// read reaches it through the log, and applying records is idempotent (the
+// newest stamp wins). Progress is saved after every page, so a bootstrap
+// interrupted on either side goes on from the page it was at.
+#include <nlohmann/json.hpp>
+
+#include "berth/observe/log.hpp"
+#include "berth/replication/protocol.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "replicator_impl.hpp"
+
+namespace berth::replication {
+
+namespace {
+
+using storage::StatePart;
+
+struct Progress {
+    std::string epoch;
+    std::uint64_t since = 0;  // the peer's head at the first moment read
+    StatePart part = StatePart::links;
+    std::string after;  // raw key
+    bool incremental = false;
+};
+
+std::optional<Progress> load_progress(const storage::MetaStore& meta, const std::string& peer_id) {
+    auto text = meta.setting(storage::layout::setting::bootstrap(peer_id)).value_or("");
+    if (text.empty()) return std::nullopt;
+    try {
+        auto doc = nlohmann::json::parse(text);
+        auto part = protocol::parse_part(doc.at("part").get<std::string>());
+        if (!part) return std::nullopt;
+        return Progress{doc.at("epoch").get<std::string>(), doc.at("since").get<std::uint64_t>(), *part,
+                        protocol::unhex(doc.at("after").get<std::string>()), doc.at("incremental").get<bool>()};
+    } catch (const std::exception&) {
+        return std::nullopt;  // unreadable: start over, which is only slower
+    }
+}
+
+void save_progress(storage::MetaStore& meta, const std::string& peer_id, const Progress& p) {
+    static constexpr const char* names[] = {"links", "images", "indexes", "tags"};
+    meta.put_setting(storage::layout::setting::bootstrap(peer_id),
+                     nlohmann::json{{"epoch", p.epoch}, {"since", p.since},
+                                    {"part", names[static_cast<int>(p.part)]},
+                                    {"after", protocol::hex(p.after)}, {"incremental", p.incremental}}
+                         .dump());
+}
+
+}  // namespace
+
+void Replicator::Impl::bootstrap(Peer& peer, bool incremental) {
+    auto progress = load_progress(meta, peer.id);
+    const bool resumed = progress && progress->epoch == peer.epoch;
+    if (!resumed) progress = Progress{peer.epoch, 0, StatePart::links, {}, incremental};
+    observe::log("info", resumed ? "resuming bootstrap from peer" : "bootstrapping from peer",
+                 {{"peer", peer.client.address()}, {"peer_id", peer.id}, {"incremental", progress->incremental}});
+
+    constexpr std::size_t page_records = 1000;
+    std::string session;
+    std::uint64_t records = 0, pages_skipped = 0;
+    const auto src = sources(&peer);
+    auto fetch = [&](bool summary) {
+        protocol::StateRequest request{progress->part, progress->after, page_records, session, progress->since, summary};
+        auto response = peer.client.request("GET", protocol::state_target(request), {}, std::chrono::seconds(60));
+        if (response.status != 200)
+            throw std::runtime_error("peer answered " + std::to_string(response.status) + " to /state");
+        auto answer = protocol::parse_state(response.body);
+        if (answer.epoch != peer.epoch) throw std::runtime_error("peer started a new log during bootstrap");
+        if (session != answer.session) {
+            // A new moment: the first one's head is where the log takes over.
+            if (progress->since == 0) progress->since = answer.head;
+            session = answer.session;
+        }
+        return answer;
+    };
+    while (!stopping) {
+        auto answer = fetch(progress->incremental);
+        if (progress->incremental) {
+            // Compare first: a range both hold alike is not transferred.
+            if (meta.state_hash(progress->part, progress->after, answer.page.last) == answer.page.hash) ++pages_skipped;
+            else answer = fetch(false);
+        }
+        records += answer.page.records.size();
+        if (applier.apply_state(progress->part, answer.page.records, src, options.bootstrap_parallelism, &stopping) ==
+            ApplyResult::unavailable)
+            throw std::runtime_error("bootstrap interrupted: content could not be fetched");
+        meta.sync();
+        if (!answer.page.done) {
+            progress->after = answer.page.last;
+        } else if (progress->part == StatePart::tags) {
+            break;
+        } else {
+            progress->part = static_cast<StatePart>(static_cast<int>(progress->part) + 1);
+            progress->after.clear();
+        }
+        save_progress(meta, peer.id, *progress);
+    }
+    if (stopping) return;  // the saved progress resumes it
+    peer.cursor = progress->since;
+    save_cursor(peer);
+    meta.put_setting(storage::layout::setting::bootstrap(peer.id), "");
+    observe::log("info", "bootstrap finished",
+                 {{"peer", peer.client.address()}, {"records", records}, {"pages_skipped", pages_skipped},
+                  {"cursor", peer.cursor}});
+}
+
+}  // namespace berth::replication
