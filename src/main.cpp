@@ -219,7 +219,9 @@ int serve(const std::vector<std::string>& args) {
             maintenance.last_gc = std::move(report);
             ++maintenance.gc_runs;
         });
-    server.every(std::chrono::seconds(60), [&] {
+    // A short retention window (tests) is honoured about as closely as a long one.
+    const auto window = config.replication.log_retention.window;
+    server.every(std::clamp<std::chrono::seconds>(window / 4, std::chrono::seconds(1), std::chrono::seconds(60)), [&] {
         berth::replication::compact_log(meta, config.replication.log_retention, replicator.get());
         // What a burst freed (pages of a bootstrap, large manifests, dropped
         // cache halves) goes back to the system instead of staying in malloc's arenas.

@@ -42,11 +42,15 @@ std::optional<Progress> load_progress(const storage::MetaStore& meta, const std:
     }
 }
 
-void save_progress(storage::MetaStore& meta, const std::string& peer_id, const Progress& p) {
+const char* part_name(StatePart part) {
     static constexpr const char* names[] = {"links", "images", "indexes", "tags"};
+    return names[static_cast<int>(part)];
+}
+
+void save_progress(storage::MetaStore& meta, const std::string& peer_id, const Progress& p) {
     meta.put_setting(storage::layout::setting::bootstrap(peer_id),
                      nlohmann::json{{"epoch", p.epoch}, {"since", p.since},
-                                    {"part", names[static_cast<int>(p.part)]},
+                                    {"part", part_name(p.part)},
                                     {"after", protocol::hex(p.after)}, {"incremental", p.incremental}}
                          .dump());
 }
@@ -86,6 +90,11 @@ void Replicator::Impl::bootstrap(Peer& peer, bool incremental) {
             else answer = fetch(false);
         }
         records += answer.page.records.size();
+        {
+            std::lock_guard lock(mutex);
+            peer.bootstrap_part = part_name(progress->part);
+            peer.bootstrap_records = records;
+        }
         if (applier.apply_state(progress->part, answer.page.records, src, options.bootstrap_parallelism, &stopping) ==
             ApplyResult::unavailable)
             throw std::runtime_error("bootstrap interrupted: content could not be fetched");
@@ -99,6 +108,10 @@ void Replicator::Impl::bootstrap(Peer& peer, bool incremental) {
             progress->after.clear();
         }
         save_progress(meta, peer.id, *progress);
+    }
+    {
+        std::lock_guard lock(mutex);
+        peer.bootstrap_part.clear();
     }
     if (stopping) return;  // the saved progress resumes it
     peer.cursor = progress->since;

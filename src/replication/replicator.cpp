@@ -281,6 +281,8 @@ std::string Replicator::status_json() const {
                          {"lag_seconds", p->oldest_unapplied_ms ? (now_ms() - p->oldest_unapplied_ms) / 1000.0 : 0.0},
                          {"applied", p->applied}, {"errors", p->errors}, {"last_error", p->last_error},
                          {"incompatible", p->incompatible}});
+        if (!p->bootstrap_part.empty())
+            peers.back()["bootstrap"] = {{"part", p->bootstrap_part}, {"records", p->bootstrap_records}};
     }
     const bool ready = impl_->ready_locked();
     return json{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"log_head", impl_->meta.log_head()},

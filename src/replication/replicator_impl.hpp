@@ -42,6 +42,8 @@ struct Peer {
     std::uint64_t last_contact_ms = 0, oldest_unapplied_ms = 0;
     std::string last_error;
     std::string incompatible;  // why this peer's protocol is refused; empty while it is understood
+    std::string bootstrap_part;  // while bootstrapping from it: the part being copied
+    std::uint64_t bootstrap_records = 0;  // records received in this run of the bootstrap
 };
 
 struct Replicator::Impl {
