@@ -77,6 +77,13 @@ struct Options {
     std::uint64_t chunk = 5 * MiB;
     int images = 0;  // pull/mixed: distinct images to pull from (0: automatic)
     int tags = 100;  // tags-list: tags in the listed repository
+    // fill-manifests: manifest i goes to repository <repo_prefix>/r<i / per_repo> as tag t<i>,
+    // per_repo = ceil(total / repos); this run PUTs manifests first .. first+ops-1.
+    std::uint64_t repos = 10000;
+    std::uint64_t first = 0;
+    std::uint64_t total = 0;  // 0: first + ops
+    std::string repo_prefix = "fill";
+    double progress = 0;  // fill-manifests: a progress line on stderr every this many seconds (0: none)
     long server_pid = 0;
     bool json = false;
     bool setup_only = false;
@@ -105,6 +112,13 @@ Workloads (--workload NAME):
   manifest-get     GET a manifest by tag
   manifest-head    HEAD a manifest by tag
   tags-list        GET /v2/<repo>/tags/list of a repository with --tags tags
+  fill-manifests   populate a registry fast: --ops distinct manifests (all sharing one
+                   config blob and one 1 KiB layer, told apart by an annotation),
+                   each PUT by its own tag, spread over --repos repositories; the
+                   two blobs are pushed once and mounted into every new repository
+                   first (timed too). Manifest i (from --first) goes to
+                   <prefix>/r<i / P, 5 digits> as tag t<i, 7 digits>, with
+                   P = ceil(--total / --repos), so a fill can be grown in steps
 
 Flags:
   --url URL            registry base URL, http:// or https:// (default http://127.0.0.1:5000)
@@ -116,6 +130,11 @@ Flags:
   --chunk BYTES        push-chunked chunk size (default 5M)
   --images N           pull/mixed: distinct images to pull (default: automatic)
   --tags N             tags-list: tags in the repository (default 100)
+  --repos R            fill-manifests: repositories of the whole fill (default 10000)
+  --first K            fill-manifests: index of the first manifest to PUT (default 0)
+  --total T            fill-manifests: manifests of the whole fill (default --first + --ops)
+  --repo-prefix P      fill-manifests: repository name prefix (default fill)
+  --progress S         fill-manifests: print progress to stderr every S seconds
   --server-pid PID     sample the server's CPU time and RSS from /proc
   --timeout S          socket send/receive timeout (default 120)
   --cacert FILE        https: verify the server's certificate (and host name or
@@ -167,6 +186,11 @@ Options parse_options(int argc, char** argv) {
         else if (a == "--chunk") o.chunk = parse_size(next());
         else if (a == "--images") o.images = std::stoi(next());
         else if (a == "--tags") o.tags = std::stoi(next());
+        else if (a == "--repos") o.repos = std::stoull(next());
+        else if (a == "--first") o.first = std::stoull(next());
+        else if (a == "--total") o.total = std::stoull(next());
+        else if (a == "--repo-prefix") o.repo_prefix = next();
+        else if (a == "--progress") o.progress = std::stod(next());
         else if (a == "--server-pid") o.server_pid = std::stol(next());
         else if (a == "--timeout") o.timeout = std::stod(next());
         else if (a == "--cacert") o.cacert = next();
@@ -183,7 +207,7 @@ Options parse_options(int argc, char** argv) {
         }
     }
     static const char* known[] = {"push-monolithic", "push-post", "push-chunked", "pull", "mixed",
-                                  "manifest-get",    "manifest-head", "tags-list"};
+                                  "manifest-get",    "manifest-head", "tags-list", "fill-manifests"};
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return o.workload == k; }) ==
         std::end(known)) {
         std::fprintf(stderr, "unknown workload %s\n", o.workload.c_str());
@@ -191,6 +215,18 @@ Options parse_options(int argc, char** argv) {
     }
     if (o.concurrency < 1) o.concurrency = 1;
     if (o.chunk == 0) o.chunk = 5 * MiB;
+    if (o.workload == "fill-manifests") {
+        if (o.ops == 0) {
+            std::fprintf(stderr, "fill-manifests needs --ops\n");
+            usage(2);
+        }
+        if (o.repos == 0) o.repos = 1;
+        if (o.total == 0) o.total = o.first + o.ops;
+        if (o.total < o.first + o.ops) {
+            std::fprintf(stderr, "--total must cover --first + --ops\n");
+            usage(2);
+        }
+    }
     if (o.seconds <= 0 && o.ops == 0) o.seconds = 10;
     if (o.size == 0) o.size = 1;
     return o;

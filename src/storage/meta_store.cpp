@@ -4,7 +4,10 @@
 #include "berth/oci/media_types.hpp"
 
 #include <rocksdb/db.h>
+#include <rocksdb/cache.h>
 #include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_buffer_manager.h>
 #include <rocksdb/write_batch.h>
 
 #include <deque>
@@ -323,8 +326,16 @@ MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode, std::size_t ca
     options.create_missing_column_families = true;
     options.max_background_jobs = 2;
     options.keep_log_file_num = 4;
+    // RocksDB's memory has one bound whatever the store's size or the write
+    // rate (a bootstrap writes millions of records): memtables of every column
+    // family together, and one block cache shared by all (by default each
+    // family would get its own).
+    options.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(32 << 20);
+    rocksdb::BlockBasedTableOptions table_options;
+    table_options.block_cache = rocksdb::NewLRUCache(32 << 20);
     rocksdb::ColumnFamilyOptions family_options;
     family_options.write_buffer_size = 8 << 20;  // small memtables keep idle memory low
+    family_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table_options));
     std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
     for (auto name : column_families) descriptors.emplace_back(name, family_options);
     rocksdb::DB* db = nullptr;

@@ -51,3 +51,17 @@ TEST_CASE("listen accepts IPv6 in brackets") {
     CHECK(config.server.host == "::1");
     CHECK(config.server.port == 5001);
 }
+
+TEST_CASE("change-log retention and the metadata cache budget are checked at start-up") {
+    auto config = parse_config(
+        R"({"replication":{"log_retention_seconds":60,"log_max_entries":5000},"cache":{"memory_bytes":1048576}})");
+    CHECK(config.replication.log_retention.window == std::chrono::seconds(60));
+    CHECK(config.replication.log_retention.max_entries == 5000);
+    CHECK(config.metadata_cache_bytes == 1048576);
+    CHECK(parse_config("{}").replication.log_retention.window == std::chrono::seconds(3600));
+    CHECK(parse_config("{}").metadata_cache_bytes == berth::storage::MetaStore::default_cache_bytes);
+    CHECK(error_of(R"({"replication":{"log_max_entries":999}})") == "replication.log_max_entries must be at least 1000");
+    CHECK(error_of(R"({"replication":{"log_retention_seconds":-1}})").find("replication.log_retention_seconds") == 0);
+    CHECK(error_of(R"({"replication":{"log_retention":60}})") == "unknown key replication.log_retention");
+    CHECK(error_of(R"({"cache":{"memory_bytes":"64M"}})").find("cache.memory_bytes must be a whole number") == 0);
+}
