@@ -994,6 +994,27 @@ public:
         return r.body_bytes;
     }
 
+    // Cross-repository mount (POST ?mount=&from=); a server that answers 202 (no mount)
+    // gets the blob uploaded to the session it opened instead. True when it mounted.
+    bool mount_blob(const std::string& repo, const std::string& from, const std::string& digest,
+                    const std::string& content) {
+        Request post;
+        post.method = "POST";
+        post.target = "/v2/" + repo + "/blobs/uploads/?mount=" + digest + "&from=" + from;
+        Response r = conn_.request(post);
+        if (r.status == 201) return true;
+        expect(r, {202}, "POST mount");
+        Request put;
+        put.method = "PUT";
+        put.target = with_query(location_target(r, "POST mount"), "digest=" + digest);
+        put.headers = "Content-Type: application/octet-stream\r\n";
+        put.body = {iovec{const_cast<char*>(content.data()), content.size()}};
+        put.body_len = content.size();
+        r = conn_.request(put);
+        expect(r, {201}, "PUT blob after POST mount");
+        return false;
+    }
+
     std::string tags_list(const std::string& repo) {
         Request get;
         get.target = "/v2/" + repo + "/tags/list";
@@ -1168,9 +1189,238 @@ double percentile(const std::vector<double>& sorted, double p) {
     return sorted[lo] + (sorted[hi] - sorted[lo]) * (idx - lo);
 }
 
+// ---------------------------------------------------------------------------
+// fill-manifests: many small distinct manifests, as fast as the server takes them
+
+// Where manifest i of a fill goes, and what it holds. Deterministic, so that a fill
+// can be grown in steps (--first) and a caller can name any manifest of it.
+struct FillLayout {
+    std::string prefix;
+    std::uint64_t per_repo = 1;
+    std::string config, layer;  // the two blobs every manifest shares
+    std::string config_digest, layer_digest;
+
+    FillLayout(const Options& o) : prefix(o.repo_prefix) {
+        per_repo = std::max<std::uint64_t>(1, (o.total + o.repos - 1) / o.repos);
+        config = R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]},"fill":")" + prefix + "\"}";
+        layer.resize(1024);
+        SplitMix{0x5eed}.fill(reinterpret_cast<unsigned char*>(layer.data()), layer.size());
+        config_digest = sha256_digest(config.data(), config.size());
+        layer_digest = sha256_digest(layer.data(), layer.size());
+    }
+    std::string repo_of_index(std::uint64_t r) const {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "/r%05llu", static_cast<unsigned long long>(r));
+        return prefix + buf;
+    }
+    std::string repo(std::uint64_t i) const { return repo_of_index(i / per_repo); }
+    static std::string tag(std::uint64_t i) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "t%07llu", static_cast<unsigned long long>(i));
+        return buf;
+    }
+    // The shared config and layer, and an annotation that makes manifest i unlike any other.
+    std::string manifest(std::uint64_t i) const {
+        std::string m = make_manifest(config_digest, config.size(), layer_digest, layer.size());
+        m.pop_back();  // the closing brace
+        m += R"(,"annotations":{"org.example.fill":")" + std::to_string(i) + "\"}}";
+        return m;
+    }
+};
+
+int run_fill(const Options& o, const Endpoint& ep, SSL_CTX* tls) {
+    const FillLayout fill(o);
+    const std::uint64_t end_index = o.first + o.ops;
+    // Repositories whose first manifest is in this run get the blobs; earlier ones have them.
+    const std::uint64_t repo_lo = (o.first + fill.per_repo - 1) / fill.per_repo;
+    const std::uint64_t repo_hi = (end_index + fill.per_repo - 1) / fill.per_repo;  // exclusive
+    const std::string source_repo = fill.repo_of_index(0);
+
+    Counters counters;
+    std::vector<std::unique_ptr<Client>> clients;
+    for (int i = 0; i < o.concurrency; ++i) clients.push_back(std::make_unique<Client>(ep, o, tls, counters));
+    try {
+        for (auto& c : clients) c->conn().connect();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "berth-bench: setup failed: %s\n", e.what());
+        if (o.json) std::printf("{\"workload\":\"%s\",\"setup_error\":\"%s\"}\n", o.workload.c_str(), json_escape(e.what()).c_str());
+        return 1;
+    }
+
+    // An op that fails is tried twice more (on a new connection) before it counts; the
+    // first one that still fails stops the fill, so that what was filled stays a prefix.
+    std::atomic<bool> failed{false};
+    auto attempt = [&](Client& c, auto&& op) {
+        for (int tries = 1;; ++tries) {
+            try {
+                op();
+                return true;
+            } catch (const std::exception& e) {
+                c.conn().close();
+                if (tries < 3) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(100 * tries));
+                    continue;
+                }
+                const auto* op_error = dynamic_cast<const OpError*>(&e);
+                const auto* net_error = dynamic_cast<const NetError*>(&e);
+                counters.record(op_error ? op_error->kind : net_error ? net_error->kind : Failure::connection, e.what());
+                failed = true;
+                return false;
+            }
+        }
+    };
+
+    double cpu0 = o.server_pid ? proc_cpu_seconds(o.server_pid) : -1;
+    Sampler sampler(o.server_pid);
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
+
+    // Phase 1: the shared blobs, pushed once into the fill's first repository, mounted into the others.
+    std::atomic<std::uint64_t> mounted{0}, uploaded{0};
+    if (repo_lo == 0 && repo_hi > 0) {
+        Client& c = *clients[0];
+        for (const std::string* blob : {&fill.config, &fill.layer})
+            attempt(c, [&] {
+                c.upload_post(source_repo, sha256_digest(blob->data(), blob->size()),
+                              {iovec{const_cast<char*>(blob->data()), blob->size()}}, blob->size());
+            });
+        uploaded += 2;
+    }
+    std::atomic<std::uint64_t> next_repo{std::max<std::uint64_t>(repo_lo, 1)};
+    auto link_worker = [&](int id) {
+        Client& c = *clients[id];
+        while (!failed) {
+            std::uint64_t r = next_repo.fetch_add(1);
+            if (r >= repo_hi) break;
+            const std::string repo = fill.repo_of_index(r);
+            for (auto [digest, content] : {std::pair{&fill.config_digest, &fill.config}, std::pair{&fill.layer_digest, &fill.layer}})
+                attempt(c, [&] { ++(c.mount_blob(repo, source_repo, *digest, *content) ? mounted : uploaded); });
+        }
+    };
+    {
+        std::vector<std::thread> threads;
+        for (int i = 0; i < o.concurrency; ++i) threads.emplace_back(link_worker, i);
+        for (auto& t : threads) t.join();
+    }
+    const auto blobs_done = Clock::now();
+
+    // Phase 2: the manifests, each PUT by its tag.
+    std::atomic<std::uint64_t> next_op{o.first}, done{0};
+    std::vector<WorkerResult> results(o.concurrency);
+    auto manifest_worker = [&](int id) {
+        Client& c = *clients[id];
+        WorkerResult& res = results[id];
+        res.latencies_us.reserve(o.ops / o.concurrency + 16);
+        while (!failed) {
+            if (o.seconds > 0 && Clock::now() >= deadline) break;
+            std::uint64_t i = next_op.fetch_add(1);
+            if (i >= end_index) break;
+            const std::string m = fill.manifest(i);
+            auto t0 = Clock::now();
+            if (!attempt(c, [&] { c.put_manifest(fill.repo(i), FillLayout::tag(i), m); })) break;
+            res.latencies_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+            ++res.ops;
+            res.bytes += m.size();
+            ++done;
+        }
+    };
+    std::mutex progress_mu;
+    std::condition_variable progress_cv;
+    bool finished = false;
+    std::thread progress;
+    if (o.progress > 0)
+        progress = std::thread([&] {
+            std::unique_lock lock(progress_mu);
+            auto last_t = Clock::now();
+            std::uint64_t last_n = 0;
+            while (!progress_cv.wait_for(lock, std::chrono::duration<double>(o.progress), [&] { return finished; })) {
+                auto now = Clock::now();
+                std::uint64_t n = done.load();
+                std::fprintf(stderr, "  fill: %llu/%llu manifests, %.0f/s\n", static_cast<unsigned long long>(n),
+                             static_cast<unsigned long long>(o.ops),
+                             (n - last_n) / std::chrono::duration<double>(now - last_t).count());
+                last_t = now;
+                last_n = n;
+            }
+        });
+    {
+        std::vector<std::thread> threads;
+        for (int i = 0; i < o.concurrency; ++i) threads.emplace_back(manifest_worker, i);
+        for (auto& t : threads) t.join();
+    }
+    const auto end = Clock::now();
+    if (progress.joinable()) {
+        {
+            std::lock_guard lock(progress_mu);
+            finished = true;
+        }
+        progress_cv.notify_all();
+        progress.join();
+    }
+    const std::uint64_t max_rss_kib = sampler.finish();
+    const double cpu = o.server_pid && cpu0 >= 0 ? proc_cpu_seconds(o.server_pid) - cpu0 : -1;
+    const std::uint64_t hwm_kib = o.server_pid ? proc_status_kib(o.server_pid, "VmHWM") : 0;
+
+    std::vector<double> lat;
+    std::uint64_t ops = 0, bytes = 0;
+    for (auto& r : results) {
+        lat.insert(lat.end(), r.latencies_us.begin(), r.latencies_us.end());
+        ops += r.ops;
+        bytes += r.bytes;
+    }
+    std::sort(lat.begin(), lat.end());
+    const double seconds = std::chrono::duration<double>(end - start).count();
+    const double blob_seconds = std::chrono::duration<double>(blobs_done - start).count();
+    const double manifest_seconds = std::chrono::duration<double>(end - blobs_done).count();
+    // Manifests filled form the prefix first .. next-1 (a failure stops every worker).
+    const std::uint64_t next = o.first + ops;
+    const double p50 = percentile(lat, 50) / 1000, p99 = percentile(lat, 99) / 1000;
+    const double pmax = lat.empty() ? 0 : lat.back() / 1000;
+    const std::uint64_t errors = counters.total();
+    if (!o.quiet) {
+        std::printf("workload fill-manifests  concurrency %d  url %s\n", o.concurrency, o.url.c_str());
+        std::printf("  repositories %llu-%llu of %llu (%llu manifests each): blobs mounted %llu, uploaded %llu in %.2f s\n",
+                    static_cast<unsigned long long>(repo_lo), static_cast<unsigned long long>(repo_hi),
+                    static_cast<unsigned long long>(o.repos), static_cast<unsigned long long>(fill.per_repo),
+                    static_cast<unsigned long long>(mounted.load()), static_cast<unsigned long long>(uploaded.load()),
+                    blob_seconds);
+        std::printf("  manifests %llu (%llu..%llu) in %.2f s  %.1f/s (%.1f/s with the blobs)  PUT p50 %.3f ms  p99 %.3f ms  max %.3f ms\n",
+                    static_cast<unsigned long long>(ops), static_cast<unsigned long long>(o.first),
+                    static_cast<unsigned long long>(next), manifest_seconds, ops / manifest_seconds, ops / seconds, p50,
+                    p99, pmax);
+        std::printf("  errors %llu\n", static_cast<unsigned long long>(errors));
+        for (auto& s : counters.samples) std::printf("    error: %s\n", s.c_str());
+        if (o.server_pid)
+            std::printf("  server pid %ld: cpu %.2f s (%.1f µs per manifest)  max VmRSS %.1f MiB  VmHWM %.1f MiB\n",
+                        o.server_pid, cpu, ops ? cpu * 1e6 / ops : 0, max_rss_kib / 1024.0, hwm_kib / 1024.0);
+    }
+    if (o.json) {
+        std::string samples;
+        for (auto& s : counters.samples) samples += (samples.empty() ? "\"" : ",\"") + json_escape(s) + "\"";
+        std::printf("{\"workload\":\"fill-manifests\",\"concurrency\":%d,\"repos\":%llu,\"per_repo\":%llu,"
+                    "\"repo_prefix\":\"%s\",\"first\":%llu,\"next\":%llu,\"ops\":%llu,\"bytes\":%llu,\"seconds\":%.4f,"
+                    "\"blob_seconds\":%.4f,\"manifest_seconds\":%.4f,\"repos_linked\":%llu,\"blobs_mounted\":%llu,"
+                    "\"blobs_uploaded\":%llu,\"ops_per_s\":%.3f,\"p50_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f,"
+                    "\"errors\":%llu,\"server_cpu_s\":%.4f,\"server_max_rss_kib\":%llu,\"server_vmhwm_kib\":%llu,"
+                    "\"error_samples\":[%s]}\n",
+                    o.concurrency, static_cast<unsigned long long>(o.repos), static_cast<unsigned long long>(fill.per_repo),
+                    json_escape(fill.prefix).c_str(), static_cast<unsigned long long>(o.first),
+                    static_cast<unsigned long long>(next), static_cast<unsigned long long>(ops),
+                    static_cast<unsigned long long>(bytes), seconds, blob_seconds, manifest_seconds,
+                    static_cast<unsigned long long>(repo_hi - repo_lo), static_cast<unsigned long long>(mounted.load()),
+                    static_cast<unsigned long long>(uploaded.load()), manifest_seconds > 0 ? ops / manifest_seconds : 0,
+                    p50, p99, pmax, static_cast<unsigned long long>(errors), cpu,
+                    static_cast<unsigned long long>(max_rss_kib), static_cast<unsigned long long>(hwm_kib),
+                    samples.c_str());
+    }
+    std::fflush(stdout);
+    return errors ? 3 : 0;
+}
+
 int run(const Options& o) {
     Endpoint ep = parse_url(o.url);
     auto tls = make_tls_context(ep, o);  // before the clients: their connections use it
+    if (o.workload == "fill-manifests") return run_fill(o, ep, tls.get());
     std::random_device rd;
     std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
                          static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());

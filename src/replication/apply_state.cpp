@@ -70,7 +70,7 @@ ApplyResult Applier::apply_manifests(std::vector<StateRecord*>& records, const s
                                      unsigned parallelism, const std::atomic<bool>* stop) {
     struct Ready {
         StateRecord* record;
-        oci::Digest digest;
+        std::optional<oci::Digest> digest;  // of a live manifest
         oci::ParsedManifest parsed;
     };
     std::vector<Ready> ready;
@@ -78,12 +78,12 @@ ApplyResult Applier::apply_manifests(std::vector<StateRecord*>& records, const s
     std::vector<oci::Digest> missing;
     std::set<std::string> present, queued;  // blobs by digest: each is looked up once per page
     for (auto* r : records) {
-        auto digest = oci::Digest::parse(r->key);
-        if (!digest) continue;
         if (r->deleted) {
-            ready.push_back({r, *digest, {}});
+            ready.push_back({r, std::nullopt, {}});
             continue;
         }
+        auto digest = oci::Digest::parse(r->key);
+        if (!digest) continue;
         // Bytes that are not UTF-8 do not survive JSON: such a manifest is asked for alone.
         if (oci::Digest::of(digest->algorithm(), r->bytes) != *digest) {
             single.push_back(r);
@@ -111,7 +111,7 @@ ApplyResult Applier::apply_manifests(std::vector<StateRecord*>& records, const s
                 if (blobs_.size(blob.digest)) present.insert(text);
                 else if (queued.insert(text).second) missing.push_back(blob.digest);
             }
-        ready.push_back({r, *digest, std::move(parsed)});
+        ready.push_back({r, digest, std::move(parsed)});
     }
     if (!missing.empty()) {
         if (ensure_blobs(missing, sources, parallelism, stop) == ApplyResult::unavailable)
@@ -146,7 +146,7 @@ ApplyResult Applier::apply_manifests(std::vector<StateRecord*>& records, const s
                 batch.record_link(r->repo, text, r->stamp, false);
                 linked.insert(r->repo + '\0' + text);
             }
-            batch.record_manifest(r->repo, digest, parsed, std::move(r->bytes), r->stamp);
+            batch.record_manifest(r->repo, *digest, parsed, std::move(r->bytes), r->stamp);
         }
         meta_.commit(batch, storage::MetaStore::Durability::deferred);
     }

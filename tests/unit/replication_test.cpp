@@ -585,3 +585,62 @@ TEST_CASE("applying the same event twice changes nothing the second time", "[rep
     CHECK(f.meta.log_head() == head);
     CHECK(f.meta.manifest("r", sha256(bytes).str())->bytes == bytes);
 }
+
+TEST_CASE("pages of one store's state applied to another give the same state, once", "[replication][state]") {
+    using storage::StatePart;
+    ApplierFixture from, to;
+    // Images (two repositories), an index over one, tags, a deleted tag, an unlinked blob, a tombstone.
+    std::vector<std::string> images;
+    for (int i = 0; i < 30; ++i) images.push_back(from.stored_image(i % 2 ? "a/one" : "b", std::to_string(i)));
+    const auto child = from.meta.manifest("b", images[0]);
+    const auto index = index_manifest(images[0], child->bytes.size());
+    REQUIRE(from.applier.apply_manifest("b", sha256(index).str(), {20, "origin"},
+                                        replication::ManifestContent{index_type, index}, from.no_sources) ==
+            ApplyResult::applied);
+    for (int i = 0; i < 30; ++i)
+        REQUIRE(from.apply({Event::Type::tag, i % 2 ? "a/one" : "b", images[i], "t" + std::to_string(i), {30, "o"}}) ==
+                ApplyResult::applied);
+    REQUIRE(from.apply({Event::Type::tag, "b", sha256(index).str(), "multi", {30, "o"}}) == ApplyResult::applied);
+    REQUIRE(from.apply({Event::Type::tag_deleted, "b", {}, "t2", {40, "o"}}) == ApplyResult::applied);
+    // A delete by digest takes its tags with it.
+    REQUIRE(from.apply({Event::Type::tag_deleted, "b", {}, "t4", {40, "o"}}) == ApplyResult::applied);
+    REQUIRE(from.apply({Event::Type::manifest_deleted, "b", images[4], {}, {40, "o"}}) == ApplyResult::applied);
+    const auto extra = add_blob(from.blobs, "extra");
+    REQUIRE(from.apply({Event::Type::link, "b", extra.str(), {}, {30, "o"}}) == ApplyResult::applied);
+    REQUIRE(from.apply({Event::Type::unlink, "b", extra.str(), {}, {41, "o"}}) == ApplyResult::applied);
+    // The receiver has the blobs (no sources here to fetch them from).
+    from.blobs.for_each([&](const oci::Digest& digest, std::uint64_t, std::int64_t) {
+        auto scratch = to.blobs.scratch_dir() / ("copy-" + digest.hex());
+        std::filesystem::copy_file(from.blobs.path(digest), scratch);
+        to.blobs.commit(scratch, digest);
+    });
+
+    auto copy_all = [&](std::size_t page_size) {
+        auto view = from.meta.state_view();
+        for (auto part : {StatePart::links, StatePart::images, StatePart::indexes, StatePart::tags}) {
+            std::string after;
+            for (;;) {
+                auto page = from.meta.state_page(view.get(), part, after, page_size, 1 << 20, true);
+                REQUIRE(to.applier.apply_state(part, page.records, to.no_sources, 2, nullptr) != ApplyResult::unavailable);
+                if (page.done) break;
+                after = page.last;
+            }
+        }
+    };
+    copy_all(7);
+    for (auto part : {StatePart::links, StatePart::images, StatePart::indexes, StatePart::tags}) {
+        INFO("part " << static_cast<int>(part));
+        auto whole = from.meta.state_page(nullptr, part, "", 1000, 1 << 20, false);
+        CHECK(to.meta.state_hash(part, "", whole.last) == whole.hash);
+    }
+    CHECK(to.tag_digest("b", "multi") == sha256(index).str());
+    CHECK(to.meta.tag("b", "t2")->deleted());
+    CHECK(to.meta.manifest("b", images[4])->deleted);
+    CHECK_FALSE(to.meta.has_link("b", extra.str()));
+    CHECK(to.meta.manifest("a/one", images[1])->bytes == from.meta.manifest("a/one", images[1])->bytes);
+
+    // Again, in other pages: nothing new is written or logged.
+    const auto head = to.meta.log_head();
+    copy_all(1000);
+    CHECK(to.meta.log_head() == head);
+}
