@@ -82,12 +82,22 @@ void Replicator::Impl::bootstrap(Peer& peer, bool incremental) {
         }
         return answer;
     };
+    struct ShownInStatus {
+        Impl& impl;
+        Peer& peer;
+        ~ShownInStatus() {
+            std::lock_guard lock(impl.mutex);
+            peer.bootstrap_part.clear();
+        }
+    } shown{*this, peer};
     while (!stopping) {
         auto answer = fetch(progress->incremental);
         if (progress->incremental) {
             // Compare first: a range both hold alike is not transferred.
-            if (meta.state_hash(progress->part, progress->after, answer.page.last) == answer.page.hash) ++pages_skipped;
-            else answer = fetch(false);
+            if (meta.state_hash(progress->part, progress->after, answer.page.last) != answer.page.hash)
+                answer = fetch(false);
+            else if (answer.page.count)
+                ++pages_skipped;
         }
         records += answer.page.records.size();
         {
@@ -108,10 +118,6 @@ void Replicator::Impl::bootstrap(Peer& peer, bool incremental) {
             progress->after.clear();
         }
         save_progress(meta, peer.id, *progress);
-    }
-    {
-        std::lock_guard lock(mutex);
-        peer.bootstrap_part.clear();
     }
     if (stopping) return;  // the saved progress resumes it
     peer.cursor = progress->since;

@@ -93,6 +93,7 @@ std::string encode_state(const StatePageAnswer& a) {
     }
     return nlohmann::json{{"replica", a.replica}, {"epoch", a.epoch}, {"session", a.session}, {"head", a.head},
                           {"last", hex(a.page.last)}, {"done", a.page.done}, {"hash", a.page.hash},
+                          {"count", a.page.count},
                           {"records", std::move(records)}}
         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -104,6 +105,7 @@ StatePageAnswer parse_state(std::string_view body) {
     a.page.last = unhex(doc.at("last").get<std::string>());
     a.page.done = doc.at("done").get<bool>();
     a.page.hash = doc.at("hash").get<std::string>();
+    a.page.count = doc.at("count").get<std::size_t>();
     for (auto& item : doc.at("records")) {
         storage::StateRecord r{item.at("repo").get<std::string>(), item.at("key").get<std::string>(), stamp_of(item),
                                item.at("deleted").get<bool>(), item.value("digest", ""), item.value("media_type", ""),

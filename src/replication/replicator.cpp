@@ -92,14 +92,15 @@ void Replicator::Impl::follow(Peer& peer) {
             // read: its state instead of its log. An unfinished bootstrap resumes.
             const bool resuming = !meta.setting(storage::layout::setting::bootstrap(peer.id)).value_or("").empty();
             if (resuming || compacted || (peer.cursor == 0 && head > 0)) {
-                if (compacted) {
+                if (compacted && peer.cursor > 0) {
                     observe::log("warning", "peer compacted its log past this replica's cursor; re-bootstrapping",
                                  {{"peer", peer.client.address()}, {"cursor", peer.cursor}});
                     std::lock_guard lock(mutex);
                     peer.holds_readiness = true;  // stale until it has caught up again
                     peer.target = head;
                 }
-                bootstrap(peer, compacted || peer.cursor > 0);
+                // Comparing ranges first pays only where this replica holds something.
+                bootstrap(peer, peer.cursor > 0);
                 continue;
             }
             bool stalled = false;

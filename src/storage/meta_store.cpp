@@ -641,6 +641,7 @@ StatePage MetaStore::state_page(const StateView* view, StatePart part, const std
     check(it->status(), "rocksdb iterate state");
     page.done = !it->Valid();
     page.hash = hasher.peek().hex();
+    page.count = matched;
     return page;
 }
 

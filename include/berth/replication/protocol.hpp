@@ -13,7 +13,7 @@
 //                                   ("" from the start), I the moment ("" or unknown: a new one), H
 //                                   the head of the first moment this caller read (where it will
 //                                   follow the log from, so the log is kept from there):
-//                                   {"replica","epoch","session","head","last","done","hash",
+//                                   {"replica","epoch","session","head","last","done","hash","count",
 //                                    "records":[{"repo","key","clock","origin","deleted"
 //                                                [,"digest"|"media_type","bytes"]}]}
 //                                   with summary=1 no records: the caller compares the hash of

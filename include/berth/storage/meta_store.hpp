@@ -43,6 +43,7 @@ struct StatePage {
     std::string last;   // the last key read (raw); the next page starts after it
     bool done = false;  // nothing of this part after `last`
     std::string hash;   // of the records' keys and stamps: equal on two stores that agree
+    std::size_t count = 0;  // records in the page, also when they were not asked for
 };
 
 // A consistent moment of the index, held open across pages (a RocksDB
