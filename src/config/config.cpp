@@ -425,6 +425,9 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         if (config.proxy.upstreams.size() > 1)
             throw ConfigError("agent and proxy.upstreams exclude each other: the replicas reach the upstreams");
         if (config.replication.enabled()) throw ConfigError("agent and replication exclude each other");
+        if (!config.retention.policies.empty())
+            throw ConfigError("agent and retention.policies exclude each other: the agent's cache is bounded by "
+                              "cache.max_bytes");
         config.registry.pull_only = true;
     } else if (config.proxy.cache_max_bytes) {
         throw ConfigError("cache.max_bytes bounds the node agent's cache: it needs agent");

@@ -103,4 +103,7 @@ TEST_CASE("retention policies are checked strictly", "[retention]") {
     CHECK(policy(R"({"repositories":["a"],"keep_last":1,"keep_tags":["v 1"]})").find(where + ".keep_tags: \"v 1\"") == 0);
     CHECK(policy(R"({"repositories":["a"],"keep_last":1,"name":""})") == where + ".name must not be empty");
     CHECK(policy(R"("ci")") == where + " must be an object");
+    CHECK(error_of(R"({"agent":{"replicas":["https://berth:5000"]},"retention":{"policies":[)"
+                   R"({"repositories":["a"],"keep_last":1}]}})")
+              .find("agent and retention.policies exclude each other") == 0);
 }
