@@ -1283,8 +1283,8 @@ int run_fill(const Options& o, const Endpoint& ep, SSL_CTX* tls) {
             attempt(c, [&] {
                 c.upload_post(source_repo, sha256_digest(blob->data(), blob->size()),
                               {iovec{const_cast<char*>(blob->data()), blob->size()}}, blob->size());
+                ++uploaded;
             });
-        uploaded += 2;
     }
     std::atomic<std::uint64_t> next_repo{std::max<std::uint64_t>(repo_lo, 1)};
     auto link_worker = [&](int id) {

@@ -20,11 +20,13 @@
 #include "berth/proxy/proxy.hpp"
 #include "berth/registry/maintenance.hpp"
 #include "berth/registry/registry.hpp"
+#include "berth/registry/retention.hpp"
 #include "berth/replication/replicator.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "berth/storage/pull_times.hpp"
 
 namespace layout = berth::storage::layout;
 
@@ -57,16 +59,25 @@ lets requests in flight finish (shutdown_grace_seconds) before exiting 0.
 
 constexpr const char* gc_help = R"(Usage: berth gc [--config FILE] [--root DIR] [--dry-run]
 
-Collects garbage in a registry's store: untagged manifests (when the
+Applies the configuration's retention policies (docs/retention.md), then
+collects garbage in a registry's store: untagged manifests (when the
 configuration's gc.delete_untagged says so), repository links no manifest
 uses, and blob files nothing links, each only past gc.grace_seconds.
 
-  --dry-run   list what would be removed and change nothing; works beside a
-              running berth (it opens the index read-only)
+  --dry-run   list what would be deleted and removed, and change nothing;
+              works beside a running berth (it opens the index read-only)
 
-Without --dry-run the store must not be in use: a running berth collects
-garbage itself every gc.interval_seconds.
+Without --dry-run the store must not be in use: a running berth applies its
+policies every retention.interval_seconds and collects garbage itself every
+gc.interval_seconds. With replication configured, other replicas' pulls are
+not known here, so the rule on unpulled tags is not applied.
 )";
+
+// What a retention deletion prints: tag repo:tag, manifest repo@digest, and why.
+std::string retention_line(const berth::registry::RetentionDeletion& d) {
+    return d.kind + " " + d.repo + (d.kind == "tag" ? ":" : "@") + d.reference + " (" + d.policy + ": " + d.reason +
+           ")";
+}
 
 // Replica ids appear in upload ids and log events: [a-z0-9-], at most 63.
 std::string sanitize_replica_id(std::string text) {
@@ -140,8 +151,22 @@ int gc(const std::vector<std::string>& args) {
     }
     berth::storage::BlobStore blobs(config.root);
     berth::storage::HybridClock clock(berth::storage::system_wall_clock());
-    auto report = berth::registry::collect_garbage(blobs, *meta, clock, meta->setting(layout::setting::replica_id).value_or("berth"),
-                                                   config.gc, flags.dry_run);
+    const auto replica = meta->setting(layout::setting::replica_id).value_or("berth");
+    berth::storage::PullTimes pulls(*meta);
+    berth::registry::Retention retention(config.retention, *meta, clock, replica, pulls);
+    if (config.replication.enabled()) retention.set_peers_unreachable();
+    if (retention.enabled()) {
+        auto applied = retention.run(flags.dry_run, [&](const berth::registry::RetentionDeletion& deletion) {
+            std::cout << (flags.dry_run ? "would delete " : "deleted ") << retention_line(deletion) << "\n";
+        });
+        std::cout << (flags.dry_run ? "dry run: " : "") << "retention: " << applied.tags_deleted << " tags, "
+                  << applied.manifests_deleted << " manifests of " << applied.repositories << " repositories ("
+                  << applied.tags_evaluated << " tags judged)";
+        if (applied.unpulled_skipped)
+            std::cout << "; the unpulled rule was not applied to " << applied.unpulled_skipped << " repositories";
+        std::cout << "\n";
+    }
+    auto report = berth::registry::collect_garbage(blobs, *meta, clock, replica, config.gc, flags.dry_run);
     for (auto& line : report.removed) std::cout << (flags.dry_run ? "would remove " : "removed ") << line << "\n";
     std::cout << (flags.dry_run ? "dry run: " : "") << report.manifests << " manifests, " << report.links
               << " links, " << report.blobs << " blobs (" << report.bytes_freed << " bytes); kept "
@@ -166,12 +191,17 @@ int serve(const std::vector<std::string>& args) {
     berth::storage::HybridClock clock(berth::storage::system_wall_clock());
     config.registry.replica_id = replica_id(config, meta);
     berth::registry::Registry registry(config.registry, blobs, meta, clock);
+    berth::storage::PullTimes pulls(meta);
+    registry.set_pull_times(&pulls);
+    berth::registry::Retention retention(config.retention, meta, clock, config.registry.replica_id, pulls);
     std::unique_ptr<berth::replication::Replicator> replicator;
     if (config.replication.enabled()) {
         replicator = std::make_unique<berth::replication::Replicator>(config.replication, config.registry.replica_id,
                                                                      blobs, meta, clock);
         registry.set_peers(replicator.get());
         replicator->set_sparse(config.registry.sparse_manifests);
+        replicator->set_pull_times(&pulls);
+        retention.set_peers(replicator.get());
     }
     std::unique_ptr<berth::proxy::Proxy> proxy;
     if (config.proxy.enabled()) {
@@ -229,6 +259,18 @@ int serve(const std::vector<std::string>& args) {
     });
     std::atomic<bool> stopping{false};
     server.on_shutdown([&stopping] { stopping = true; });
+    // Pull times gathered in memory reach the index once a minute (storage/pull_times.hpp).
+    server.every(std::chrono::seconds(60), [&pulls] { pulls.flush(); });
+    server.add_metrics([&retention] { return retention.metrics_text(); });
+    if (retention.enabled() && config.retention.interval.count())
+        server.every(config.retention.interval, [&] {
+            auto report = retention.run(false, {}, std::chrono::system_clock::now(), &stopping);
+            if (report.tags_deleted || report.manifests_deleted)
+                berth::observe::log("info", "retention applied",
+                                    {{"repositories", report.repositories}, {"tags_evaluated", report.tags_evaluated},
+                                     {"tags_deleted", report.tags_deleted},
+                                     {"manifests_deleted", report.manifests_deleted}, {"seconds", report.seconds}});
+        });
     if (config.scrub_interval.count())
         server.every(config.scrub_interval, [&] {
             auto report = berth::registry::scrub(blobs, meta, config.scrub_rate_mib << 20, stopping);
@@ -245,6 +287,7 @@ int serve(const std::vector<std::string>& args) {
     if (replicator) replicator->start();
     server.run();
     if (replicator) replicator->stop();
+    pulls.flush();
     return 0;
 }
 

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -60,11 +62,22 @@ public:
         }
     }
 
+    // A number of days, fractions allowed, to the second.
+    void days(const char* key, std::optional<std::chrono::seconds>& out, double max = 36500) {
+        if (auto* v = find(key)) {
+            if (!v->is_number() || v->get<double>() < 0 || v->get<double>() > max)
+                throw ConfigError(where(key) + " must be a number of days from 0 to " + std::to_string(int(max)));
+            out = std::chrono::seconds(std::llround(v->get<double>() * 86400));
+        }
+    }
+
     void seconds(const char* key, std::chrono::seconds& out) {
         std::uint64_t value = static_cast<std::uint64_t>(out.count());
         number(key, value, 365ull * 24 * 3600);
         out = std::chrono::seconds(value);
     }
+
+    bool has(const char* key) const { return value_.contains(key); }
 
     const json* object(const char* key) {
         auto* v = find(key);
@@ -109,6 +122,54 @@ private:
     std::set<std::string> seen_;
 };
 
+
+void check_repository_globs(const std::string& key, const std::vector<std::string>& globs) {
+    for (auto& glob : globs)
+        if (glob.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-/*") != std::string::npos)
+            throw ConfigError(key + ": \"" + glob + "\" is not a repository glob");
+}
+
+// `<stem>_days` (fractions allowed) or `<stem>_seconds`, not both.
+void age(Section& s, const std::string& where, const std::string& stem, std::optional<std::chrono::seconds>& out) {
+    s.days((stem + "_days").c_str(), out);
+    if (s.has((stem + "_seconds").c_str())) {
+        if (out) throw ConfigError(where + ": give " + stem + "_days or " + stem + "_seconds, not both");
+        std::uint64_t seconds = 0;
+        s.number((stem + "_seconds").c_str(), seconds, 36500ull * 86400);
+        out = std::chrono::seconds(seconds);
+    }
+}
+
+registry::RetentionPolicy retention_policy(const json& value, const std::string& where) {
+    Section s(value, where);
+    registry::RetentionPolicy policy;
+    policy.name = where;
+    s.string("name", policy.name, false);
+    s.strings("repositories", policy.repositories);
+    s.number("keep_last", policy.keep_last, 1000000);
+    if (s.has("keep_last") && policy.keep_last < 1) throw ConfigError(where + ".keep_last must be at least 1");
+    s.strings("keep_tags", policy.keep_tags);
+    s.strings("expire_tags", policy.expire_tags);
+    age(s, where, "expire_unpulled", policy.expire_unpulled);
+    age(s, where, "delete_untagged_after", policy.untagged_after);
+    s.finish();
+    if (policy.repositories.empty()) throw ConfigError(where + ".repositories must list repository globs");
+    check_repository_globs(where + ".repositories", policy.repositories);
+    for (auto* globs : {&policy.keep_tags, &policy.expire_tags})
+        for (auto& glob : *globs)
+            if (glob.size() > 256 ||
+                glob.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-*") !=
+                    std::string::npos)
+                throw ConfigError(where + (globs == &policy.keep_tags ? ".keep_tags" : ".expire_tags") + ": \"" +
+                                  glob + "\" is not a tag glob ('*' and a tag's characters)");
+    if (!policy.judges_tags() && !policy.untagged_after)
+        throw ConfigError(where + " has no rule: give keep_last, expire_tags, expire_unpulled_days or "
+                                  "delete_untagged_after_days");
+    if (!policy.keep_tags.empty() && !policy.judges_tags())
+        throw ConfigError(where + ".keep_tags only keeps tags from keep_last, expire_tags and expire_unpulled, "
+                                  "and none is given");
+    return policy;
+}
 
 // A file named by the configuration must be readable now, not at the first fetch.
 std::string readable_file(const std::string& key, const std::string& path) {
@@ -165,9 +226,7 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
     top.string("replica_id", config.replica_id);
     top.boolean("deletes", config.registry.deletes_enabled);
     top.strings("sparse_manifests", config.registry.sparse_manifests);
-    for (auto& glob : config.registry.sparse_manifests)
-        if (glob.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-/*") != std::string::npos)
-            throw ConfigError("sparse_manifests: \"" + glob + "\" is not a repository glob");
+    check_repository_globs("sparse_manifests", config.registry.sparse_manifests);
     top.seconds("shutdown_grace_seconds", config.server.shutdown_grace);
     top.section("threads", [&](Section& s) {
         s.number("io", config.server.io_threads, 256);
@@ -206,6 +265,13 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         s.seconds("untagged_age_seconds", config.gc.untagged_age);
     });
     config.registry.gc_grace = config.gc.grace;
+    top.section("retention", [&](Section& s) {
+        s.seconds("interval_seconds", config.retention.interval);
+        auto* list = s.array("policies");
+        for (std::size_t i = 0; list && i < list->size(); ++i)
+            config.retention.policies.push_back(
+                retention_policy((*list)[i], "retention.policies[" + std::to_string(i) + "]"));
+    });
     top.section("scrub", [&](Section& s) {
         s.seconds("interval_seconds", config.scrub_interval);
         s.number("rate_mib_per_second", config.scrub_rate_mib, 100000);
@@ -366,6 +432,9 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         if (config.proxy.upstreams.size() > 1)
             throw ConfigError("agent and proxy.upstreams exclude each other: the replicas reach the upstreams");
         if (config.replication.enabled()) throw ConfigError("agent and replication exclude each other");
+        if (!config.retention.policies.empty())
+            throw ConfigError("agent and retention.policies exclude each other: the agent's cache is bounded by "
+                              "cache.max_bytes");
         config.registry.pull_only = true;
     } else if (config.proxy.cache_max_bytes) {
         throw ConfigError("cache.max_bytes bounds the node agent's cache: it needs agent");

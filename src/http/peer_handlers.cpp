@@ -78,6 +78,10 @@ Plan plan_peer_request(replication::Replicator& replicator, Request& request) {
             }
         throw Error(ErrorCode::bad_request, "record needs link, manifest or tag");
     }
+    if (get && operation == Operation::pulls)
+        return immediate(json_response(200, replicator.pulls_json(query.get("repo").value_or(""),
+                                                                  number(query, "since", 0),
+                                                                  query.get("after").value_or(""))));
     if (request.method == Method::post && operation == Operation::apply) {
         Plan plan;
         plan.body = Plan::Body::buffer;

@@ -11,6 +11,7 @@
 #include "berth/oci/media_types.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "untagged.hpp"
 
 namespace berth::registry {
 
@@ -49,57 +50,34 @@ GcReport collect_garbage(storage::BlobStore& blobs, storage::MetaStore& meta, st
     State state;
     meta.visit_state(state);
 
+    // Untagged manifests, when the configuration says so: the rule retention
+    // policies use too (untagged.hpp), a repository at a time.
+    if (options.delete_untagged) {
+        const auto now_ms = static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+        const auto age_ms = static_cast<std::uint64_t>(options.untagged_age.count()) * 1000;
+        for (auto& [repo, manifests] : state.manifests) {
+            UntaggedSweep sweep{repo, {}, now_ms > age_ms ? now_ms - age_ms : 0, dry_run};
+            for (auto& digest : state.tagged[repo]) sweep.tagged.push_back(fingerprint(digest));
+            report.manifests += sweep_untagged(meta, clock, replica_id, std::move(sweep), [&](const std::string& digest) {
+                report.removed.push_back("manifest " + repo + "@" + digest);
+                manifests.erase(digest);
+            });
+        }
+    }
+
     // What each repository's live manifests reference.
-    std::map<std::string, std::set<std::string>> referenced_blobs, referenced_manifests;
+    std::map<std::string, std::set<std::string>> referenced_blobs;
     for (auto& [repo, manifests] : state.manifests)
         for (auto& [digest, record] : manifests) {
             try {
                 auto parsed = oci::parse_manifest(record.bytes, record.media_type);
                 if (parsed.config) referenced_blobs[repo].insert(parsed.config->digest.str());
                 for (auto& layer : parsed.layers) referenced_blobs[repo].insert(layer.digest.str());
-                for (auto& child : parsed.manifests) referenced_manifests[repo].insert(child.digest.str());
             } catch (const std::exception&) {
                 // Stored manifests were valid when stored; one that no longer parses holds nothing.
             }
         }
-
-    // Untagged manifests, when the policy says so: not tagged, not inside a
-    // kept index, not a referrer of something still here, and old enough.
-    if (options.delete_untagged) {
-        for (auto& [repo, manifests] : state.manifests)
-            for (auto it = manifests.begin(); it != manifests.end();) {
-                auto& [digest, record] = *it;
-                const bool keep = state.tagged[repo].count(digest) || referenced_manifests[repo].count(digest) ||
-                                  (!record.subject.empty() && manifests.count(record.subject)) ||
-                                  physical(record.stamp) > now - options.untagged_age;
-                if (keep) {
-                    ++it;
-                    continue;
-                }
-                report.removed.push_back("manifest " + repo + "@" + digest);
-                ++report.manifests;
-                if (!dry_run) {
-                    auto lock = meta.lock_writes();
-                    auto current = meta.manifest(repo, digest);
-                    if (current && !current->deleted && current->stamp == record.stamp) {
-                        storage::Stamp stamp{clock.now(), replica_id};
-                        storage::MetaStore::Batch batch;
-                        batch.tombstone_manifest(repo, digest, &*current, stamp);
-                        meta.commit(batch);
-                    }
-                }
-                it = manifests.erase(it);
-            }
-        // What the deleted manifests referenced is recounted from what is left.
-        referenced_blobs.clear();
-        for (auto& [repo, manifests] : state.manifests)
-            for (auto& [digest, record] : manifests) try {
-                    auto parsed = oci::parse_manifest(record.bytes, record.media_type);
-                    if (parsed.config) referenced_blobs[repo].insert(parsed.config->digest.str());
-                    for (auto& layer : parsed.layers) referenced_blobs[repo].insert(layer.digest.str());
-                } catch (const std::exception&) {
-                }
-    }
 
     // Links no manifest uses, past the grace period.
     std::set<std::string> linked;

@@ -9,6 +9,7 @@
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/events.hpp"
+#include "berth/storage/pull_times.hpp"
 #include "upload_table.hpp"
 #include "validate.hpp"
 
@@ -107,6 +108,11 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
         if (storage::HybridClock::physical_ms(link->stamp.clock) < renew_before)
             batch.record_link(repo, blob.digest.str(), stamp, false);
     }
+    // Likewise children: an untagged one may have been deleted (gc, retention) since it was checked.
+    for (auto& child : parsed.manifests) {
+        auto record = meta_.manifest(repo, child.digest.str());
+        if ((!record || record->deleted) && !sparse) missing(child, "manifest");
+    }
     batch.record_manifest(repo, digest, parsed, std::move(body), stamp);
     for (auto& tag : tags) batch.record_tag(repo, tag, digest_text, stamp);
     commit_replicated(lock, batch);
@@ -114,6 +120,16 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
 }
 
 Manifest Registry::get_manifest(const std::string& repo, const std::string& reference, Asker asker) {
+    auto manifest = find_manifest(repo, reference, asker);
+    // A peer reading through is not a pull: the replica its client asked notes that one.
+    if (pulls_ && asker == Asker::client) {
+        const bool by_digest = reference.find(':') != std::string::npos;
+        pulls_->pulled(repo, by_digest ? manifest.digest.str() : reference, uploads_->now());
+    }
+    return manifest;
+}
+
+Manifest Registry::find_manifest(const std::string& repo, const std::string& reference, Asker asker) {
     require_name(repo);
     if (upstreams_ && upstreams_->mirrors(repo)) return get_mirrored_manifest(repo, reference, asker);
     auto ref = parse_reference(reference, Access::read);

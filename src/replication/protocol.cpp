@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <nlohmann/json.hpp>
 
+#include "berth/net/host_port.hpp"
 #include "berth/oci/digest.hpp"
 
 namespace berth::replication::protocol {
@@ -131,6 +132,11 @@ std::string record_target(const std::string& repo, RecordKind kind, const std::s
     return std::string(prefix) + "record?repo=" + repo + "&" + record_kind_name(kind) + "=" + key;
 }
 std::string apply_target() { return std::string(prefix) + "apply"; }
+std::string pulls_target(const std::string& repo, std::uint64_t since_ms, const std::string& after) {
+    auto target = std::string(prefix) + "pulls?repo=" + repo + "&since=" + std::to_string(since_ms);
+    if (!after.empty()) target += "&after=" + net::query_escape(after);  // a digest may hold '+'
+    return target;
+}
 
 Operation operation_of(std::string_view path) {
     if (path == "log") return Operation::log;
@@ -138,6 +144,7 @@ Operation operation_of(std::string_view path) {
     if (path == "status") return Operation::status;
     if (path == "record") return Operation::record;
     if (path == "apply") return Operation::apply;
+    if (path == "pulls") return Operation::pulls;
     if (path.starts_with("blobs/")) return Operation::blob;
     if (path.starts_with("manifests/")) return Operation::manifest;
     return Operation::unknown;
@@ -176,6 +183,20 @@ std::optional<ApplyRequest> parse_apply(std::string_view body) {
         return std::nullopt;
     }
     return out;
+}
+
+std::string encode_pulls(const PullsPage& page) {
+    return nlohmann::json{{"pulls", page.pulls}, {"more", page.more}}.dump();
+}
+
+std::optional<PullsPage> parse_pulls(std::string_view body) {
+    auto doc = nlohmann::json::parse(body, nullptr, false);
+    try {
+        return PullsPage{doc.at("pulls").get<std::vector<std::pair<std::string, std::uint64_t>>>(),
+                         doc.at("more").get<bool>()};
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
 }
 
 nlohmann::json stamp_json(const storage::Stamp& stamp) { return {{"clock", stamp.clock}, {"origin", stamp.replica}}; }

@@ -64,6 +64,7 @@ struct Replicator::Impl {
     storage::MetaStore& meta;
     storage::HybridClock& clock;
     Applier applier;
+    const storage::PullTimes* pulls = nullptr;  // served to peers; none: nothing pulled here
     std::string epoch;
     // Every peer request goes through it: pooled connections, timeouts.
     net::Client http;

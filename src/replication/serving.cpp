@@ -8,6 +8,7 @@
 #include "berth/replication/replicator.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "berth/storage/pull_times.hpp"
 #include "replicator_impl.hpp"
 
 #include <algorithm>
@@ -161,6 +162,19 @@ std::optional<std::string> Replicator::record_json(const std::string& repo, prot
         return out.dump();
     }
     return std::nullopt;
+}
+
+void Replicator::set_pull_times(const storage::PullTimes* pulls) { impl_->pulls = pulls; }
+
+std::string Replicator::pulls_json(const std::string& repo, std::uint64_t since_ms, const std::string& after) const {
+    protocol::PullsPage page;
+    if (impl_->pulls) {
+        // One more than a page tells whether more follow.
+        page.pulls = impl_->pulls->since(repo, since_ms, after, protocol::pulls_page + 1);
+        page.more = page.pulls.size() > protocol::pulls_page;
+        if (page.more) page.pulls.pop_back();
+    }
+    return protocol::encode_pulls(page);
 }
 
 }  // namespace berth::replication

@@ -11,6 +11,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <deque>
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -148,11 +149,14 @@ void MetaStore::Batch::tombstone_manifest(const std::string& repo, const std::st
         if (!current->subject.empty()) impl_->put_referrer(repo, current->subject, digest, std::nullopt);
     }
     impl_->put_manifest(repo, digest, tombstone);
+    impl_->ops.push_back({cf_pulls, key(repo, digest), std::nullopt});
     impl_->log({Event::Type::manifest_deleted, repo, digest, {}, stamp});
 }
 void MetaStore::Batch::record_tag(const std::string& repo, const std::string& tag, const std::string& digest,
                                   const Stamp& stamp) {
     impl_->ops.push_back({cf_tags, key(repo, tag), encode(TagRecord{digest, stamp})});
+    // A tag pushed again later starts from its push, not from pulls of the one deleted.
+    if (digest.empty()) impl_->ops.push_back({cf_pulls, key(repo, tag), std::nullopt});
     impl_->log({digest.empty() ? Event::Type::tag_deleted : Event::Type::tag, repo, digest, tag, stamp});
 }
 void MetaStore::Batch::record_link(const std::string& repo, const std::string& digest, const Stamp& stamp,
@@ -295,6 +299,7 @@ struct MetaStore::Impl {
     rocksdb::ColumnFamilyHandle* cf(int f) const { return families[f]; }
 
     std::optional<std::string> get(int f, const std::string& k) const {
+        if (!cf(f)) return std::nullopt;  // see the constructor
         std::string value;
         auto status = db->Get(rocksdb::ReadOptions(), cf(f), k, &value);
         if (status.IsNotFound()) return std::nullopt;
@@ -305,6 +310,7 @@ struct MetaStore::Impl {
     // Visits entries under prefix, strictly after `after` when given, until visit returns false.
     template <typename Visit>
     void scan(int f, const std::string& prefix, const std::string& after, Visit visit) const {
+        if (!cf(f)) return;
         std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf(f)));
         for (it->Seek(after.empty() ? prefix : after); it->Valid(); it->Next()) {
             auto k = it->key();
@@ -336,15 +342,29 @@ MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode, std::size_t ca
     rocksdb::ColumnFamilyOptions family_options;
     family_options.write_buffer_size = 8 << 20;  // small memtables keep idle memory low
     family_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table_options));
+    // Read-only, a column family added by a newer berth may not exist yet
+    // (the store was last opened by an older one): it is left out and reads as empty.
+    std::vector<std::string> present;
+    if (mode == Mode::read_only)
+        check(rocksdb::DB::ListColumnFamilies(options, dir.string(), &present), "list column families");
     std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-    for (auto name : column_families) descriptors.emplace_back(name, family_options);
+    std::vector<int> opened;
+    for (int f = 0; f < cf_count; ++f) {
+        if (mode == Mode::read_only && std::find(present.begin(), present.end(), column_families[f]) == present.end())
+            continue;
+        descriptors.emplace_back(column_families[f], family_options);
+        opened.push_back(f);
+    }
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
     rocksdb::DB* db = nullptr;
     if (mode == Mode::read_only)
-        check(rocksdb::DB::OpenForReadOnly(options, dir.string(), descriptors, &impl_->families, &db),
+        check(rocksdb::DB::OpenForReadOnly(options, dir.string(), descriptors, &handles, &db),
               "open metadata index read-only");
     else
-        check(rocksdb::DB::Open(options, dir.string(), descriptors, &impl_->families, &db), "open metadata index");
+        check(rocksdb::DB::Open(options, dir.string(), descriptors, &handles, &db), "open metadata index");
     impl_->db.reset(db);
+    impl_->families.assign(cf_count, nullptr);
+    for (std::size_t i = 0; i < opened.size(); ++i) impl_->families[opened[i]] = handles[i];
 
     std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_log)));
     it->SeekToLast();
@@ -354,7 +374,8 @@ MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode, std::size_t ca
 }
 
 MetaStore::~MetaStore() {
-    for (auto* handle : impl_->families) impl_->db->DestroyColumnFamilyHandle(handle);
+    for (auto* handle : impl_->families)
+        if (handle) impl_->db->DestroyColumnFamilyHandle(handle);
     impl_->db->Close();
 }
 
@@ -471,6 +492,56 @@ std::vector<std::pair<std::string, UploadRecord>> MetaStore::uploads() const {
         return true;
     });
     return out;
+}
+
+void MetaStore::visit_tags(const std::string& repo,
+                           const std::function<void(const std::string&, const TagRecord&)>& visit) const {
+    std::string tag;
+    impl_->scan(cf_tags, key(repo, ""), "", [&](std::string_view name, std::string_view v) {
+        if (tombstone(v)) return true;
+        tag.assign(name);
+        visit(tag, decode_tag(v));
+        return true;
+    });
+}
+
+void MetaStore::visit_manifests(const std::string& repo,
+                                const std::function<void(const std::string&, const ManifestRecord&)>& visit) const {
+    std::string digest;
+    impl_->scan(cf_manifests, key(repo, ""), "", [&](std::string_view name, std::string_view v) {
+        auto record = decode_manifest(std::string(v));
+        if (record.deleted) return true;
+        digest.assign(name);
+        visit(digest, record);
+        return true;
+    });
+}
+
+void MetaStore::put_pulls(const std::vector<Pull>& pulls) {
+    if (pulls.empty() || !impl_->cf(cf_pulls)) return;
+    rocksdb::WriteBatch write;
+    // Times in the log sequences' form, 8 bytes big-endian.
+    for (auto& pull : pulls)
+        check(write.Put(impl_->cf(cf_pulls), key(pull.repo, pull.name), sequence_key(pull.ms)), "batch put");
+    rocksdb::WriteOptions options;
+    options.sync = false;  // the next durable commit syncs them; a crash loses at most those since
+    check(impl_->db->Write(options, &write), "write pull times");
+}
+
+std::optional<std::uint64_t> MetaStore::pull_time(const std::string& repo, const std::string& name) const {
+    auto value = impl_->get(cf_pulls, key(repo, name));
+    if (!value) return std::nullopt;
+    return sequence_of(*value);
+}
+
+void MetaStore::visit_pulls(const std::string& repo, const std::string& after,
+                            const std::function<bool(const std::string&, std::uint64_t)>& visit) const {
+    const auto prefix = key(repo, "");
+    std::string name;
+    impl_->scan(cf_pulls, prefix, after.empty() ? "" : prefix + after, [&](std::string_view n, std::string_view v) {
+        name.assign(n);
+        return visit(name, sequence_of(rocksdb::Slice(v.data(), v.size())));
+    });
 }
 
 std::vector<LogEntry> MetaStore::read_log(std::uint64_t after, std::size_t limit) const {

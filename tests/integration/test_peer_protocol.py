@@ -24,6 +24,7 @@ import berthtest as bt  # noqa: E402
 
 SECRET = "s3cret-peer-secret-0123456789"
 VERSIONS = "Berth-Protocol"
+OURS = "1-2"  # replication/protocol.hpp: oldest-version
 
 
 class StandInPeer:
@@ -84,24 +85,24 @@ class PeerProtocolTest(unittest.TestCase):
         path, headers = self.peer.seen[0]
         self.assertTrue(path.startswith("/_berth/v1/log?after="), path)
         self.assertEqual(headers.get("Berth-Peer-Secret"), SECRET)
-        self.assertEqual(headers.get(VERSIONS), "1-1")
+        self.assertEqual(headers.get(VERSIONS), OURS)
 
     def test_2_incompatible_requests_are_refused(self):
         ok = self.peer_get("status", "1-1")
         self.assertEqual(ok.status, 200, ok)
-        self.assertEqual(ok.header(VERSIONS), "1-1")
+        self.assertEqual(ok.header(VERSIONS), OURS)
         legacy = self.peer_get("status")  # no header: a berth from before versions
         self.assertEqual(legacy.status, 200, legacy)
         newer = self.peer_get("status", "1-4")  # a newer replica that still speaks 1
         self.assertEqual(newer.status, 200, newer)
-        for versions in ("2-3", "9-9"):
+        for versions in ("3-4", "9-9"):
             with self.subTest(versions=versions):
                 r = self.peer_get("status", versions)
                 self.assertEqual(r.status, 400, r)
                 self.assertEqual(r.error_codes(), ["UNSUPPORTED"])
                 detail = json.dumps(r.json())
                 self.assertIn(versions, detail)
-                self.assertIn("1-1", detail)
+                self.assertIn(OURS, detail)
         for versions in ("x", "3-1", "0-1"):
             with self.subTest(versions=versions):
                 r = self.peer_get("status", versions)

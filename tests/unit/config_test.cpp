@@ -65,3 +65,59 @@ TEST_CASE("change-log retention and the metadata cache budget are checked at sta
     CHECK(error_of(R"({"replication":{"log_retention":60}})") == "unknown key replication.log_retention");
     CHECK(error_of(R"({"cache":{"memory_bytes":"64M"}})").find("cache.memory_bytes must be a whole number") == 0);
 }
+
+TEST_CASE("retention policies are read with days or seconds", "[retention]") {
+    auto config = parse_config(R"({"retention":{"interval_seconds":60,"policies":[
+        {"name":"ci","repositories":["ci/**"],"keep_last":10,"keep_tags":["v*"],"expire_tags":["pr-*"],
+         "expire_unpulled_days":1.5,"delete_untagged_after_seconds":90},
+        {"repositories":["**"],"delete_untagged_after_days":7}]}})");
+    REQUIRE(config.retention.policies.size() == 2);
+    CHECK(config.retention.interval == std::chrono::seconds(60));
+    auto& ci = config.retention.policies[0];
+    CHECK(ci.name == "ci");
+    CHECK(ci.keep_last == 10);
+    CHECK(ci.keep_tags == std::vector<std::string>{"v*"});
+    CHECK(ci.expire_tags == std::vector<std::string>{"pr-*"});
+    CHECK(ci.expire_unpulled == std::chrono::seconds(129600));
+    CHECK(ci.untagged_after == std::chrono::seconds(90));
+    auto& rest = config.retention.policies[1];
+    CHECK(rest.name == "retention.policies[1]");
+    CHECK_FALSE(rest.expire_unpulled);
+    CHECK(rest.untagged_after == std::chrono::seconds(7 * 86400));
+    CHECK(parse_config("{}").retention.policies.empty());
+    CHECK(parse_config("{}").retention.interval == std::chrono::seconds(3600));
+}
+
+TEST_CASE("retention policies are checked strictly", "[retention]") {
+    auto policy = [](const std::string& body) { return error_of(R"({"retention":{"policies":[)" + body + "]}}"); };
+    const std::string where = "retention.policies[0]";
+    CHECK(error_of(R"({"retention":{"bogus":1}})") == "unknown key retention.bogus");
+    CHECK(error_of(R"({"retention":{"policies":{}}})") == "retention.policies must be an array");
+    CHECK(policy(R"({"repositories":["a"],"keep_last":3,"extra":1})") == "unknown key " + where + ".extra");
+    CHECK(policy(R"({"keep_last":3})") == where + ".repositories must list repository globs");
+    CHECK(policy(R"({"repositories":["A/*"],"keep_last":3})").find(where + ".repositories: \"A/*\"") == 0);
+    CHECK(policy(R"({"repositories":["a"]})").find(where + " has no rule") == 0);
+    CHECK(policy(R"({"repositories":["a"],"keep_tags":["v*"]})").find(where + " has no rule") == 0);
+    CHECK(policy(R"({"repositories":["a"],"keep_tags":["v*"],"delete_untagged_after_days":1})")
+              .find(where + ".keep_tags only keeps") == 0);
+    CHECK(policy(R"({"repositories":["a"],"keep_last":0})") == where + ".keep_last must be at least 1");
+    CHECK(policy(R"({"repositories":["a"],"keep_last":-2})").find(where + ".keep_last must be a whole number") == 0);
+    CHECK(policy(R"({"repositories":["a"],"keep_last":"2"})").find(where + ".keep_last must be a whole number") == 0);
+    CHECK(policy(R"({"repositories":["a"],"expire_unpulled_days":-1})") ==
+          where + ".expire_unpulled_days must be a number of days from 0 to 36500");
+    CHECK(policy(R"({"repositories":["a"],"delete_untagged_after_days":"7"})")
+              .find(where + ".delete_untagged_after_days must be a number") == 0);
+    CHECK(policy(R"({"repositories":["a"],"expire_unpulled_days":1,"expire_unpulled_seconds":5})") ==
+          where + ": give expire_unpulled_days or expire_unpulled_seconds, not both");
+    CHECK(policy(R"({"repositories":["a"],"expire_unpulled_seconds":-5})")
+              .find(where + ".expire_unpulled_seconds must be a whole number") == 0);
+    CHECK(policy(R"({"repositories":["a"],"expire_tags":["pr/*"]})").find(where + ".expire_tags: \"pr/*\"") == 0);
+    CHECK(policy(R"({"repositories":["a"],"expire_tags":[""]})") ==
+          where + ".expire_tags must be an array of non-empty strings");
+    CHECK(policy(R"({"repositories":["a"],"keep_last":1,"keep_tags":["v 1"]})").find(where + ".keep_tags: \"v 1\"") == 0);
+    CHECK(policy(R"({"repositories":["a"],"keep_last":1,"name":""})") == where + ".name must not be empty");
+    CHECK(policy(R"("ci")") == where + " must be an object");
+    CHECK(error_of(R"({"agent":{"replicas":["https://berth:5000"]},"retention":{"policies":[)"
+                   R"({"repositories":["a"],"keep_last":1}]}})")
+              .find("agent and retention.policies exclude each other") == 0);
+}

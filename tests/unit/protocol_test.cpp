@@ -114,3 +114,17 @@ TEST_CASE("protocol apply requests carry events and manifest bytes, checked agai
                      R"({"events":[],"manifests":{}})", R"({"events":[],"manifests":[{"repo":1}]})"})
         CHECK_FALSE(protocol::parse_apply(bad));
 }
+
+TEST_CASE("pull times travel as [name, ms] pairs, paged", "[retention]") {
+    protocol::PullsPage page{{{"v1", 1000}, {"sha256:" + std::string(64, 'a'), 2000}}, true};
+    auto parsed = protocol::parse_pulls(protocol::encode_pulls(page));
+    REQUIRE(parsed);
+    CHECK(parsed->pulls == page.pulls);
+    CHECK(parsed->more);
+    CHECK_FALSE(protocol::parse_pulls("{}"));
+    CHECK_FALSE(protocol::parse_pulls("not json"));
+    CHECK_FALSE(protocol::parse_pulls(R"({"pulls":[["v1","x"]],"more":false})"));
+    CHECK(protocol::pulls_target("a/b", 5, "") == "/_berth/v1/pulls?repo=a/b&since=5");
+    CHECK(protocol::pulls_target("a/b", 5, "sha256+x:1").find("&after=sha256%2Bx:1") != std::string::npos);
+    CHECK(protocol::operation_of("pulls") == protocol::Operation::pulls);
+}

@@ -129,6 +129,11 @@ public:
         replicated.push_back(events);
         on_replicate(events);
     }
+    bool evaluates(const std::string&) override { return true; }
+    std::optional<std::vector<std::pair<std::string, std::uint64_t>>> pulls_elsewhere(const std::string&,
+                                                                                      std::uint64_t) override {
+        return std::vector<std::pair<std::string, std::uint64_t>>{};
+    }
 };
 
 // What a read-through fetch does, done by hand: copies a blob the other

@@ -10,6 +10,7 @@
 #include "berth/proxy/options.hpp"
 #include "berth/registry/maintenance.hpp"
 #include "berth/registry/options.hpp"
+#include "berth/registry/retention.hpp"
 #include "berth/replication/options.hpp"
 #include "berth/storage/meta_store.hpp"
 
@@ -26,6 +27,7 @@ struct Config {
     std::chrono::seconds upload_purge_interval{60};
     registry::GcOptions gc;
     std::chrono::seconds gc_interval{3600};     // 0: only `berth gc`
+    registry::RetentionOptions retention;
     std::chrono::seconds scrub_interval{86400};  // 0: never
     std::uint64_t scrub_rate_mib = 64;
     // cache.memory_bytes: manifests, tags and pages of tag lists kept decoded in memory.

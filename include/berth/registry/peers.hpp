@@ -1,7 +1,10 @@
 #pragma once
 // What the registry needs from the other replicas, and no more: registry owns
 // this seam, replication implements it, so registry never sees how replicas talk.
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "berth/oci/digest.hpp"
@@ -25,6 +28,13 @@ public:
     // Returns once the configured write quorum holds these events' results;
     // throws oci::Error(unavailable) when that does not happen in time.
     virtual void replicate(const std::vector<storage::Event>& events) = 0;
+    // Retention (registry/retention.hpp) judges each repository on one
+    // replica per round: whether that is this one.
+    virtual bool evaluates(const std::string& repo) = 0;
+    // The names (tags and digests) of repo that the other replicas served to
+    // clients at or after since_ms, with when; nullopt when one could not be asked.
+    virtual std::optional<std::vector<std::pair<std::string, std::uint64_t>>> pulls_elsewhere(
+        const std::string& repo, std::uint64_t since_ms) = 0;
 };
 
 }  // namespace berth::registry

@@ -23,6 +23,7 @@
 namespace berth::storage {
 class BlobStore;
 class MetaStore;
+class PullTimes;
 }  // namespace berth::storage
 
 namespace berth::registry {
@@ -71,7 +72,7 @@ struct Page {
 
 class Registry {
 public:
-    // wall gives milliseconds for upload idle times; tests pass their own.
+    // wall gives milliseconds for upload idle times and pull times; tests pass their own.
     Registry(Options options, storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock,
              storage::HybridClock::WallClock wall = storage::system_wall_clock());
     ~Registry();
@@ -80,6 +81,9 @@ public:
     // With peers, content missing here is fetched from them on read, and
     // manifest writes wait for the configured write quorum.
     void set_peers(Peers* peers) { peers_ = peers; }
+    // With pull times, a client's manifest GET or HEAD notes when the tag or
+    // digest it named was pulled, for retention.
+    void set_pull_times(storage::PullTimes* pulls) { pulls_ = pulls; }
     // With upstreams, repositories named after an upstream's host mirror it.
     void set_upstreams(Upstreams* upstreams) { upstreams_ = upstreams; }
     // Reads may wait for an upstream.
@@ -136,6 +140,8 @@ private:
     Lookup find_blob(const std::string& repo, const oci::Digest& digest);
     // Commits under the write lock with fresh stamps, then waits for the write quorum.
     void commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch);
+    // get_manifest without noting the pull.
+    Manifest find_manifest(const std::string& repo, const std::string& reference, Asker asker);
     // Mirrored repositories (mirror.cpp).
     Manifest get_mirrored_manifest(const std::string& repo, const std::string& reference, Asker asker);
     void store_mirrored_manifest(const std::string& repo, const std::string& reference, const UpstreamManifest& fetched);
@@ -148,6 +154,7 @@ private:
     std::unique_ptr<UploadTable> uploads_;
     Peers* peers_ = nullptr;
     Upstreams* upstreams_ = nullptr;
+    storage::PullTimes* pulls_ = nullptr;
 };
 
 }  // namespace berth::registry

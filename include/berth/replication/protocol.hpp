@@ -23,6 +23,9 @@
 //   GET  manifests/<digest>?repo=R  a live manifest's bytes, with its media type
 //   GET  record?repo=R&link=D       the stamp of a live record ({"clock","origin"[,"digest"]});
 //            |&manifest=D|&tag=T    404 when this replica holds none
+//   GET  pulls?repo=R&since=MS      names (tags, digests) of R this replica served to clients at or
+//            [&after=N]             after MS (ms since the epoch), with when, in byte order after N, at
+//                                   most pulls_page: {"pulls":[[name,ms],...],"more":bool}; for retention
 //   POST apply                      events a replica pushes for its write quorum, with the bytes of
 //                                   the manifests they record: {"events":[...],"manifests":[{"repo",
 //                                   "digest","media_type","bytes"}]}; 200 once they are durable here
@@ -39,6 +42,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "berth/storage/events.hpp"
@@ -50,7 +54,7 @@ namespace berth::replication::protocol {
 // Raise `version` with every change to what is above; raise `oldest` when
 // this build no longer understands what an older one sends.
 inline constexpr int oldest = 1;
-inline constexpr int version = 2;  // 2: paged state and log compaction
+inline constexpr int version = 2;  // 2: paged state, log compaction, pulls
 
 inline constexpr std::string_view prefix = "/_berth/v1/";
 
@@ -90,9 +94,11 @@ std::string manifest_target(const std::string& repo, const std::string& digest);
 enum class RecordKind { link, manifest, tag };
 std::string record_target(const std::string& repo, RecordKind kind, const std::string& key);
 std::string apply_target();
+std::string pulls_target(const std::string& repo, std::uint64_t since_ms, const std::string& after);
+inline constexpr std::size_t pulls_page = 10000;
 
 // What the peer API serves, from the path after the prefix.
-enum class Operation { log, state, status, blob, manifest, record, apply, unknown };
+enum class Operation { log, state, status, blob, manifest, record, apply, pulls, unknown };
 Operation operation_of(std::string_view path);
 // The <digest> of blobs/<digest> or manifests/<digest>.
 std::string_view content_digest(std::string_view path);
@@ -122,6 +128,14 @@ StatePageAnswer parse_state(std::string_view body);
 std::string hex(std::string_view raw);
 // Throws std::invalid_argument for text that is not an even run of hex digits.
 std::string unhex(std::string_view text);
+// Names with the time each was last pulled (ms since the epoch), and whether more follow.
+struct PullsPage {
+    std::vector<std::pair<std::string, std::uint64_t>> pulls;
+    bool more = false;
+};
+std::string encode_pulls(const PullsPage& page);
+// nullopt for a body that is not one.
+std::optional<PullsPage> parse_pulls(std::string_view body);
 
 // A stamp on the wire: {"clock","origin"}, to which a record adds its own
 // fields. stamp_of throws nlohmann::json::exception when they are missing or mistyped.

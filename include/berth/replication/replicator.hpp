@@ -23,6 +23,7 @@ namespace berth::storage {
 class BlobStore;
 class MetaStore;
 class HybridClock;
+class PullTimes;
 }  // namespace berth::storage
 
 namespace berth::replication {
@@ -37,6 +38,8 @@ public:
     void set_mirrors(const registry::Upstreams* mirrors);
     // Repository globs that accept manifests without all their content (registry::Options).
     void set_sparse(std::vector<std::string> globs);
+    // This replica's pull times, which it serves to the replica judging a repository's retention.
+    void set_pull_times(const storage::PullTimes* pulls);
     void start();
     void stop();
 
@@ -64,6 +67,8 @@ public:
     // {"clock","origin"[,"digest"]} of a live record: kind is link, manifest or tag.
     std::optional<std::string> record_json(const std::string& repo, protocol::RecordKind kind,
                                            const std::string& key) const;
+    // A page of repo's pull times at or after since_ms (protocol.hpp: pulls).
+    std::string pulls_json(const std::string& repo, std::uint64_t since_ms, const std::string& after) const;
     // Applies events another replica pushed for its write quorum, fetching
     // content from it (or any peer); returns once they are durable here.
     void apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed);
@@ -71,6 +76,11 @@ public:
     registry::Lookup fetch_blob(const std::string& repo, const oci::Digest& digest) override;
     bool fetch_manifest(const std::string& repo, const std::string& reference) override;
     void replicate(const std::vector<storage::Event>& events) override;
+    // Retention: the replica owning a repository (owner_of) judges it, once
+    // this one has caught up; every other replica is asked for its pulls.
+    bool evaluates(const std::string& repo) override;
+    std::optional<std::vector<std::pair<std::string, std::uint64_t>>> pulls_elsewhere(const std::string& repo,
+                                                                                      std::uint64_t since_ms) override;
 
     // HOST:PORT of the replica that fetches `key` from upstream registries for
     // the whole cluster (rendezvous hashing over the replicas reachable now);

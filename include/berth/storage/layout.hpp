@@ -31,6 +31,9 @@
 //     referrers  <repo>\0<subject>\0<digest> -> the referrer's descriptor JSON
 //     uploads    <upload id> -> {"repo":repository,"alg":digest algorithm}
 //     log        <sequence, 8 bytes big-endian> -> an event (storage/events.hpp) as JSON
+//     pulls      <repo>\0<tag or digest> -> when this replica last served it to a client, ms since
+//                the epoch rounded up to the hour, 8 bytes big-endian (PullTimes). Per replica, not
+//                logged or replicated; a tag's or manifest's tombstone drops its entry
 //   where a stamp is {"c": hybrid clock value, "r": replica id}. Names, tags and
 //   digests never hold NUL, so it separates key parts and keeps each
 //   repository's keys together.
@@ -63,11 +66,13 @@ std::filesystem::path fetch_file(const std::filesystem::path& scratch_dir);
 // Nothing resumes a copy from a peer cut short: BlobStore removes these at start.
 inline bool is_fetch_file(const std::filesystem::path& file) { return file.filename().string().starts_with("fetch-"); }
 
-enum ColumnFamily { cf_settings, cf_repos, cf_manifests, cf_tags, cf_links, cf_referrers, cf_uploads, cf_log, cf_count };
+enum ColumnFamily {
+    cf_settings, cf_repos, cf_manifests, cf_tags, cf_links, cf_referrers, cf_uploads, cf_log, cf_pulls, cf_count
+};
 // Spelled out, not rocksdb::kDefaultColumnFamilyName: static initialisation order.
 inline constexpr std::array<const char*, cf_count> column_families = {"default",   "repos",     "manifests",
                                                                       "tags",      "links",     "referrers",
-                                                                      "uploads",   "log"};
+                                                                      "uploads",   "log",       "pulls"};
 
 namespace setting {
 inline constexpr const char* replica_id = "replica_id";

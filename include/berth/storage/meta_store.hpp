@@ -4,6 +4,7 @@
 // through a Batch that commits atomically and durably together with its log events.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -131,6 +132,24 @@ public:
     std::vector<std::string> repositories(const std::string& after, std::size_t limit) const;
     std::vector<std::string> referrers(const std::string& repo, const std::string& subject) const;
     std::vector<std::pair<std::string, UploadRecord>> uploads() const;
+    // A repository's live tags, and its live manifests, in byte order: for
+    // retention, which goes a repository at a time rather than load the store.
+    void visit_tags(const std::string& repo,
+                    const std::function<void(const std::string& tag, const TagRecord&)>& visit) const;
+    void visit_manifests(const std::string& repo,
+                         const std::function<void(const std::string& digest, const ManifestRecord&)>& visit) const;
+
+    // When this replica last served a tag or digest (storage/pull_times.hpp):
+    // its own, neither logged nor replicated, written without an fsync.
+    struct Pull {
+        std::string repo, name;
+        std::uint64_t ms = 0;
+    };
+    void put_pulls(const std::vector<Pull>& pulls);
+    std::optional<std::uint64_t> pull_time(const std::string& repo, const std::string& name) const;
+    // A repository's pull times of names after `after`, in byte order, until visit returns false.
+    void visit_pulls(const std::string& repo, const std::string& after,
+                     const std::function<bool(const std::string& name, std::uint64_t ms)>& visit) const;
 
     std::vector<LogEntry> read_log(std::uint64_t after, std::size_t limit) const;
     std::uint64_t log_head() const;

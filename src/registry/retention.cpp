@@ -1,0 +1,288 @@
+#include "berth/registry/retention.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <queue>
+#include <thread>
+#include <unordered_map>
+
+#include "berth/oci/names.hpp"
+#include "berth/observe/log.hpp"
+#include "berth/registry/peers.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "berth/storage/pull_times.hpp"
+#include "untagged.hpp"
+
+namespace berth::registry {
+
+namespace {
+
+// Tags are deleted this many to a commit: the write lock is held for one
+// chunk, never for a whole repository.
+constexpr std::size_t chunk = 512;
+constexpr std::size_t repositories_page = 1000;
+constexpr std::size_t pulls_page = 10000;
+
+std::uint64_t ms_of(std::chrono::system_clock::time_point time) {
+    using namespace std::chrono;
+    return static_cast<std::uint64_t>(duration_cast<milliseconds>(time.time_since_epoch()).count());
+}
+
+std::uint64_t before(std::uint64_t now_ms, std::chrono::seconds age) {
+    const auto age_ms = static_cast<std::uint64_t>(age.count()) * 1000;
+    return now_ms > age_ms ? now_ms - age_ms : 0;
+}
+
+// As the configuration would say it: "30 days", "90 s".
+std::string duration_text(std::chrono::seconds duration) {
+    const auto s = duration.count();
+    if (s && s % 86400 == 0) return std::to_string(s / 86400) + (s == 86400 ? " day" : " days");
+    return std::to_string(s) + " s";
+}
+
+}  // namespace
+
+const RetentionPolicy* RetentionOptions::policy_for(std::string_view repo) const {
+    for (auto& policy : policies)
+        if (oci::matches_any(policy.repositories, repo)) return &policy;
+    return nullptr;
+}
+
+std::string tag_verdict(const RetentionPolicy& policy, const TagFacts& tag, std::uint64_t now_ms, bool pulls_known) {
+    if (!policy.judges_tags() || tag.newest || oci::matches_any(policy.keep_tags, tag.tag)) return {};
+    std::string reasons;
+    auto add = [&](const std::string& reason) { reasons += (reasons.empty() ? "" : "; ") + reason; };
+    if (policy.keep_last) add("not among the " + std::to_string(policy.keep_last) + " most recently pushed");
+    if (!policy.expire_tags.empty()) {
+        auto match = std::find_if(policy.expire_tags.begin(), policy.expire_tags.end(),
+                                  [&](auto& glob) { return oci::glob_match(glob, tag.tag); });
+        if (match == policy.expire_tags.end()) return {};
+        add("matches expire_tags \"" + *match + "\"");
+    }
+    if (policy.expire_unpulled) {
+        if (!pulls_known || tag.last_used_ms > before(now_ms, *policy.expire_unpulled)) return {};
+        add("neither pushed nor pulled for " + duration_text(*policy.expire_unpulled));
+    }
+    return reasons;
+}
+
+struct Retention::Round {
+    const std::string& replica_id;
+    bool dry_run;
+    std::uint64_t now_ms;
+    const std::function<void(const RetentionDeletion&)>& deleted;
+    RetentionReport report;
+
+    void tell(const RetentionDeletion& deletion) {
+        // The same audit line as a client's delete (http/handlers.cpp), with no principal: berth itself.
+        if (!dry_run)
+            observe::log("info", "audit",
+                         {{"action", "retention delete " + deletion.kind}, {"principal", ""},
+                          {"repository", deletion.repo}, {"reference", deletion.reference},
+                          {"policy", deletion.policy}, {"reason", deletion.reason}, {"replica", replica_id}});
+        if (deleted) deleted(deletion);
+    }
+};
+
+Retention::Retention(RetentionOptions options, storage::MetaStore& meta, storage::HybridClock& clock,
+                     std::string replica_id, const storage::PullTimes& pulls)
+    : options_(std::move(options)), meta_(meta), clock_(clock), replica_id_(std::move(replica_id)), pulls_(pulls) {}
+
+RetentionReport Retention::run(bool dry_run, const std::function<void(const RetentionDeletion&)>& deleted,
+                               std::chrono::system_clock::time_point now, const std::atomic<bool>* stop) {
+    if (running_.exchange(true)) return {};
+    struct Release {
+        std::atomic<bool>& running;
+        ~Release() { running = false; }
+    } release{running_};
+    const auto started = std::chrono::steady_clock::now();
+    Round round{replica_id_, dry_run, ms_of(now), deleted, {}};
+    auto stopped = [&] { return stop && *stop; };
+    for (std::string after;;) {
+        auto page = meta_.repositories(after, repositories_page);
+        for (auto& repo : page) {
+            if (stopped()) break;
+            auto* policy = options_.policy_for(repo);
+            if (!policy || (peers_ && !peers_->evaluates(repo))) continue;
+            try {
+                judge(round, repo, *policy);
+                ++round.report.repositories;
+            } catch (const std::exception& error) {
+                observe::log("error", "retention could not judge a repository",
+                             {{"repository", repo}, {"error", error.what()}});
+            }
+            // Nothing is held between repositories: pushes and pulls waiting for this core go first.
+            std::this_thread::yield();
+        }
+        if (page.size() < repositories_page || stopped()) break;
+        after = page.back();
+    }
+    round.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (!dry_run) {
+        std::lock_guard lock(stats_mutex_);
+        ++runs_;
+        tags_deleted_ += round.report.tags_deleted;
+        manifests_deleted_ += round.report.manifests_deleted;
+        unpulled_skipped_ += round.report.unpulled_skipped;
+        last_ = round.report;
+    }
+    return round.report;
+}
+
+void Retention::judge(Round& round, const std::string& repo, const RetentionPolicy& policy) {
+    std::vector<std::uint64_t> tagged;
+    if (policy.judges_tags())
+        tagged = judge_tags(round, repo, policy);
+    else
+        meta_.visit_tags(repo, [&](const std::string&, const storage::TagRecord& r) {
+            tagged.push_back(fingerprint(r.digest));
+        });
+    if (!policy.untagged_after) return;
+    const auto age = *policy.untagged_after;
+    UntaggedSweep sweep{repo, std::move(tagged), before(round.now_ms, age), round.dry_run};
+    round.report.manifests_deleted += sweep_untagged(meta_, clock_, replica_id_, std::move(sweep), [&](const std::string& digest) {
+        round.tell({"manifest", repo, digest, policy.name,
+                    "untagged and unreferenced, last pushed more than " + duration_text(age) + " ago"});
+    });
+}
+
+// Two passes over the repository's tags, neither holding more than keep_last
+// of them: the first finds the keep_last-th newest, the second judges every
+// tag and deletes a chunk at a time. Returns the fingerprints of the digests
+// the kept tags point at, for the untagged rule.
+std::vector<std::uint64_t> Retention::judge_tags(Round& round, const std::string& repo, const RetentionPolicy& policy) {
+    // Newest by stamp, then name. A tag at or after the keep_last-th newest is
+    // among the newest, so one pushed between the passes is too.
+    using Key = std::pair<storage::Stamp, std::string>;
+    std::optional<Key> threshold;
+    bool all_newest = false;
+    if (policy.keep_last) {
+        std::priority_queue<Key, std::vector<Key>, std::greater<Key>> newest;
+        meta_.visit_tags(repo, [&](const std::string& tag, const storage::TagRecord& r) {
+            if (newest.size() < policy.keep_last) {
+                newest.emplace(r.stamp, tag);
+            } else if (r.stamp >= newest.top().first && Key(r.stamp, tag) > newest.top()) {
+                newest.pop();
+                newest.emplace(r.stamp, tag);
+            }
+        });
+        if (newest.size() < policy.keep_last) all_newest = true;
+        else threshold = newest.top();
+    }
+
+    // Names (tags, digests) pulled since the cutoff, here or on any other
+    // replica, by fingerprint: a collision can only keep a tag.
+    std::unordered_map<std::uint64_t, std::uint64_t> pulled;
+    bool pulls_known = true;
+    if (policy.expire_unpulled) {
+        const auto since = before(round.now_ms, *policy.expire_unpulled);
+        auto note = [&](const std::pair<std::string, std::uint64_t>& pull) {
+            auto& ms = pulled[fingerprint(pull.first)];
+            ms = std::max(ms, pull.second);
+        };
+        if (peers_unreachable_) {
+            pulls_known = false;
+        } else if (peers_) {
+            auto elsewhere = peers_->pulls_elsewhere(repo, since);
+            pulls_known = elsewhere.has_value();
+            if (elsewhere) std::for_each(elsewhere->begin(), elsewhere->end(), note);
+        }
+        if (pulls_known) {
+            for (std::string after;;) {
+                auto page = pulls_.since(repo, since, after, pulls_page);
+                std::for_each(page.begin(), page.end(), note);
+                if (page.size() < pulls_page) break;
+                after = page.back().first;
+            }
+        } else {
+            ++round.report.unpulled_skipped;
+            observe::log("warn", "retention: not every replica could be asked for pull times; unpulled tags are kept",
+                         {{"repository", repo}, {"policy", policy.name}});
+        }
+    }
+    auto last_pull = [&](const std::string& name) -> std::uint64_t {
+        auto it = pulled.find(fingerprint(name));
+        return it == pulled.end() ? 0 : it->second;
+    };
+
+    std::vector<std::uint64_t> tagged;
+    struct Doomed {
+        std::string tag;
+        storage::TagRecord record;
+        std::string reason;
+    };
+    std::vector<Doomed> doomed;
+    // Each tag is deleted only if it is still the record judged: one pushed
+    // again meanwhile stays, and so does what it points at.
+    auto delete_doomed = [&] {
+        std::vector<const Doomed*> went;
+        if (round.dry_run) {
+            for (auto& d : doomed) went.push_back(&d);
+        } else if (!doomed.empty()) {
+            auto lock = meta_.lock_writes();
+            storage::MetaStore::Batch batch;
+            const storage::Stamp stamp{clock_.now(), replica_id_};
+            for (auto& d : doomed) {
+                auto current = meta_.tag(repo, d.tag);
+                if (current && current->stamp == d.record.stamp) {
+                    batch.record_tag(repo, d.tag, "", stamp);
+                    went.push_back(&d);
+                } else if (current && !current->deleted()) {
+                    tagged.push_back(fingerprint(current->digest));
+                }
+            }
+            if (!went.empty()) {
+                meta_.commit(batch, storage::MetaStore::Durability::deferred);
+                lock.unlock();
+                meta_.sync();
+            }
+        }
+        for (auto* d : went) {
+            ++round.report.tags_deleted;
+            round.tell({"tag", repo, d->tag, policy.name, d->reason});
+        }
+        doomed.clear();
+    };
+    meta_.visit_tags(repo, [&](const std::string& tag, const storage::TagRecord& r) {
+        ++round.report.tags_evaluated;
+        TagFacts facts{tag};
+        facts.newest = all_newest || (threshold && (r.stamp > threshold->first ||
+                                                    (r.stamp == threshold->first && tag >= threshold->second)));
+        facts.last_used_ms = storage::HybridClock::physical_ms(r.stamp.clock);
+        if (policy.expire_unpulled)
+            facts.last_used_ms = std::max({facts.last_used_ms, last_pull(tag), last_pull(r.digest)});
+        auto reason = tag_verdict(policy, facts, round.now_ms, pulls_known);
+        if (reason.empty()) {
+            tagged.push_back(fingerprint(r.digest));
+            return;
+        }
+        doomed.push_back({tag, r, std::move(reason)});
+        if (doomed.size() == chunk) delete_doomed();
+    });
+    delete_doomed();
+    return tagged;
+}
+
+std::string Retention::metrics_text() {
+    std::lock_guard lock(stats_mutex_);
+    auto head = [](const char* name, const char* type, const char* help) {
+        return std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    };
+    return head("berth_retention_runs_total", "counter", "Retention rounds finished on this replica.") +
+           "berth_retention_runs_total " + std::to_string(runs_) + "\n" +
+           head("berth_retention_deleted_total", "counter", "Tags and untagged manifests retention deleted.") +
+           "berth_retention_deleted_total{kind=\"tag\"} " + std::to_string(tags_deleted_) + "\n" +
+           "berth_retention_deleted_total{kind=\"manifest\"} " + std::to_string(manifests_deleted_) + "\n" +
+           head("berth_retention_last_run_seconds", "gauge", "How long the last retention round took.") +
+           "berth_retention_last_run_seconds " + std::to_string(last_.seconds) + "\n" +
+           head("berth_retention_last_run_repositories", "gauge",
+                "Repositories the last round judged (those this replica owns).") +
+           "berth_retention_last_run_repositories " + std::to_string(last_.repositories) + "\n" +
+           head("berth_retention_last_run_tags_evaluated", "gauge", "Tags the last retention round judged.") +
+           "berth_retention_last_run_tags_evaluated " + std::to_string(last_.tags_evaluated) + "\n" +
+           head("berth_retention_unpulled_skipped_total", "counter",
+                "Repositories whose unpulled rule was not judged: a replica could not be asked for its pulls.") +
+           "berth_retention_unpulled_skipped_total " + std::to_string(unpulled_skipped_) + "\n";
+}
+
+}  // namespace berth::registry
