@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <thread>
@@ -25,88 +26,85 @@ Clock::time_point physical(const storage::Stamp& stamp) {
     return Clock::time_point(std::chrono::milliseconds(storage::HybridClock::physical_ms(stamp.clock)));
 }
 
-struct State : storage::MetaStore::StateVisitor {
-    std::map<std::string, std::map<std::string, storage::ManifestRecord>> manifests;  // live, by repo
-    std::map<std::string, std::set<std::string>> tagged;                              // repo -> digests
-    std::map<std::pair<std::string, std::string>, storage::Stamp> links;              // live (repo, digest)
-
-    void manifest(const std::string& repo, const std::string& digest, const storage::ManifestRecord& r) override {
-        if (!r.deleted) manifests[repo][digest] = r;
-    }
-    void tag(const std::string& repo, const std::string&, const storage::TagRecord& r) override {
-        if (!r.deleted()) tagged[repo].insert(r.digest);
-    }
-    void link(const std::string& repo, const std::string& digest, const storage::LinkRecord& r) override {
-        if (!r.deleted) links[{repo, digest}] = r.stamp;
-    }
-};
-
 }  // namespace
 
+// A repository at a time, so memory follows the largest repository, not the
+// store: its untagged manifests (when configured), then its links. Only the
+// fingerprints of linked blobs (8 bytes each) are kept across repositories,
+// for the sweep of blob files; a collision can only keep a blob.
 GcReport collect_garbage(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock,
                          const std::string& replica_id, const GcOptions& options, bool dry_run,
                          Clock::time_point now) {
     GcReport report;
-    State state;
-    meta.visit_state(state);
-
-    // Untagged manifests, when the configuration says so: the rule retention
-    // policies use too (untagged.hpp), a repository at a time.
-    if (options.delete_untagged) {
-        const auto now_ms = static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
-        const auto age_ms = static_cast<std::uint64_t>(options.untagged_age.count()) * 1000;
-        for (auto& [repo, manifests] : state.manifests) {
-            UntaggedSweep sweep{repo, {}, now_ms > age_ms ? now_ms - age_ms : 0, dry_run};
-            for (auto& digest : state.tagged[repo]) sweep.tagged.push_back(fingerprint(digest));
-            report.manifests += sweep_untagged(meta, clock, replica_id, std::move(sweep), [&](const std::string& digest) {
-                report.removed.push_back("manifest " + repo + "@" + digest);
-                manifests.erase(digest);
+    std::vector<std::uint64_t> linked;
+    const auto now_ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+    const auto age_ms = static_cast<std::uint64_t>(options.untagged_age.count()) * 1000;
+    constexpr std::size_t repositories_per_read = 1000;
+    for (std::string after;;) {
+        const auto repositories = meta.repositories(after, repositories_per_read);
+        for (auto& repo : repositories) {
+            // Untagged manifests, when the configuration says so: the rule
+            // retention policies use too (untagged.hpp).
+            std::set<std::string> gone;  // dry: what would have gone holds nothing either
+            if (options.delete_untagged) {
+                UntaggedSweep sweep{repo, {}, now_ms > age_ms ? now_ms - age_ms : 0, dry_run};
+                meta.visit_tags(repo, [&](const std::string&, const storage::TagRecord& r) {
+                    sweep.tagged.push_back(fingerprint(r.digest));
+                });
+                report.manifests += sweep_untagged(meta, clock, replica_id, std::move(sweep), [&](const std::string& digest) {
+                    report.removed.push_back("manifest " + repo + "@" + digest);
+                    if (dry_run) gone.insert(digest);
+                });
+            }
+            // What the repository's live manifests reference.
+            std::set<std::uint64_t> referenced;
+            meta.visit_manifests(repo, [&](const std::string& digest, const storage::ManifestRecord& record) {
+                if (gone.count(digest)) return;
+                try {
+                    auto parsed = oci::parse_manifest(record.bytes, record.media_type);
+                    if (parsed.config) referenced.insert(fingerprint(parsed.config->digest.str()));
+                    for (auto& layer : parsed.layers) referenced.insert(fingerprint(layer.digest.str()));
+                } catch (const std::exception&) {
+                    // Stored manifests were valid when stored; one that no longer parses holds nothing.
+                }
             });
-        }
-    }
-
-    // What each repository's live manifests reference.
-    std::map<std::string, std::set<std::string>> referenced_blobs;
-    for (auto& [repo, manifests] : state.manifests)
-        for (auto& [digest, record] : manifests) {
-            try {
-                auto parsed = oci::parse_manifest(record.bytes, record.media_type);
-                if (parsed.config) referenced_blobs[repo].insert(parsed.config->digest.str());
-                for (auto& layer : parsed.layers) referenced_blobs[repo].insert(layer.digest.str());
-            } catch (const std::exception&) {
-                // Stored manifests were valid when stored; one that no longer parses holds nothing.
+            // Links no manifest uses, past the grace period.
+            std::vector<std::pair<std::string, storage::Stamp>> unused;
+            meta.visit_links(repo, [&](const std::string& digest, const storage::LinkRecord& r) {
+                if (referenced.count(fingerprint(digest)) || physical(r.stamp) > now - options.grace)
+                    linked.push_back(fingerprint(digest));
+                else
+                    unused.emplace_back(digest, r.stamp);
+            });
+            for (auto& [digest, stamp] : unused) {
+                if (!dry_run) {
+                    auto lock = meta.lock_writes();
+                    auto current = meta.link(repo, digest);
+                    if (!current || current->deleted || current->stamp != stamp) {  // pushed again meanwhile
+                        linked.push_back(fingerprint(digest));
+                        continue;
+                    }
+                    storage::Stamp fresh{clock.now(), replica_id};
+                    storage::MetaStore::Batch batch;
+                    batch.record_link(repo, digest, fresh, true);
+                    meta.commit(batch);
+                }
+                report.removed.push_back("link " + repo + "@" + digest);
+                ++report.links;
             }
         }
-
-    // Links no manifest uses, past the grace period.
-    std::set<std::string> linked;
-    for (auto& [key, stamp] : state.links) {
-        auto& [repo, digest] = key;
-        if (referenced_blobs[repo].count(digest) || physical(stamp) > now - options.grace) {
-            linked.insert(digest);
-            continue;
-        }
-        if (!dry_run) {
-            auto lock = meta.lock_writes();
-            auto current = meta.link(repo, digest);
-            if (!current || current->deleted || current->stamp != stamp) {  // pushed again meanwhile
-                linked.insert(digest);
-                continue;
-            }
-            storage::Stamp fresh{clock.now(), replica_id};
-            storage::MetaStore::Batch batch;
-            batch.record_link(repo, digest, fresh, true);
-            meta.commit(batch);
-        }
-        report.removed.push_back("link " + repo + "@" + digest);
-        ++report.links;
+        if (repositories.size() < repositories_per_read) break;
+        after = repositories.back();
     }
+    std::sort(linked.begin(), linked.end());
+    linked.erase(std::unique(linked.begin(), linked.end()), linked.end());
 
     // Blob files nobody links, old enough that no upload can be about to link them.
     std::vector<std::pair<oci::Digest, std::uint64_t>> orphans;
     blobs.for_each([&](const oci::Digest& digest, std::uint64_t size, std::int64_t mtime) {
-        if (linked.count(digest.str()) || Clock::from_time_t(mtime) > now - options.grace) {
+        if (std::binary_search(linked.begin(), linked.end(), fingerprint(digest.str())) ||
+            Clock::from_time_t(mtime) > now - options.grace) {
             ++report.blobs_kept;
             report.bytes_kept += size;
         } else {

@@ -248,7 +248,7 @@ public:
 
 private:
     template <typename H>
-    std::size_t limit_of(const H& halves) const {
+    std::size_t limit_of(const H&) const {
         if constexpr (std::is_same_v<H, decltype(manifests)>) return manifests_limit_;
         else if constexpr (std::is_same_v<H, decltype(tags)>) return tags_limit_;
         else return pages_limit_;
@@ -510,6 +510,18 @@ void MetaStore::visit_manifests(const std::string& repo,
     std::string digest;
     impl_->scan(cf_manifests, key(repo, ""), "", [&](std::string_view name, std::string_view v) {
         auto record = decode_manifest(std::string(v));
+        if (record.deleted) return true;
+        digest.assign(name);
+        visit(digest, record);
+        return true;
+    });
+}
+
+void MetaStore::visit_links(const std::string& repo,
+                            const std::function<void(const std::string&, const LinkRecord&)>& visit) const {
+    std::string digest;
+    impl_->scan(cf_links, key(repo, ""), "", [&](std::string_view name, std::string_view v) {
+        auto record = decode_link(std::string(v));
         if (record.deleted) return true;
         digest.assign(name);
         visit(digest, record);

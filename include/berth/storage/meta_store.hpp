@@ -132,12 +132,15 @@ public:
     std::vector<std::string> repositories(const std::string& after, std::size_t limit) const;
     std::vector<std::string> referrers(const std::string& repo, const std::string& subject) const;
     std::vector<std::pair<std::string, UploadRecord>> uploads() const;
-    // A repository's live tags, and its live manifests, in byte order: for
-    // retention, which goes a repository at a time rather than load the store.
+    // A repository's live tags, manifests and links, in byte order: for
+    // retention and garbage collection, which go a repository at a time
+    // rather than load the store.
     void visit_tags(const std::string& repo,
                     const std::function<void(const std::string& tag, const TagRecord&)>& visit) const;
     void visit_manifests(const std::string& repo,
                          const std::function<void(const std::string& digest, const ManifestRecord&)>& visit) const;
+    void visit_links(const std::string& repo,
+                     const std::function<void(const std::string& digest, const LinkRecord&)>& visit) const;
 
     // When this replica last served a tag or digest (storage/pull_times.hpp):
     // its own, neither logged nor replicated, written without an fsync.
