@@ -161,6 +161,11 @@ int serve(const std::vector<std::string>& args) {
 
     berth::storage::BlobStore blobs(config.root);
     berth::storage::MetaStore meta(layout::meta_dir(config.root));
+    // Once, for a store an older berth wrote: namespace usage from its links.
+    meta.count_usage([&blobs](const std::string& digest) -> std::uint64_t {
+        auto parsed = berth::oci::Digest::parse(digest);
+        return parsed ? blobs.size(*parsed).value_or(0) : 0;
+    });
     berth::storage::HybridClock clock(berth::storage::system_wall_clock());
     config.registry.replica_id = replica_id(config, meta);
     berth::registry::Registry registry(config.registry, blobs, meta, clock);

@@ -105,7 +105,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
         auto link = meta_.link(repo, blob.digest.str());
         if (!link || link->deleted) missing(blob, "blob");
         if (storage::HybridClock::physical_ms(link->stamp.clock) < renew_before)
-            batch.record_link(repo, blob.digest.str(), stamp, false);
+            batch.record_link(repo, blob.digest.str(), stamp, false, static_cast<std::uint64_t>(blob.size));
     }
     batch.record_manifest(repo, digest, parsed, std::move(body), stamp);
     for (auto& tag : tags) batch.record_tag(repo, tag, digest_text, stamp);

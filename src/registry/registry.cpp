@@ -80,7 +80,7 @@ void Registry::delete_blob(const std::string& repo, const std::string& digest_te
     if (!meta_.has_link(repo, digest.str())) throw Error(ErrorCode::blob_unknown, "blob unknown to registry");
     const auto stamp = this->stamp();
     storage::MetaStore::Batch batch;
-    batch.record_link(repo, digest.str(), stamp, true);
+    batch.record_link(repo, digest.str(), stamp, true, 0);
     meta_.commit(batch);
 }
 
@@ -105,11 +105,12 @@ MountResult Registry::mount_blob(const std::string& repo, const std::string& dig
     // content in repositories the client may not read.
     if (!from.empty()) {
         require_name(from);
-        if (has_blob(from, digest) && blobs_.touch(digest)) {
+        auto size = has_blob(from, digest) && blobs_.touch(digest) ? blobs_.size(digest) : std::nullopt;
+        if (size) {
             auto lock = meta_.lock_writes();
             const auto stamp = this->stamp();
             storage::MetaStore::Batch batch;
-            batch.record_link(repo, digest.str(), stamp, false);
+            batch.record_link(repo, digest.str(), stamp, false, *size);
             meta_.commit(batch);
             return {digest, {}};
         }
@@ -155,7 +156,7 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     uploads_->erase(state);
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
-    batch.record_link(repo, actual.str(), stamp, false);
+    batch.record_link(repo, actual.str(), stamp, false, state->offset);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     lock.unlock();
     meta_.sync();  // outside the lock: concurrent uploads share the fsync

@@ -17,6 +17,9 @@
 //                                          log_epoch              16 hex, new with every empty index:
 //                                                                 a peer seeing it change starts over
 //                                          cursor/<peer id>       "<peer's epoch>:<last applied seq>"
+//                                          usage_counted          "1" once `usage` accounts for every link and
+//                                                                 repository (a store from before it is counted
+//                                                                 at start-up)
 //     repos      <repo> -> ""
 //     manifests  <repo>\0<digest> -> {"t":media type,"sub":subject digest,"ref":referrer descriptor,
 //                                     "s":stamp,"del":tombstone}\0<the manifest's bytes, untouched>
@@ -25,6 +28,13 @@
 //     referrers  <repo>\0<subject>\0<digest> -> the referrer's descriptor JSON
 //     uploads    <upload id> -> {"repo":repository,"alg":digest algorithm}
 //     log        <sequence, 8 bytes big-endian> -> an event (storage/events.hpp) as JSON
+//     usage      per namespace (a repository name up to its first '/'), kept by every commit that
+//                writes links or repositories, in the same WriteBatch, for every namespace:
+//                \0<namespace> -> {"b":bytes,"r":repositories}   its totals: the bytes of the distinct
+//                                                                blobs linked, its repositories (the
+//                                                                leading NUL keeps the totals together)
+//                <namespace>\0<digest> -> {"n":live links,"b":the blob's bytes}   a blob the namespace
+//                                                                links, counted once in the totals
 //   where a stamp is {"c": hybrid clock value, "r": replica id}. Names, tags and
 //   digests never hold NUL, so it separates key parts and keeps each
 //   repository's keys together.
@@ -57,16 +67,25 @@ std::filesystem::path fetch_file(const std::filesystem::path& scratch_dir);
 // Nothing resumes a copy from a peer cut short: BlobStore removes these at start.
 inline bool is_fetch_file(const std::filesystem::path& file) { return file.filename().string().starts_with("fetch-"); }
 
-enum ColumnFamily { cf_settings, cf_repos, cf_manifests, cf_tags, cf_links, cf_referrers, cf_uploads, cf_log, cf_count };
+enum ColumnFamily {
+    cf_settings, cf_repos, cf_manifests, cf_tags, cf_links, cf_referrers, cf_uploads, cf_log, cf_usage, cf_count
+};
 // Spelled out, not rocksdb::kDefaultColumnFamilyName: static initialisation order.
 inline constexpr std::array<const char*, cf_count> column_families = {"default",   "repos",     "manifests",
                                                                       "tags",      "links",     "referrers",
-                                                                      "uploads",   "log"};
+                                                                      "uploads",   "log",       "usage"};
 
 namespace setting {
 inline constexpr const char* replica_id = "replica_id";
 inline constexpr const char* log_epoch = "log_epoch";
 inline std::string cursor(const std::string& peer_id) { return "cursor/" + peer_id; }
+inline constexpr const char* usage_counted = "usage_counted";
 }  // namespace setting
+
+// Keys of the usage column family.
+inline std::string usage_total_key(std::string_view ns) { return std::string(1, '\0').append(ns); }
+inline std::string usage_blob_key(std::string_view ns, std::string_view digest) {
+    return std::string(ns).append(1, '\0').append(digest);
+}
 
 }  // namespace berth::storage::layout
