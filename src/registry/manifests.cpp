@@ -109,6 +109,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
     }
     batch.record_manifest(repo, digest, parsed, std::move(body), stamp);
     for (auto& tag : tags) batch.record_tag(repo, tag, digest_text, stamp);
+    enforce_quotas(batch);  // a first push into a repository adds one to its namespace
     commit_replicated(lock, batch);
     return {digest, parsed.subject ? parsed.subject->digest.str() : std::string(), tags};
 }

@@ -111,6 +111,7 @@ MountResult Registry::mount_blob(const std::string& repo, const std::string& dig
             const auto stamp = this->stamp();
             storage::MetaStore::Batch batch;
             batch.record_link(repo, digest.str(), stamp, false, *size);
+            enforce_quotas(batch);
             meta_.commit(batch);
             return {digest, {}};
         }
@@ -152,11 +153,28 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
         throw Error(ErrorCode::digest_invalid, "content does not match digest",
                     "expected " + expected.str() + ", got " + actual.str());
     }
-    blobs_.commit(state->path, actual);
-    uploads_->erase(state);
+    // Under a quota the blob is made visible only once the quota allowed it,
+    // under the write lock; the file's fsync, the slow part, comes first.
+    const bool limited = has_quota(repo);
+    if (limited) storage::fsync_path(state->path);
+    else blobs_.commit(state->path, actual);
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
     batch.record_link(repo, actual.str(), stamp, false, state->offset);
+    if (limited) {
+        try {
+            enforce_quotas(batch);
+        } catch (const Error&) {
+            lock.unlock();
+            uploads_->erase(state);  // the refused bytes go with the session
+            storage::MetaStore::Batch end;
+            end.remove_upload(id);
+            meta_.commit(end, storage::MetaStore::Durability::none);
+            throw;
+        }
+        blobs_.commit(state->path, actual);
+    }
+    uploads_->erase(state);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     lock.unlock();
     meta_.sync();  // outside the lock: concurrent uploads share the fsync

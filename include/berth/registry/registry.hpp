@@ -12,6 +12,7 @@
 #include "berth/oci/digest.hpp"
 #include "berth/registry/options.hpp"
 #include "berth/registry/peers.hpp"
+#include "berth/registry/quotas.hpp"
 #include "berth/registry/upstreams.hpp"
 
 #include "berth/storage/blob_store.hpp"
@@ -136,6 +137,12 @@ private:
     Lookup find_blob(const std::string& repo, const oci::Digest& digest);
     // Commits under the write lock with fresh stamps, then waits for the write quorum.
     void commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch);
+    // Whether a quota rule applies to repo's namespace.
+    bool has_quota(const std::string& repo) const;
+    // Throws DENIED when committing batch would exceed a
+    // quota. The caller holds the write lock from before this to the commit,
+    // so that two pushes at the limit cannot both pass.
+    void enforce_quotas(const storage::MetaStore::Batch& batch);
     // Mirrored repositories (mirror.cpp).
     Manifest get_mirrored_manifest(const std::string& repo, const std::string& reference, Asker asker);
     void store_mirrored_manifest(const std::string& repo, const std::string& reference, const UpstreamManifest& fetched);
