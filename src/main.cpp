@@ -199,6 +199,7 @@ int serve(const std::vector<std::string>& args) {
         throw berth::config::ConfigError("listen: cannot listen on " + config.server.host + ":" +
                                          std::to_string(config.server.port) + ": " + error.what());
     }
+    server.add_metrics([&registry] { return registry.quota_metrics_text(); });
     if (proxy) {
         server.add_metrics([&proxy] { return proxy->metrics_text(); });
         if (config.proxy.cache_max_bytes)

@@ -40,6 +40,7 @@ bool Registry::has_quota(const std::string& repo) const {
 void Registry::enforce_quotas(const storage::MetaStore::Batch& batch) {
     auto over = exceeded_quota(options_.quotas, meta_, batch);
     if (!over) return;
+    ++(over->bytes ? denied_bytes_ : denied_repositories_);
     throw oci::Error(oci::ErrorCode::denied, over->message(), over->ns);
 }
 

@@ -167,3 +167,35 @@ TEST_CASE("concurrent uploads at a byte quota never pass it together", "[quotas]
     CHECK(denied == pushers - 3);
     CHECK(f.meta.usage("ns").bytes == 30);
 }
+
+TEST_CASE("usage pages list every namespace with its rule, and metrics only those a rule matches", "[quotas]") {
+    Fixture f({{"team-*", 1000, 10}});
+    f.push_blob("team-a/app", std::string(10, 'a'));
+    f.push_blob("team-a/lib", std::string(10, 'a'));
+    f.push_blob("other/app", std::string(5, 'b'));
+    auto page = f.reg->usage(std::nullopt, "");
+    REQUIRE(page.items.size() == 2);
+    CHECK_FALSE(page.more);
+    CHECK(page.items[0].ns == "other");
+    CHECK(page.items[0].rule == nullptr);
+    CHECK(page.items[1].ns == "team-a");
+    CHECK(page.items[1].usage.bytes == 10);
+    CHECK(page.items[1].usage.repositories == 2);
+    REQUIRE(page.items[1].rule);
+    CHECK(page.items[1].rule->max_bytes == 1000);
+    auto first = f.reg->usage(1, "");
+    CHECK(first.more);
+    CHECK(f.reg->usage(1, first.items.back().ns).items.at(0).ns == "team-a");
+
+    CHECK(f.reg->any_repository("team-a", [](const std::string& repo) { return repo == "team-a/lib"; }));
+    CHECK_FALSE(f.reg->any_repository("team-a", [](const std::string& repo) { return repo == "other/app"; }));
+
+    f.denial([&] { f.push_blob("team-a/app", std::string(1000, 'c')); });
+    auto text = f.reg->quota_metrics_text();
+    CHECK(text.find("berth_namespace_used_bytes{namespace=\"team-a\"} 10\n") != std::string::npos);
+    CHECK(text.find("berth_namespace_repositories{namespace=\"team-a\"} 2\n") != std::string::npos);
+    CHECK(text.find("berth_namespace_max_bytes{namespace=\"team-a\"} 1000\n") != std::string::npos);
+    CHECK(text.find("berth_namespace_max_repositories{namespace=\"team-a\"} 10\n") != std::string::npos);
+    CHECK(text.find("berth_quota_denied_total{quota=\"bytes\"} 1\n") != std::string::npos);
+    CHECK(text.find("namespace=\"other\"") == std::string::npos);
+}

@@ -30,4 +30,11 @@ struct QuotaExceeded {
 std::optional<QuotaExceeded> exceeded_quota(const std::vector<QuotaRule>& rules, const storage::MetaStore& meta,
                                             const storage::MetaStore::Batch& batch);
 
+// A namespace's usage and the rule that applies to it, if any.
+struct NamespaceReport {
+    std::string ns;
+    storage::NamespaceUsage usage;
+    const QuotaRule* rule = nullptr;
+};
+
 }  // namespace berth::registry
