@@ -188,6 +188,11 @@ int serve(const std::vector<std::string>& args) {
     berth::storage::BlobStore blobs(config.root);
     berth::storage::MetaStore meta(layout::meta_dir(config.root), berth::storage::MetaStore::Mode::read_write,
                                    config.metadata_cache_bytes);
+    // Once, for a store an older berth wrote: namespace usage from its links.
+    meta.count_usage([&blobs](const std::string& digest) -> std::uint64_t {
+        auto parsed = berth::oci::Digest::parse(digest);
+        return parsed ? blobs.size(*parsed).value_or(0) : 0;
+    });
     berth::storage::HybridClock clock(berth::storage::system_wall_clock());
     config.registry.replica_id = replica_id(config, meta);
     berth::registry::Registry registry(config.registry, blobs, meta, clock);
@@ -226,6 +231,7 @@ int serve(const std::vector<std::string>& args) {
         throw berth::config::ConfigError("listen: cannot listen on " + config.server.host + ":" +
                                          std::to_string(config.server.port) + ": " + error.what());
     }
+    server.add_metrics([&registry] { return registry.quota_metrics_text(); });
     if (proxy) {
         server.add_metrics([&proxy] { return proxy->metrics_text(); });
         if (config.proxy.cache_max_bytes)

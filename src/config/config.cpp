@@ -227,6 +227,30 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
     top.boolean("deletes", config.registry.deletes_enabled);
     top.strings("sparse_manifests", config.registry.sparse_manifests);
     check_repository_globs("sparse_manifests", config.registry.sparse_manifests);
+    if (auto* list = top.array("quotas")) {
+        for (std::size_t i = 0; i < list->size(); ++i) {
+            const auto where = "quotas[" + std::to_string(i) + "]";
+            Section q((*list)[i], where);
+            registry::QuotaRule rule;
+            q.string("namespaces", rule.namespaces, false);
+            q.number("max_bytes", rule.max_bytes, UINT64_MAX);
+            q.number("max_repositories", rule.max_repositories, UINT32_MAX);
+            q.finish();
+            if (rule.namespaces.empty()) throw ConfigError(where + ".namespaces is required");
+            // A namespace is one path component: no '/'.
+            if (rule.namespaces.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-*") != std::string::npos)
+                throw ConfigError(where + ".namespaces: \"" + rule.namespaces +
+                                  "\" is not a namespace glob (lower-case letters, digits, . _ - and *)");
+            // Zero would refuse every push; an absent limit is no limit.
+            for (auto* key : {"max_bytes", "max_repositories"})
+                if ((*list)[i].contains(key) && (*list)[i][key] == 0)
+                    throw ConfigError(where + "." + key + " must be at least 1 (leave it out for no limit)");
+            for (auto& other : config.registry.quotas)
+                if (other.namespaces == rule.namespaces)
+                    throw ConfigError(where + ".namespaces: \"" + rule.namespaces + "\" is listed twice");
+            config.registry.quotas.push_back(std::move(rule));
+        }
+    }
     top.seconds("shutdown_grace_seconds", config.server.shutdown_grace);
     top.section("threads", [&](Section& s) {
         s.number("io", config.server.io_threads, 256);

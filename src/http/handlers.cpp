@@ -367,6 +367,33 @@ Plan referrers_route(Registry& registry, Request& request) {
     return immediate(std::move(response));
 }
 
+// Namespace usage, a page at a time like the catalog. With authentication,
+// a caller sees the namespaces holding a repository it may pull from.
+Plan usage_route(Registry& registry, const auth::Authorizer* authorizer, Request& request) {
+    if (request.method != Method::get && request.method != Method::head) not_allowed();
+    auto page = registry.usage(page_size(request.target.query), request.target.query.get("last").value_or(""));
+    // The next page starts after the last namespace read, whether or not the caller may see it.
+    const auto read = page.items.size();
+    const auto last_read = page.items.empty() ? std::string() : page.items.back().ns;
+    if (authorizer && authorizer->enabled())
+        std::erase_if(page.items, [&](auto& item) {
+            return !registry.any_repository(
+                item.ns, [&](const std::string& repo) { return authorizer->may_pull({request.principal}, repo); });
+        });
+    auto list = nlohmann::json::array();
+    for (auto& item : page.items) {
+        auto limit = [](std::uint64_t value) { return value ? nlohmann::json(value) : nlohmann::json(nullptr); };
+        list.push_back({{"namespace", item.ns},
+                        {"used_bytes", item.usage.bytes},
+                        {"repositories", item.usage.repositories},
+                        {"max_bytes", limit(item.rule ? item.rule->max_bytes : 0)},
+                        {"max_repositories", limit(item.rule ? item.rule->max_repositories : 0)}});
+    }
+    auto response = json_response(200, nlohmann::json{{"namespaces", list}}.dump());
+    if (page.more) response.set("Link", next_link(std::string(usage_path), read, last_read));
+    return immediate(std::move(response));
+}
+
 // What a /v2/ request needs to be allowed, by route and method.
 std::vector<auth::Need> needs_of(const Request& request) {
     using auth::Action;
@@ -374,7 +401,8 @@ std::vector<auth::Need> needs_of(const Request& request) {
     auto need = [&](Action action) { return auth::Need{route.name, action, false}; };
     const bool write = request.method != Method::get && request.method != Method::head;
     switch (route.kind) {
-        case RouteKind::catalog: return {auth::Need{{}, Action::pull, true}};
+        case RouteKind::catalog:
+        case RouteKind::usage: return {auth::Need{{}, Action::pull, true}};
         case RouteKind::tags:
         case RouteKind::referrers: return {need(Action::pull)};
         case RouteKind::manifest:
@@ -460,7 +488,9 @@ Plan plan_request(Services& services, Request& request) {
 Plan plan_v2(Services& services, Request& request) {
     auto& registry = services.registry;
     const auto kind = request.target.route.kind;
-    const bool v2 = kind == RouteKind::base || kind == RouteKind::catalog || has_repository(kind);
+    // Authenticated like /v2/: the usage endpoint too, though it lives under /_berth/v1/.
+    const bool v2 = kind == RouteKind::base || kind == RouteKind::catalog || kind == RouteKind::usage ||
+                    has_repository(kind);
     // A request forwarded by a peer was authorized where it arrived.
     const bool from_peer = request.forwarded && services.replicator && services.replicator->authorized(request.peer_secret);
     if (from_peer) require_compatible_peer(request);
@@ -533,6 +563,7 @@ Plan plan_v2(Services& services, Request& request) {
                 return plan;
             }
         case RouteKind::catalog: return catalog_route(registry, services.authorizer, request);
+        case RouteKind::usage: return usage_route(registry, services.authorizer, request);
         case RouteKind::tags: return tags_route(registry, request);
         case RouteKind::manifest: return manifest_route(registry, request, from_peer);
         case RouteKind::blob: return blob_route(registry, request, from_peer);

@@ -8,7 +8,7 @@ namespace {
 const char* route_name(std::size_t route) {
     static constexpr const char* names[] = {"base",     "catalog", "tags",    "manifest", "blob",  "upload_start",
                                             "upload",   "referrers", "healthz", "readyz", "metrics", "token",
-                                            "peer",     "unknown"};
+                                            "peer",     "usage",   "unknown"};
     return route < std::size(names) ? names[route] : "unknown";
 }
 

@@ -101,6 +101,7 @@ std::optional<Target> parse_target(std::string_view target) {
     else if (path == "/readyz") out.route.kind = RouteKind::readyz;
     else if (path == "/metrics") out.route.kind = RouteKind::metrics;
     else if (path == "/auth/token") out.route.kind = RouteKind::token;
+    else if (path == usage_path) out.route.kind = RouteKind::usage;
     else if (path.starts_with(replication::protocol::prefix))
         out.route = {RouteKind::peer, {}, std::string(path.substr(replication::protocol::prefix.size()))};
     else if (path == "/v2") out.route.kind = RouteKind::base;

@@ -15,8 +15,13 @@ enum class RouteKind {
     healthz, readyz, metrics,
     token,  // /auth/token, the built-in token endpoint
     peer,  // the peer API (replication/protocol.hpp); reference: the path after its prefix
+    usage,  // /_berth/v1/usage, namespace usage for users (docs/quotas.md)
     unknown
 };
+
+// Namespace usage for users. It sits beside the peer API's paths, so the
+// router matches it before their prefix.
+inline constexpr std::string_view usage_path = "/_berth/v1/usage";
 
 struct Route {
     RouteKind kind = RouteKind::unknown;

@@ -173,7 +173,9 @@ private:
         // Basic credentials may cost a bcrypt check, and peers or upstreams a
         // round trip: never on an I/O thread.
         const bool basic = request_.authorization.size() > 5 && beast::iequals(request_.authorization.substr(0, 6), "basic ");
-        if (read && !reads_may_block(context_.services) && kind != RouteKind::peer && kind != RouteKind::token && !basic) {
+        // The usage listing may scan a namespace's repositories for one the caller may see.
+        if (read && !reads_may_block(context_.services) && kind != RouteKind::peer && kind != RouteKind::token &&
+            kind != RouteKind::usage && !basic) {
             auto error = make_plan();
             return error ? respond(std::move(*error)) : on_plan();
         }

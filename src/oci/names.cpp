@@ -76,6 +76,8 @@ bool valid_registry_host(std::string_view host) {
     }
 }
 
+std::string_view namespace_of(std::string_view repository) { return repository.substr(0, repository.find('/')); }
+
 bool glob_match(std::string_view pattern, std::string_view name) {
     if (pattern.empty()) return name.empty();
     if (pattern.starts_with("**")) {

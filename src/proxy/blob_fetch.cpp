@@ -195,8 +195,9 @@ void Proxy::Impl::link(const std::set<std::string>& repos, const oci::Digest& di
     auto lock = meta.lock_writes();
     const storage::Stamp stamp{clock.now(), replica_id};
     storage::MetaStore::Batch batch;
+    const auto size = blobs.size(digest).value_or(0);
     for (auto& repo : repos)
-        if (!meta.has_link(repo, digest.str())) batch.record_link(repo, digest.str(), stamp, false);
+        if (!meta.has_link(repo, digest.str())) batch.record_link(repo, digest.str(), stamp, false, size);
     meta.commit(batch, storage::MetaStore::Durability::deferred);
     lock.unlock();
     meta.sync();

@@ -87,7 +87,7 @@ GcReport collect_garbage(storage::BlobStore& blobs, storage::MetaStore& meta, st
                     }
                     storage::Stamp fresh{clock.now(), replica_id};
                     storage::MetaStore::Batch batch;
-                    batch.record_link(repo, digest, fresh, true);
+                    batch.record_link(repo, digest, fresh, true, 0);
                     meta.commit(batch);
                 }
                 report.removed.push_back("link " + repo + "@" + digest);

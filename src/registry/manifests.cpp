@@ -106,7 +106,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
         auto link = meta_.link(repo, blob.digest.str());
         if (!link || link->deleted) missing(blob, "blob");
         if (storage::HybridClock::physical_ms(link->stamp.clock) < renew_before)
-            batch.record_link(repo, blob.digest.str(), stamp, false);
+            batch.record_link(repo, blob.digest.str(), stamp, false, static_cast<std::uint64_t>(blob.size));
     }
     // Likewise children: an untagged one may have been deleted (gc, retention) since it was checked.
     for (auto& child : parsed.manifests) {
@@ -115,6 +115,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
     }
     batch.record_manifest(repo, digest, parsed, std::move(body), stamp);
     for (auto& tag : tags) batch.record_tag(repo, tag, digest_text, stamp);
+    enforce_quotas(batch);  // a first push into a repository adds one to its namespace
     commit_replicated(lock, batch);
     return {digest, parsed.subject ? parsed.subject->digest.str() : std::string(), tags};
 }

@@ -80,7 +80,7 @@ void Registry::delete_blob(const std::string& repo, const std::string& digest_te
     if (!meta_.has_link(repo, digest.str())) throw Error(ErrorCode::blob_unknown, "blob unknown to registry");
     const auto stamp = this->stamp();
     storage::MetaStore::Batch batch;
-    batch.record_link(repo, digest.str(), stamp, true);
+    batch.record_link(repo, digest.str(), stamp, true, 0);
     meta_.commit(batch);
 }
 
@@ -105,11 +105,13 @@ MountResult Registry::mount_blob(const std::string& repo, const std::string& dig
     // content in repositories the client may not read.
     if (!from.empty()) {
         require_name(from);
-        if (has_blob(from, digest) && blobs_.touch(digest)) {
+        auto size = has_blob(from, digest) && blobs_.touch(digest) ? blobs_.size(digest) : std::nullopt;
+        if (size) {
             auto lock = meta_.lock_writes();
             const auto stamp = this->stamp();
             storage::MetaStore::Batch batch;
-            batch.record_link(repo, digest.str(), stamp, false);
+            batch.record_link(repo, digest.str(), stamp, false, *size);
+            enforce_quotas(batch);
             meta_.commit(batch);
             return {digest, {}};
         }
@@ -151,11 +153,28 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
         throw Error(ErrorCode::digest_invalid, "content does not match digest",
                     "expected " + expected.str() + ", got " + actual.str());
     }
-    blobs_.commit(state->path, actual);
-    uploads_->erase(state);
+    // Under a quota the blob is made visible only once the quota allowed it,
+    // under the write lock; the file's fsync, the slow part, comes first.
+    const bool limited = has_quota(repo);
+    if (limited) storage::fsync_path(state->path);
+    else blobs_.commit(state->path, actual);
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
-    batch.record_link(repo, actual.str(), stamp, false);
+    batch.record_link(repo, actual.str(), stamp, false, state->offset);
+    if (limited) {
+        try {
+            enforce_quotas(batch);
+        } catch (const Error&) {
+            lock.unlock();
+            uploads_->erase(state);  // the refused bytes go with the session
+            storage::MetaStore::Batch end;
+            end.remove_upload(id);
+            meta_.commit(end, storage::MetaStore::Durability::none);
+            throw;
+        }
+        blobs_.commit(state->path, actual);
+    }
+    uploads_->erase(state);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     lock.unlock();
     meta_.sync();  // outside the lock: concurrent uploads share the fsync

@@ -120,10 +120,14 @@ ApplyResult Applier::apply_link(const Event& event, const std::vector<PeerClient
         auto result = ensure_blob(*digest, sources);
         if (result == ApplyResult::gone || result == ApplyResult::unavailable) return result;
     }
+    // What the blob weighs in its namespace's usage (an unlink takes what was counted).
+    std::uint64_t size = 0;
+    if (!deleted)
+        if (auto digest = oci::Digest::parse(event.digest)) size = blobs_.size(*digest).value_or(0);
     auto lock = meta_.lock_writes();
     if (newer_here()) return ApplyResult::skipped;
     storage::MetaStore::Batch batch;
-    batch.record_link(event.repo, event.digest, event.stamp, deleted);
+    batch.record_link(event.repo, event.digest, event.stamp, deleted, size);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     return ApplyResult::applied;
 }
@@ -185,8 +189,8 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
     if (newer_here()) return ApplyResult::skipped;
     storage::MetaStore::Batch batch;
     for (auto& blob : blobs)
-        if (!meta_.has_link(repo, blob.digest.str()) && blobs_.size(blob.digest))
-            batch.record_link(repo, blob.digest.str(), stamp, false);
+        if (auto size = blobs_.size(blob.digest); size && !meta_.has_link(repo, blob.digest.str()))
+            batch.record_link(repo, blob.digest.str(), stamp, false, *size);
     batch.record_manifest(repo, *digest, parsed, std::move(content->bytes), stamp);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     return ApplyResult::applied;

@@ -59,8 +59,9 @@ ApplyResult Applier::apply_links(std::vector<StateRecord*>& records, const std::
     for (auto* r : records) {
         if (!newer_than_here(meta_, StatePart::links, *r)) continue;
         auto digest = oci::Digest::parse(r->key);
-        if (!r->deleted && (!digest || !blobs_.size(*digest))) continue;  // gone everywhere: an unlink follows
-        batch.record_link(r->repo, r->key, r->stamp, r->deleted);
+        auto size = digest ? blobs_.size(*digest) : std::nullopt;
+        if (!r->deleted && !size) continue;  // gone everywhere: an unlink follows
+        batch.record_link(r->repo, r->key, r->stamp, r->deleted, r->deleted ? 0 : *size);
     }
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     return ApplyResult::applied;
@@ -143,7 +144,7 @@ ApplyResult Applier::apply_manifests(std::vector<StateRecord*>& records, const s
                 auto text = blob.digest.str();
                 if (!present.count(text) || linked.count(r->repo + '\0' + text) || meta_.has_link(r->repo, text))
                     continue;
-                batch.record_link(r->repo, text, r->stamp, false);
+                batch.record_link(r->repo, text, r->stamp, false, blobs_.size(blob.digest).value_or(0));
                 linked.insert(r->repo + '\0' + text);
             }
             batch.record_manifest(r->repo, *digest, parsed, std::move(r->bytes), r->stamp);

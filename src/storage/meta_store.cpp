@@ -2,6 +2,7 @@
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/layout.hpp"
 #include "berth/oci/media_types.hpp"
+#include "usage_tally.hpp"
 
 #include <rocksdb/db.h>
 #include <rocksdb/cache.h>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -102,7 +104,14 @@ struct MetaStore::Batch::Impl {
         std::string key;
         std::optional<std::string> value;  // nullopt deletes
     };
+    // A link written, for namespace usage: commit compares it with the link it replaces.
+    struct LinkWrite {
+        std::string repo, digest;
+        bool live;
+        std::uint64_t size;
+    };
     std::vector<Op> ops;
+    std::vector<LinkWrite> links;
     std::vector<std::string> events;  // as the log stores them
     std::vector<Event> logged;
 
@@ -160,8 +169,9 @@ void MetaStore::Batch::record_tag(const std::string& repo, const std::string& ta
     impl_->log({digest.empty() ? Event::Type::tag_deleted : Event::Type::tag, repo, digest, tag, stamp});
 }
 void MetaStore::Batch::record_link(const std::string& repo, const std::string& digest, const Stamp& stamp,
-                                   bool deleted) {
+                                   bool deleted, std::uint64_t size) {
     impl_->ops.push_back({cf_links, key(repo, digest), encode(LinkRecord{stamp, deleted})});
+    impl_->links.push_back({repo, digest, !deleted, size});
     impl_->log({deleted ? Event::Type::unlink : Event::Type::link, repo, digest, {}, stamp});
 }
 const std::vector<Event>& MetaStore::Batch::events() const { return impl_->logged; }
@@ -298,6 +308,27 @@ struct MetaStore::Impl {
 
     rocksdb::ColumnFamilyHandle* cf(int f) const { return families[f]; }
 
+    // What batch does to namespace usage, against the index as it stands: the
+    // caller holds commit_mutex, so nothing is written in between.
+    UsageTally tally(const Batch::Impl& batch) const {
+        UsageTally tally([this](const std::string& k) { return get(cf_usage, k); });
+        std::map<std::string, bool> live;  // links written earlier in this batch
+        for (auto& link : batch.links) {
+            auto k = key(link.repo, link.digest);
+            auto it = live.find(k);
+            bool was = it != live.end() ? it->second : false;
+            if (it == live.end())
+                if (auto value = get(cf_links, k)) was = !decode_link(*value).deleted;
+            tally.link(link.repo, link.digest, was, link.live, link.size);
+            live[k] = link.live;
+        }
+        std::set<std::string> repos;
+        for (auto& op : batch.ops)
+            if (op.family == cf_repos && repos.insert(op.key).second && !get(cf_repos, op.key))
+                tally.repository_added(op.key);
+        return tally;
+    }
+
     std::optional<std::string> get(int f, const std::string& k) const {
         if (!cf(f)) return std::nullopt;  // see the constructor
         std::string value;
@@ -391,6 +422,11 @@ std::uint64_t MetaStore::commit(Batch& batch, Durability durability) {
     auto head = impl_->head;
     for (auto& event : batch.impl_->events)
         check(write.Put(impl_->cf(cf_log), sequence_key(++head), event), "batch log");
+    if (!batch.impl_->events.empty())  // links and repositories come with events
+        for (auto& [k, value] : impl_->tally(*batch.impl_).writes()) {
+            if (value) check(write.Put(impl_->cf(cf_usage), k, *value), "batch usage");
+            else check(write.Delete(impl_->cf(cf_usage), k), "batch usage");
+        }
     check(impl_->db->Write(options, &write), "commit metadata");
     impl_->head = head;
     const auto now = wall_ms();
@@ -790,6 +826,67 @@ void MetaStore::compact_log(std::uint64_t through) {
     const rocksdb::Slice begin_slice(first), end_slice(end);
     check(impl_->db->CompactRange(rocksdb::CompactRangeOptions(), impl_->cf(cf_log), &begin_slice, &end_slice),
           "compact change log files");
+}
+
+NamespaceUsage MetaStore::usage(const std::string& ns) const {
+    auto value = impl_->get(cf_usage, usage_total_key(ns));
+    return value ? decode_totals(*value) : NamespaceUsage{};
+}
+
+std::vector<std::pair<std::string, NamespaceUsage>> MetaStore::usages(const std::string& after,
+                                                                      std::size_t limit) const {
+    std::vector<std::pair<std::string, NamespaceUsage>> out;
+    if (limit == 0) return out;
+    const auto prefix = usage_total_key("");
+    impl_->scan(cf_usage, prefix, after.empty() ? "" : usage_total_key(after),
+                [&](std::string_view ns, std::string_view v) {
+                    out.emplace_back(std::string(ns), decode_totals(v));
+                    return out.size() < limit;
+                });
+    return out;
+}
+
+std::vector<UsageChange> MetaStore::usage_change(const Batch& batch) const {
+    std::lock_guard lock(impl_->commit_mutex);
+    return impl_->tally(*batch.impl_).changes();
+}
+
+void MetaStore::count_usage(const std::function<std::uint64_t(const std::string& digest)>& blob_size) {
+    if (setting(layout::setting::usage_counted)) return;
+    // Before anything serves, but under the commit lock all the same: the
+    // count must see every link, and no commit may tally against half of it.
+    std::lock_guard lock(impl_->commit_mutex);
+    auto* usage = impl_->cf(cf_usage);
+    rocksdb::WriteOptions options;
+    // What an interrupted count left is counted again from nothing. Namespace
+    // names and the totals' NUL sort below 0xff.
+    check(impl_->db->DeleteRange(options, usage, "", "\xff"), "clear usage");
+    auto tally = std::make_unique<UsageTally>([this](const std::string& k) { return impl_->get(cf_usage, k); });
+    // In pieces of bounded size: a store may hold millions of links.
+    auto flush = [&](bool last) {
+        rocksdb::WriteBatch write;
+        for (auto& [k, value] : tally->writes())
+            check(value ? write.Put(usage, k, *value) : write.Delete(usage, k), "count usage");
+        if (last) check(write.Put(impl_->cf(cf_settings), layout::setting::usage_counted, "1"), "count usage");
+        check(impl_->db->Write(options, &write), "count usage");
+        tally = std::make_unique<UsageTally>([this](const std::string& k) { return impl_->get(cf_usage, k); });
+    };
+    constexpr std::size_t piece = 10000;
+    impl_->scan(cf_repos, "", "", [&](std::string_view repo, std::string_view) {
+        tally->repository_added(repo);
+        if (tally->size() >= piece) flush(false);
+        return true;
+    });
+    impl_->scan(cf_links, "", "", [&](std::string_view k, std::string_view v) {
+        if (decode_link(std::string(v)).deleted) return true;
+        const auto nul = k.find('\0');
+        const auto digest = std::string(k.substr(nul + 1));
+        tally->link(k.substr(0, nul), digest, false, true, blob_size(digest));
+        if (tally->size() >= piece) flush(false);
+        return true;
+    });
+    flush(true);
+    sync();
 }
 
 std::optional<std::string> MetaStore::setting(const std::string& k) const { return impl_->get(cf_settings, k); }

@@ -121,3 +121,42 @@ TEST_CASE("retention policies are checked strictly", "[retention]") {
                    R"({"repositories":["a"],"keep_last":1}]}})")
               .find("agent and retention.policies exclude each other") == 0);
 }
+
+TEST_CASE("quotas are read per namespace glob, in order", "[quotas]") {
+    auto config = parse_config(R"({"quotas":[{"namespaces":"team-*","max_bytes":10737418240,"max_repositories":50},
+                                             {"namespaces":"ci","max_repositories":3},
+                                             {"namespaces":"*"}]})");
+    auto& quotas = config.registry.quotas;
+    REQUIRE(quotas.size() == 3);
+    CHECK(quotas[0].namespaces == "team-*");
+    CHECK(quotas[0].max_bytes == 10737418240ull);
+    CHECK(quotas[0].max_repositories == 50);
+    CHECK(quotas[1].max_bytes == 0);  // no limit
+    CHECK(quotas[1].max_repositories == 3);
+    CHECK(quotas[2].max_bytes == 0);
+    CHECK(quotas[2].max_repositories == 0);
+    CHECK(parse_config("{}").registry.quotas.empty());
+}
+
+TEST_CASE("quota rules are checked strictly", "[quotas]") {
+    CHECK(error_of(R"({"quotas":{}})") == "quotas must be an array");
+    CHECK(error_of(R"({"quotas":["team-*"]})") == "quotas[0] must be an object");
+    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_byte":1}]})") == "unknown key quotas[0].max_byte");
+    CHECK(error_of(R"({"quotas":[{"max_bytes":1}]})") == "quotas[0].namespaces is required");
+    CHECK(error_of(R"({"quotas":[{"namespaces":""}]})") == "quotas[0].namespaces must not be empty");
+    CHECK(error_of(R"({"quotas":[{"namespaces":7}]})") == "quotas[0].namespaces must be a string");
+    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":"1"}]})").find("quotas[0].max_bytes must be a whole") == 0);
+    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":-1}]})").find("quotas[0].max_bytes must be a whole") == 0);
+    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":1.5}]})").find("quotas[0].max_bytes must be a whole") == 0);
+    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":0}]})") ==
+          "quotas[0].max_bytes must be at least 1 (leave it out for no limit)");
+    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_repositories":0}]})") ==
+          "quotas[0].max_repositories must be at least 1 (leave it out for no limit)");
+    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_repositories":5000000000}]})")
+              .find("quotas[0].max_repositories must be a whole") == 0);
+    CHECK(error_of(R"({"quotas":[{"namespaces":"team/*"}]})").find("quotas[0].namespaces: \"team/*\" is not a namespace glob") == 0);
+    CHECK(error_of(R"({"quotas":[{"namespaces":"Team"}]})").find("is not a namespace glob") != std::string::npos);
+    CHECK(error_of(R"({"quotas":[{"namespaces":"[ab]"}]})").find("is not a namespace glob") != std::string::npos);
+    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":1},{"namespaces":"a","max_bytes":2}]})") ==
+          "quotas[1].namespaces: \"a\" is listed twice");
+}

@@ -34,6 +34,15 @@ TEST_CASE("routes are matched from the right, so names may contain route words")
     CHECK(route("/other").kind == RouteKind::unknown);
 }
 
+TEST_CASE("the usage endpoint is a user route beside the peer API's paths", "[quotas]") {
+    auto usage = parse_target("/_berth/v1/usage?n=2&last=team");
+    REQUIRE(usage);
+    CHECK(usage->route.kind == RouteKind::usage);
+    CHECK(usage->query.get("last") == "team");
+    CHECK(parse_target("/_berth/v1/status")->route.kind == RouteKind::peer);
+    CHECK(parse_target("/_berth/v1/usage/x")->route.kind == RouteKind::peer);
+}
+
 TEST_CASE("an encoded slash stays inside its segment") {
     auto route = parse_target("/v2/a%2Fb/manifests/x")->route;
     CHECK(route.kind == RouteKind::manifest);

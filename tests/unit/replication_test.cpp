@@ -146,7 +146,7 @@ bool copy_blob(Replica& from, Replica& to, const std::string& repo, const oci::D
     to.blobs.commit(scratch, digest);
     auto lock = to.meta.lock_writes();
     storage::MetaStore::Batch batch;
-    batch.record_link(repo, digest.str(), link->stamp, false);
+    batch.record_link(repo, digest.str(), link->stamp, false, *to.blobs.size(digest));
     to.meta.commit(batch);
     return true;
 }

@@ -212,11 +212,11 @@ TEST_CASE("state hashes agree where two stores agree and only there", "[state]")
     for (auto* meta : {&a, &b})
         for (int i = 0; i < 20; ++i) {
             MetaStore::Batch batch;
-            batch.record_link("r", "sha256:" + std::to_string(100 + i), {std::uint64_t(i + 1), "a"}, false);
+            batch.record_link("r", "sha256:" + std::to_string(100 + i), {std::uint64_t(i + 1), "a"}, false, 1);
             meta->commit(batch, MetaStore::Durability::none);
         }
     MetaStore::Batch newer;
-    newer.record_link("r", "sha256:115", {50, "b"}, true);  // b unlinked one
+    newer.record_link("r", "sha256:115", {50, "b"}, true, 0);  // b unlinked one
     b.commit(newer, MetaStore::Durability::none);
 
     auto first = a.state_page(nullptr, StatePart::links, "", 10, 1 << 20, false);

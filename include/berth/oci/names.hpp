@@ -17,6 +17,10 @@ bool valid_tag(std::string_view tag);
 // main): lower-case DNS labels, at most 255 bytes, an optional :port.
 bool valid_registry_host(std::string_view host);
 
+// A repository's namespace: its name up to the first '/' (all of it when it
+// has none). Quotas and usage are kept per namespace.
+std::string_view namespace_of(std::string_view repository);
+
 // Repository globs of the configuration: '*' matches within one path
 // component, '**' across components.
 bool glob_match(std::string_view pattern, std::string_view name);

@@ -7,6 +7,15 @@
 
 namespace berth::registry {
 
+// Limits for the namespaces (repository names up to the first '/') that
+// `namespaces`, a glob, matches; each such namespace has limits of its own.
+// 0: no limit.
+struct QuotaRule {
+    std::string namespaces;
+    std::uint64_t max_bytes = 0;  // deduplicated bytes of the blobs linked into its repositories
+    std::uint64_t max_repositories = 0;
+};
+
 struct Options {
     std::string replica_id = "berth";
     std::size_t max_manifest_bytes = 4 << 20;
@@ -27,6 +36,8 @@ struct Options {
     // Links younger than this survive garbage collection without a manifest;
     // a manifest push renews links older than half of it.
     std::chrono::seconds gc_grace{3600};
+    // The first rule matching a namespace applies to it (docs/quotas.md).
+    std::vector<QuotaRule> quotas;
 };
 
 }  // namespace berth::registry

@@ -2,8 +2,10 @@
 // The operations of the distribution spec as plain C++ calls. Untrusted
 // strings (names, references, digests) come in raw and are validated here;
 // failures are thrown as oci::Error with the spec's code.
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +14,7 @@
 #include "berth/oci/digest.hpp"
 #include "berth/registry/options.hpp"
 #include "berth/registry/peers.hpp"
+#include "berth/registry/quotas.hpp"
 #include "berth/registry/upstreams.hpp"
 
 #include "berth/storage/blob_store.hpp"
@@ -67,6 +70,11 @@ struct MountResult {
 
 struct Page {
     std::vector<std::string> items;
+    bool more = false;
+};
+
+struct UsagePage {
+    std::vector<NamespaceReport> items;
     bool more = false;
 };
 
@@ -134,6 +142,16 @@ public:
     // An OCI image index of the manifests whose subject is digest.
     std::string referrers(const std::string& repo, const std::string& digest, const std::string& artifact_type);
 
+    // Usage and quotas (usage.cpp, quotas.cpp)
+    // Namespaces holding anything, in name order after `last`, at most n
+    // (clamped like the catalog), with their usage and rule.
+    UsagePage usage(std::optional<std::size_t> n, const std::string& last) const;
+    // Whether `test` holds for one of namespace ns's repositories (stops at the first).
+    bool any_repository(const std::string& ns, const std::function<bool(const std::string& repo)>& test) const;
+    // Prometheus text: usage and limits of the namespaces a quota rule
+    // matches (bounded by the rules, not by every name pushed), and refusals.
+    std::string quota_metrics_text() const;
+
 private:
     storage::Stamp stamp();
     bool has_blob(const std::string& repo, const oci::Digest& digest);
@@ -142,6 +160,12 @@ private:
     void commit_replicated(std::unique_lock<std::mutex>& lock, storage::MetaStore::Batch& batch);
     // get_manifest without noting the pull.
     Manifest find_manifest(const std::string& repo, const std::string& reference, Asker asker);
+    // Whether a quota rule applies to repo's namespace.
+    bool has_quota(const std::string& repo) const;
+    // Throws DENIED, and counts it, when committing batch would exceed a
+    // quota. The caller holds the write lock from before this to the commit,
+    // so that two pushes at the limit cannot both pass.
+    void enforce_quotas(const storage::MetaStore::Batch& batch);
     // Mirrored repositories (mirror.cpp).
     Manifest get_mirrored_manifest(const std::string& repo, const std::string& reference, Asker asker);
     void store_mirrored_manifest(const std::string& repo, const std::string& reference, const UpstreamManifest& fetched);
@@ -155,6 +179,7 @@ private:
     Peers* peers_ = nullptr;
     Upstreams* upstreams_ = nullptr;
     storage::PullTimes* pulls_ = nullptr;
+    std::atomic<std::uint64_t> denied_bytes_{0}, denied_repositories_{0};
 };
 
 }  // namespace berth::registry

@@ -23,6 +23,9 @@
 //                                          peer_cursors           {"<peer id>": last sequence it read of
 //                                                                 this replica's log}: compaction keeps
 //                                                                 the entries after it
+//                                          usage_counted          "1" once `usage` accounts for every link and
+//                                                                 repository (a store from before it is counted
+//                                                                 at start-up)
 //     repos      <repo> -> ""
 //     manifests  <repo>\0<digest> -> {"t":media type,"sub":subject digest,"ref":referrer descriptor,
 //                                     "s":stamp,"del":tombstone}\0<the manifest's bytes, untouched>
@@ -34,6 +37,13 @@
 //     pulls      <repo>\0<tag or digest> -> when this replica last served it to a client, ms since
 //                the epoch rounded up to the hour, 8 bytes big-endian (PullTimes). Per replica, not
 //                logged or replicated; a tag's or manifest's tombstone drops its entry
+//     usage      per namespace (a repository name up to its first '/'), kept by every commit that
+//                writes links or repositories, in the same WriteBatch, for every namespace:
+//                \0<namespace> -> {"b":bytes,"r":repositories}   its totals: the bytes of the distinct
+//                                                                blobs linked, its repositories (the
+//                                                                leading NUL keeps the totals together)
+//                <namespace>\0<digest> -> {"n":live links,"b":the blob's bytes}   a blob the namespace
+//                                                                links, counted once in the totals
 //   where a stamp is {"c": hybrid clock value, "r": replica id}. Names, tags and
 //   digests never hold NUL, so it separates key parts and keeps each
 //   repository's keys together.
@@ -67,12 +77,14 @@ std::filesystem::path fetch_file(const std::filesystem::path& scratch_dir);
 inline bool is_fetch_file(const std::filesystem::path& file) { return file.filename().string().starts_with("fetch-"); }
 
 enum ColumnFamily {
-    cf_settings, cf_repos, cf_manifests, cf_tags, cf_links, cf_referrers, cf_uploads, cf_log, cf_pulls, cf_count
+    cf_settings, cf_repos, cf_manifests, cf_tags, cf_links, cf_referrers, cf_uploads, cf_log, cf_pulls, cf_usage,
+    cf_count
 };
 // Spelled out, not rocksdb::kDefaultColumnFamilyName: static initialisation order.
 inline constexpr std::array<const char*, cf_count> column_families = {"default",   "repos",     "manifests",
                                                                       "tags",      "links",     "referrers",
-                                                                      "uploads",   "log",       "pulls"};
+                                                                      "uploads",   "log",       "pulls",
+                                                                      "usage"};
 
 namespace setting {
 inline constexpr const char* replica_id = "replica_id";
@@ -80,6 +92,13 @@ inline constexpr const char* log_epoch = "log_epoch";
 inline std::string cursor(const std::string& peer_id) { return "cursor/" + peer_id; }
 inline std::string bootstrap(const std::string& peer_id) { return "bootstrap/" + peer_id; }
 inline constexpr const char* peer_cursors = "peer_cursors";
+inline constexpr const char* usage_counted = "usage_counted";
 }  // namespace setting
+
+// Keys of the usage column family.
+inline std::string usage_total_key(std::string_view ns) { return std::string(1, '\0').append(ns); }
+inline std::string usage_blob_key(std::string_view ns, std::string_view digest) {
+    return std::string(ns).append(1, '\0').append(digest);
+}
 
 }  // namespace berth::storage::layout

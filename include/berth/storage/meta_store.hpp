@@ -93,7 +93,11 @@ public:
         // A tag; an empty digest is its tombstone.
         void record_tag(const std::string& repo, const std::string& tag, const std::string& digest,
                         const Stamp& stamp);
-        void record_link(const std::string& repo, const std::string& digest, const Stamp& stamp, bool deleted);
+        // A repository's link to a blob, or its tombstone. size: the blob's
+        // bytes, which its namespace's usage counts from its first live link
+        // there on; an unlink takes away what was counted (its size is unused).
+        void record_link(const std::string& repo, const std::string& digest, const Stamp& stamp, bool deleted,
+                         std::uint64_t size);
         // The events logged so far, for the write quorum.
         const std::vector<Event>& events() const;
 
@@ -107,7 +111,8 @@ public:
         std::unique_ptr<Impl> impl_;
     };
 
-    // Atomic; returns the sequence of the last log event (or the current head).
+    // Atomic, with what the batch does to namespace usage (the `usage` column
+    // family, layout.hpp); returns the sequence of the last log event (or the current head).
     // Durability::now fsyncs before returning. Durability::deferred only makes
     // the write visible: the caller calls sync() before acknowledging it, after
     // letting go of its locks, so that concurrent writers share one fsync.
@@ -190,6 +195,19 @@ public:
     // (a bootstrap must not churn them).
     std::optional<std::pair<Stamp, bool>> stamp_of(StatePart part, const std::string& repo,
                                                    const std::string& key) const;
+    // Namespace usage: the deduplicated bytes of the blobs linked into a
+    // namespace's repositories, and how many repositories it holds. Every
+    // commit keeps it, whoever writes (pushes, the applier, garbage collection).
+    NamespaceUsage usage(const std::string& ns) const;
+    // Namespaces holding anything, after `after` in byte order, at most limit.
+    std::vector<std::pair<std::string, NamespaceUsage>> usages(const std::string& after, std::size_t limit) const;
+    // What committing batch now would do to each namespace it touches. It
+    // stays true until the commit while the caller holds lock_writes().
+    std::vector<UsageChange> usage_change(const Batch& batch) const;
+    // Counts usage from every link and repository once, for a store that an
+    // older berth wrote (no-op when it is counted: settings key usage_counted).
+    // blob_size: a blob's bytes (0 when it is gone). Call before serving.
+    void count_usage(const std::function<std::uint64_t(const std::string& digest)>& blob_size);
 
     std::optional<std::string> setting(const std::string& key) const;
     void put_setting(const std::string& key, const std::string& value);

@@ -33,6 +33,20 @@ struct LinkRecord {
     bool deleted = false;
 };
 
+// What a namespace (a repository name up to its first '/') holds: the bytes
+// of the distinct blobs its repositories link, and its repositories.
+struct NamespaceUsage {
+    std::uint64_t bytes = 0;
+    std::uint64_t repositories = 0;
+    friend bool operator==(const NamespaceUsage&, const NamespaceUsage&) = default;
+};
+
+// A namespace's usage before and after a batch of writes.
+struct UsageChange {
+    std::string ns;
+    NamespaceUsage before, after;
+};
+
 struct UploadRecord {
     std::string repository;
     std::string algorithm;
