@@ -57,10 +57,19 @@ void save_progress(storage::MetaStore& meta, const std::string& peer_id, const P
 
 }  // namespace
 
-void Replicator::Impl::bootstrap(Peer& peer, bool incremental) {
+void Replicator::Impl::bootstrap(Peer& peer) {
+    std::unique_lock one_at_a_time(bootstrap_mutex, std::defer_lock);
+    while (!one_at_a_time.try_lock())
+        if (stopping) return;
+        else sleep_for(std::chrono::milliseconds(200));
     auto progress = load_progress(meta, peer.id);
     const bool resumed = progress && progress->epoch == peer.epoch;
-    if (!resumed) progress = Progress{peer.epoch, 0, StatePart::links, {}, incremental};
+    if (!resumed) progress = Progress{peer.epoch, 0, StatePart::links, {}, peer.cursor > 0 || meta.log_head() > 0};
+    struct Filling {
+        std::atomic<bool>& flag;
+        explicit Filling(std::atomic<bool>& f, bool on) : flag(f) { flag = on; }
+        ~Filling() { flag = false; }
+    } filling_now(filling, !progress->incremental);
     observe::log("info", resumed ? "resuming bootstrap from peer" : "bootstrapping from peer",
                  {{"peer", peer.client.address()}, {"peer_id", peer.id}, {"incremental", progress->incremental}});
 

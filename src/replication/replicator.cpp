@@ -81,6 +81,18 @@ void Replicator::Impl::follow(Peer& peer) {
                 save_cursor(peer);
                 continue;
             }
+            if (doc.value("filling", false)) {
+                // An empty peer copying the others: nothing to wait for or take from it yet.
+                {
+                    std::lock_guard lock(mutex);
+                    peer.reachable = true;
+                    peer.holds_readiness = false;
+                    peer.head = head;
+                    peer.last_contact_ms = now_ms();
+                }
+                sleep_for(std::chrono::seconds(1));
+                continue;
+            }
             {
                 std::lock_guard lock(mutex);
                 peer.reachable = true;
@@ -99,8 +111,7 @@ void Replicator::Impl::follow(Peer& peer) {
                     peer.holds_readiness = true;  // stale until it has caught up again
                     peer.target = head;
                 }
-                // Comparing ranges first pays only where this replica holds something.
-                bootstrap(peer, peer.cursor > 0);
+                bootstrap(peer);
                 continue;
             }
             bool stalled = false;

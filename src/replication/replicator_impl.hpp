@@ -148,10 +148,15 @@ struct Replicator::Impl {
 
     void follow(Peer& peer);
     bool check_protocol(Peer& peer, const std::string& versions_header);
-    // Copies the peer's whole state, page by page; incremental: only the
-    // ranges where this replica's records differ. Resumes where a previous
-    // run stopped.
-    void bootstrap(Peer& peer, bool incremental);
+    // Copies the peer's whole state, page by page; where this replica holds
+    // anything, only the ranges where its records differ. Resumes where a
+    // previous run stopped. One at a time: after the first, the others find
+    // nearly every range alike.
+    void bootstrap(Peer& peer);
+    std::mutex bootstrap_mutex;
+    // An empty replica copying a peer: what it logs meanwhile are relays, and
+    // its peers neither wait for it nor copy it (log answers say so).
+    std::atomic<bool> filling{false};
     void resolve_dns();
 };
 

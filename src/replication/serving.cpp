@@ -30,7 +30,8 @@ std::pair<int, std::string> Replicator::log_json(std::uint64_t after, std::size_
     impl_->note_peer_cursor(caller, after);
     const auto first = impl_->meta.log_first();
     const auto head = impl_->meta.log_head();
-    json doc{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"head", head}, {"first", first}};
+    json doc{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"head", head}, {"first", first},
+             {"filling", impl_->filling.load()}};
     if (after + 1 < first && after < head) {  // entries it has not read are gone
         doc["entries"] = json::array();
         return {410, doc.dump()};

@@ -3,7 +3,8 @@
 // that replicas use among themselves. Nothing else spells them.
 //
 //   GET  log?after=S&limit=N        a page of the change log after sequence S:
-//                                   {"replica","epoch","head","first","entries":[{"seq","event"}]};
+//                                   {"replica","epoch","head","first","filling","entries":[{"seq","event"}]}
+//                                   (filling: the sender is empty and copying its peers' state);
 //                                   410 with the same fields and no entries when entries after S
 //                                   were compacted away (first > S + 1): the caller re-bootstraps
 //   GET  state?part=P&after=K&limit=N&session=I&since=H[&summary=1]
