@@ -519,7 +519,7 @@ class CompactionTest(BootstrapTestCase):
         status, doc = self.log(a, first - 2)
         self.assertEqual(status, 410, doc)
         self.assertEqual(self.log(a, head), (200, {"replica": "berth-0", "epoch": doc["epoch"], "head": head,
-                                                   "first": first, "entries": []}))
+                                                   "first": first, "filling": False, "entries": []}))
 
         total_records = (2 * (old_repos + len(names)) + len(set(self.store.tags.values()))
                          + len(self.store.gone_manifests) + len(self.store.tags) + len(self.store.gone_tags))
