@@ -50,8 +50,9 @@ void Replicator::Impl::follow(Peer& peer) {
     bool first_contact = true;
     while (!stopping) {
         try {
+            const auto asked_after = peer.cursor;
             auto response = peer.client.request(
-                "GET", protocol::log_target(peer.cursor, 500), {}, std::chrono::seconds(3));
+                "GET", protocol::log_target(asked_after, 500), {}, std::chrono::seconds(3));
             const bool compacted = response.status == 410;
             if (response.status != 200 && !compacted)
                 throw std::runtime_error("peer answered " + std::to_string(response.status) + " to /log");
@@ -73,6 +74,8 @@ void Replicator::Impl::follow(Peer& peer) {
                 peer.id = id;
                 load_cursor(peer);
                 first_contact = false;
+                // The answer is for the cursor before this replica knew whose it was.
+                if (peer.cursor != asked_after) continue;
             }
             if (peer.epoch != peer_epoch) {
                 // A peer that lost its volume starts a new log: begin it again.
