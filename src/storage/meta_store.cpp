@@ -546,28 +546,31 @@ void MetaStore::visit_tags(const std::string& repo,
     });
 }
 
-void MetaStore::visit_manifests(const std::string& repo,
-                                const std::function<void(const std::string&, const ManifestRecord&)>& visit) const {
-    std::string digest;
-    impl_->scan(cf_manifests, key(repo, ""), "", [&](std::string_view name, std::string_view v) {
-        auto record = decode_manifest(std::string(v));
+namespace {
+
+// A repository's live records of one family, decoded: visit_manifests and visit_links.
+template <typename Impl, typename Decode, typename Visit>
+void visit_live(const Impl& impl, int family, const std::string& repo, Decode decode, const Visit& visit) {
+    std::string name;
+    impl.scan(family, key(repo, ""), "", [&](std::string_view k, std::string_view v) {
+        auto record = decode(std::string(v));
         if (record.deleted) return true;
-        digest.assign(name);
-        visit(digest, record);
+        name.assign(k);
+        visit(name, record);
         return true;
     });
 }
 
+}  // namespace
+
+void MetaStore::visit_manifests(const std::string& repo,
+                                const std::function<void(const std::string&, const ManifestRecord&)>& visit) const {
+    visit_live(*impl_, cf_manifests, repo, decode_manifest, visit);
+}
+
 void MetaStore::visit_links(const std::string& repo,
                             const std::function<void(const std::string&, const LinkRecord&)>& visit) const {
-    std::string digest;
-    impl_->scan(cf_links, key(repo, ""), "", [&](std::string_view name, std::string_view v) {
-        auto record = decode_link(std::string(v));
-        if (record.deleted) return true;
-        digest.assign(name);
-        visit(digest, record);
-        return true;
-    });
+    visit_live(*impl_, cf_links, repo, decode_link, visit);
 }
 
 void MetaStore::put_pulls(const std::vector<Pull>& pulls) {
