@@ -1,4 +1,5 @@
 #include "jwt.hpp"
+#include "berth/oci/json.hpp"
 
 #include <openssl/bn.h>
 #include <openssl/ec.h>
@@ -150,8 +151,8 @@ std::optional<json> verify_jwt(std::string_view token, const std::vector<std::sh
         error = "malformed token";
         return std::nullopt;
     }
-    auto header = json::parse(*header_text, nullptr, false);
-    auto claims = json::parse(*claims_text, nullptr, false);
+    auto header = oci::parse_json(*header_text);
+    auto claims = oci::parse_json(*claims_text);
     if (!header.is_object() || !claims.is_object() || !header.contains("alg") || !header["alg"].is_string()) {
         error = "malformed token";
         return std::nullopt;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "berth/oci/error.hpp"
+#include "berth/oci/json.hpp"
 #include "berth/oci/media_types.hpp"
 
 namespace berth::oci {
@@ -11,27 +12,6 @@ namespace {
 using nlohmann::json;
 
 [[noreturn]] void invalid(std::string message) { throw Error(ErrorCode::manifest_invalid, std::move(message)); }
-
-// nlohmann's parser recurses per nesting level; a hostile 4 MiB manifest of
-// brackets would exhaust the stack, so depth is bounded before parsing.
-bool nesting_within(std::string_view body, int max_depth) {
-    int depth = 0;
-    bool in_string = false;
-    for (std::size_t i = 0; i < body.size(); ++i) {
-        char c = body[i];
-        if (in_string) {
-            if (c == '\\') ++i;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '{' || c == '[') {
-            if (++depth > max_depth) return false;
-        } else if (c == '}' || c == ']') {
-            --depth;
-        }
-    }
-    return true;
-}
 
 std::string optional_string(const json& object, const char* key, const std::string& where) {
     auto it = object.find(key);
@@ -94,9 +74,11 @@ ManifestKind kind_of(std::string_view media_type, const json& body) {
 }  // namespace
 
 ParsedManifest parse_manifest(std::string_view body, std::string_view content_type) {
-    if (!nesting_within(body, 64)) invalid("manifest nests too deeply");
-    json doc = json::parse(body.begin(), body.end(), nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) invalid("manifest is not a JSON object");
+    // Bounded before any document is built: a hostile manifest of brackets
+    // would otherwise cost dozens of times its size.
+    json doc = parse_json(body);
+    if (doc.is_discarded() || !doc.is_object())
+        invalid("manifest is not a JSON object (or nests too deeply or costs too much to parse)");
 
     ParsedManifest out;
     // A header value may carry any byte; a media type is printable ASCII. The

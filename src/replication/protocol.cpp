@@ -1,3 +1,4 @@
+#include "berth/oci/json.hpp"
 #include "berth/replication/protocol.hpp"
 
 #include <array>
@@ -100,7 +101,7 @@ std::string encode_state(const StatePageAnswer& a) {
 }
 
 StatePageAnswer parse_state(std::string_view body) {
-    auto doc = nlohmann::json::parse(body);
+    auto doc = oci::parse_json_or_throw(body, "a state page");
     StatePageAnswer a{doc.at("replica").get<std::string>(), doc.at("epoch").get<std::string>(),
                       doc.at("session").get<std::string>(), doc.at("head").get<std::uint64_t>(), {}};
     a.page.last = unhex(doc.at("last").get<std::string>());
@@ -161,7 +162,7 @@ std::string encode_apply(const ApplyRequest& request) {
 }
 
 std::optional<ApplyRequest> parse_apply(std::string_view body) {
-    auto doc = nlohmann::json::parse(body, nullptr, false);
+    auto doc = oci::parse_json(body);
     if (!doc.is_object() || !doc.contains("events") || !doc["events"].is_array()) return std::nullopt;
     ApplyRequest out;
     for (auto& item : doc["events"]) {
@@ -190,7 +191,7 @@ std::string encode_pulls(const PullsPage& page) {
 }
 
 std::optional<PullsPage> parse_pulls(std::string_view body) {
-    auto doc = nlohmann::json::parse(body, nullptr, false);
+    auto doc = oci::parse_json(body);
     try {
         return PullsPage{doc.at("pulls").get<std::vector<std::pair<std::string, std::uint64_t>>>(),
                          doc.at("more").get<bool>()};

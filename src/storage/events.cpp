@@ -1,3 +1,4 @@
+#include "berth/oci/json.hpp"
 #include "berth/storage/events.hpp"
 
 #include <nlohmann/json.hpp>
@@ -18,7 +19,7 @@ std::string Event::json() const {
 }
 
 std::optional<Event> Event::parse(const std::string& text) {
-    auto j = nlohmann::json::parse(text, nullptr, false);
+    auto j = oci::parse_json(text);
     if (!j.is_object()) return std::nullopt;
     try {
         Event event{};
