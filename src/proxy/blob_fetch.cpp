@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "berth/observe/log.hpp"
+#include "berth/registry/reach.hpp"
 #include "berth/replication/replicator.hpp"
 #include "berth/storage/layout.hpp"
 #include "proxy_impl.hpp"
@@ -35,6 +36,7 @@ std::optional<storage::OpenBlob> Proxy::fetch_blob(const std::string& repo, cons
                                                    registry::Asker asker) {
     auto [upstream, name] = impl_->find(repo);
     if (!upstream) return std::nullopt;
+    registry::reach(registry::upstream_party(upstream->options.host));
     std::shared_ptr<BlobFlight> flight;
     {
         std::lock_guard lock(impl_->flights_mutex);
@@ -74,7 +76,7 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
             if (auto owner = cluster->owner_of(key)) {
                 try {
                     auto peer = owner_remote(*owner);
-                    auto opened = peer->open("GET", repo + "/blobs/" + key, {});
+                    auto opened = peer->open("GET", repo + "/blobs/" + key, {}, {}, peer->deadline());
                     if (opened.head->status == 200) {
                         receive(upstream, opened, digest, *flight, false);
                         done = true;
@@ -86,7 +88,7 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
                 }
             }
         if (!done) {
-            Remote::Slot slot(upstream.remote);
+            Remote::Slot slot(upstream.remote, upstream.remote.deadline());
             const auto started = Clock::now();
             const auto target = name + "/blobs/" + key;
             const auto scope = "repository:" + name + ":pull";
@@ -109,7 +111,7 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
                 }
             }
             if (!done) {
-                auto opened = upstream.remote.open("GET", target, scope);
+                auto opened = upstream.remote.open("GET", target, scope, {}, upstream.remote.deadline());
                 ++upstream.counters.requests;
                 upstream.counters.request_micros +=
                     std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
@@ -174,10 +176,17 @@ void Proxy::Impl::receive(UpstreamState& upstream, Opened& opened, const oci::Di
     }
     flight.started.notify_all();
 
+    // However slowly the bytes come, the whole body has a deadline: a
+    // trickle would otherwise hold the fetch (and its readers) for ever.
+    const auto& options = upstream.options;
+    const auto deadline = Clock::now() + options.fetch_timeout +
+                          std::chrono::seconds(size / std::max<std::uint64_t>(1, options.min_bytes_per_second));
     oci::Hasher hasher(digest.algorithm());
     std::vector<char> piece(piece_bytes);
     std::uint64_t total = 0;
     while (auto n = opened.exchange->read_body(piece)) {
+        if (Clock::now() > deadline)
+            throw std::runtime_error("blob slower than the upstream's min_bytes_per_second");
         if (total + n > size) throw std::runtime_error("blob longer than its Content-Length");
         hasher.update(piece.data(), n);
         write_all(out, piece.data(), n);

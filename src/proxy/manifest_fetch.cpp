@@ -5,7 +5,9 @@
 #include "berth/observe/log.hpp"
 #include "berth/oci/media_types.hpp"
 #include "berth/oci/names.hpp"
+#include "berth/registry/reach.hpp"
 #include "berth/replication/replicator.hpp"
+#include "answers.hpp"
 #include "proxy_impl.hpp"
 
 namespace berth::proxy {
@@ -24,18 +26,6 @@ const net::Headers& accept_manifests() {
 
 std::string scope_of(const std::string& name) { return "repository:" + name + ":pull"; }
 
-// Content-Type without parameters; a registry that sends none (or plain JSON)
-// still names the type inside the manifest.
-std::string media_type_of(const net::Response& response) {
-    auto type = response.header("content-type");
-    type = type.substr(0, type.find(';'));
-    while (!type.empty() && type.back() == ' ') type.pop_back();
-    if (!type.empty() && type != "application/json" && type != "text/plain") return type;
-    auto doc = nlohmann::json::parse(response.body, nullptr, false);
-    if (doc.is_object() && doc.contains("mediaType") && doc["mediaType"].is_string()) return doc["mediaType"];
-    return type;
-}
-
 // The bytes answer the reference: by digest they hash to it; by tag, any
 // digest the upstream claims must be theirs.
 std::optional<registry::UpstreamManifest> verified(const net::Response& response, const std::string& reference) {
@@ -45,7 +35,8 @@ std::optional<registry::UpstreamManifest> verified(const net::Response& response
     auto digest = oci::Digest::of(algorithm, response.body);
     if (wanted && digest != *wanted) return std::nullopt;
     if (claimed && claimed->algorithm() == algorithm && *claimed != digest) return std::nullopt;
-    return registry::UpstreamManifest{digest, media_type_of(response), response.body};
+    return registry::UpstreamManifest{digest, answers::media_type_of(response.header("content-type"), response.body),
+                                      response.body};
 }
 
 }  // namespace
@@ -62,6 +53,7 @@ registry::ManifestAnswer Proxy::fetch_manifest(const std::string& repo, const st
         if (it != upstream->checked.end() && Clock::now() - it->second < upstream->options.check_interval)
             return {Status::current, std::nullopt};
     }
+    registry::reach(registry::upstream_party(upstream->options.host));
     // One request for all who ask at once.
     std::shared_ptr<ManifestFlight> flight;
     bool leader = false;
@@ -110,20 +102,15 @@ std::optional<registry::TagPage> Proxy::list_tags(const std::string& repo, std::
                                                   const std::string& last) {
     auto [upstream, name] = impl_->find(repo);
     if (!upstream) return std::nullopt;
-    constexpr std::size_t max_list_bytes = 4 << 20;
+    registry::reach(registry::upstream_party(upstream->options.host));
     try {
         auto target = name + "/tags/list?n=" + std::to_string(limit);
         if (!last.empty()) target += "&last=" + net::query_escape(last);
-        auto response = upstream->remote.request("GET", target, scope_of(name), max_list_bytes);
+        auto response = upstream->remote.request("GET", target, scope_of(name), answers::max_list_bytes);
         if (response.status != 200) return std::nullopt;
-        auto doc = nlohmann::json::parse(response.body, nullptr, false);
-        if (!doc.is_object()) throw std::runtime_error("tag list is not a JSON object");
-        registry::TagPage page;
-        page.more = !response.header("link").empty();
-        if (auto tags = doc.find("tags"); tags != doc.end() && tags->is_array())
-            for (auto& tag : *tags)  // an upstream's answer is input like any other
-                if (tag.is_string() && oci::valid_tag(tag.get<std::string>())) page.tags.push_back(tag);
-        return page;
+        auto list = answers::parse_tag_list(response.body, !response.header("link").empty(), last, limit);
+        if (!list) throw std::runtime_error("tag list is not a JSON object within bounds");
+        return registry::TagPage{std::move(list->tags), list->more};
     } catch (const std::exception& error) {
         impl_->log_failure(*upstream, repo + " tags", error.what());
         return std::nullopt;
@@ -154,7 +141,7 @@ registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, cons
         }
     }
     const auto target = name + "/manifests/" + reference;
-    Remote::Slot slot(upstream.remote);
+    Remote::Slot slot(upstream.remote, upstream.remote.deadline());
     const auto started = Clock::now();
     struct Timing {
         UpstreamState& upstream;

@@ -10,8 +10,13 @@
 namespace berth::proxy {
 namespace {
 
-net::ClientOptions upstream_client_options() {
+net::ClientOptions upstream_client_options(const Options& proxy) {
     net::ClientOptions options;
+    // A body that stops for longer than the shortest deadline fails at once,
+    // not when a read of it would have timed out.
+    for (auto& upstream : proxy.upstreams)
+        options.idle_timeout = std::clamp<std::chrono::milliseconds>(upstream.fetch_timeout, std::chrono::seconds(1),
+                                                                     options.idle_timeout);
     // Shorter than the second a miss may take while the upstream is away, so
     // containerd can still fall back to its next host in time.
     options.connect_timeout = std::chrono::milliseconds(900);
@@ -29,6 +34,8 @@ RemoteConfig remote_config(const Upstream& upstream) {
     config.username = upstream.username;
     config.password = upstream.password;
     config.max_concurrent = upstream.max_concurrent;
+    config.fetch_timeout = upstream.fetch_timeout;
+    config.token_realms = upstream.token_realms;
     return config;
 }
 
@@ -36,7 +43,7 @@ RemoteConfig remote_config(const Upstream& upstream) {
 
 Proxy::Impl::Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, storage::HybridClock& c,
                   std::string id, replication::Replicator* r)
-    : options(std::move(o)), limits(l), client(upstream_client_options()), blobs(b), meta(m), clock(c),
+    : options(std::move(o)), limits(l), client(upstream_client_options(options)), blobs(b), meta(m), clock(c),
       replica_id(std::move(id)), cluster(r) {
     for (auto& upstream : options.upstreams)
         upstreams.push_back(std::make_unique<UpstreamState>(client, upstream, remote_config(upstream)));

@@ -2,9 +2,10 @@
 
 #include <openssl/evp.h>
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
 
 #include "berth/net/resolve.hpp"
+#include "answers.hpp"
 #include "challenge.hpp"
 
 namespace berth::proxy {
@@ -17,7 +18,6 @@ using Clock = std::chrono::steady_clock;
 constexpr auto down_for = std::chrono::seconds(2);
 constexpr auto resolve_every = std::chrono::seconds(10);
 constexpr int max_redirects = 5;
-constexpr std::size_t max_token_bytes = 1 << 20;
 // How long a registry may take to start answering; a hung one is skipped like a dead one.
 constexpr std::chrono::milliseconds answer_timeout{5000};
 
@@ -46,13 +46,44 @@ Location parse_location(const std::string& text) {
 
 bool is_redirect(int status) { return status == 301 || status == 302 || status == 303 || status == 307 || status == 308; }
 
+[[noreturn]] void too_slow() {
+    throw net::Error(net::Error::Kind::timeout, "no whole answer within the upstream's fetch_timeout_seconds");
+}
+
+// The head timeout of a request that must be done by `deadline`.
+std::chrono::milliseconds head_timeout(Clock::time_point deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left <= std::chrono::milliseconds(0)) too_slow();
+    return std::min(left, answer_timeout);
+}
+
+// A whole small body, at most `limit` bytes, by `deadline`: each read returns
+// within the client's idle timeout, so a trickle is caught between reads.
+std::string read_all(net::Exchange& exchange, const net::ResponseHead& head, std::size_t limit,
+                     Clock::time_point deadline) {
+    auto too_large = [&] {
+        throw net::Error(net::Error::Kind::too_large, "response larger than " + std::to_string(limit) + " bytes");
+    };
+    if (head.content_length && *head.content_length > limit) too_large();
+    std::string body;
+    char buffer[16384];
+    while (auto n = exchange.read_body(buffer)) {
+        if (body.size() + n > limit) too_large();
+        body.append(buffer, n);
+        if (Clock::now() > deadline) too_slow();
+    }
+    return body;
+}
+
 }  // namespace
 
 Remote::Remote(net::Client& client, RemoteConfig config) : client_(client), config_(std::move(config)) {}
 
-Remote::Slot::Slot(Remote& remote) : remote_(remote) {
+Remote::Slot::Slot(Remote& remote, Clock::time_point deadline) : remote_(remote) {
     std::unique_lock lock(remote_.mutex_);
-    remote_.slot_freed_.wait(lock, [&] { return remote_.busy_ < std::max(1u, remote_.config_.max_concurrent); });
+    if (!remote_.slot_freed_.wait_until(lock, deadline,
+                                        [&] { return remote_.busy_ < std::max(1u, remote_.config_.max_concurrent); }))
+        throw net::Error(net::Error::Kind::timeout, "every connection to the upstream stayed busy");
     ++remote_.busy_;
 }
 
@@ -111,7 +142,13 @@ std::string Remote::authorization(const std::string& scope) {
     return {};
 }
 
-bool Remote::answer_challenge(const std::string& text, const std::string& scope) {
+bool Remote::realm_allowed(const std::string& realm) const {
+    if (config_.token_realms.empty()) return true;
+    return std::any_of(config_.token_realms.begin(), config_.token_realms.end(),
+                       [&](const std::string& prefix) { return realm.starts_with(prefix); });
+}
+
+bool Remote::answer_challenge(const std::string& text, const std::string& scope, Clock::time_point deadline) {
     auto challenge = parse_challenge(text);
     if (challenge.scheme == "basic") {
         std::lock_guard lock(mutex_);
@@ -120,36 +157,37 @@ bool Remote::answer_challenge(const std::string& text, const std::string& scope)
         return true;
     }
     if (challenge.scheme != "bearer" || challenge.params["realm"].empty()) return false;
+    // The docker token flow sends the upstream's credentials wherever it
+    // says; token_realms pins where that may be.
+    if (!realm_allowed(challenge.params["realm"])) throw std::runtime_error("token realm not in token_realms");
     auto realm = parse_location(challenge.params["realm"]);
     auto target = realm.target + (realm.target.find('?') == std::string::npos ? "?" : "&");
     if (auto& service = challenge.params["service"]; !service.empty()) target += "service=" + net::query_escape(service) + "&";
     const auto& asked = challenge.params["scope"];
     target += "scope=" + net::query_escape(asked.empty() ? scope : asked);
-    net::RequestHead head{"GET", target, {}, std::nullopt, false, std::nullopt};
+    net::RequestHead head{"GET", target, {}, std::nullopt, false, head_timeout(deadline)};
     if (!config_.username.empty())
         head.headers.emplace_back("Authorization", "Basic " + base64(config_.username + ":" + config_.password));
     auto tls = config_.tls;
     tls.enabled = realm.url.tls;
     tls.server_name.clear();
-    auto response = client_.request({realm.url.address, tls}, std::move(head), {}, max_token_bytes);
-    if (response.status != 200) return false;
-    auto doc = nlohmann::json::parse(response.body, nullptr, false);
-    if (!doc.is_object()) return false;
-    auto token = doc.value("token", doc.value("access_token", std::string()));
-    if (token.empty()) return false;
-    auto lifetime = std::chrono::seconds(std::clamp<std::int64_t>(doc.value("expires_in", 60) - 10, 10, 3600));
+    auto exchange = client_.open({realm.url.address, tls}, std::move(head));
+    const auto& answer = exchange->read_head();
+    if (answer.status != 200) return false;
+    auto token = answers::parse_token(read_all(*exchange, answer, answers::max_token_bytes, deadline));
+    if (!token) return false;
     std::lock_guard lock(mutex_);
-    tokens_[scope] = {token, Clock::now() + lifetime};
+    tokens_[scope] = {std::move(token->value), Clock::now() + token->lifetime};
     return true;
 }
 
 Opened Remote::open_at(Address& address, const std::string& method, const std::string& path,
-                       const std::string& scope, const net::Headers& headers) {
+                       const std::string& scope, const net::Headers& headers, Clock::time_point deadline) {
     net::Origin origin = address.origin;
     std::string target = address.prefix + "/v2/" + path;
     bool same_host = true, challenged = false;
     for (int hop = 0;; ++hop) {
-        net::RequestHead head{method, target, config_.headers, std::nullopt, false, answer_timeout};
+        net::RequestHead head{method, target, config_.headers, std::nullopt, false, head_timeout(deadline)};
         head.headers.insert(head.headers.end(), headers.begin(), headers.end());
         if (same_host)
             if (auto credentials = authorization(scope); !credentials.empty())
@@ -159,7 +197,7 @@ Opened Remote::open_at(Address& address, const std::string& method, const std::s
         const int status = opened.head->status;
         if (status == 401 && same_host && !challenged) {
             challenged = true;
-            if (answer_challenge(opened.head->header("www-authenticate"), scope)) continue;
+            if (answer_challenge(opened.head->header("www-authenticate"), scope, deadline)) continue;
         }
         if (!is_redirect(status) || hop == max_redirects || (method != "GET" && method != "HEAD")) return opened;
         auto location = opened.head->header("location");
@@ -180,13 +218,13 @@ Opened Remote::open_at(Address& address, const std::string& method, const std::s
 }
 
 Opened Remote::open(const std::string& method, const std::string& path, const std::string& scope,
-                    const net::Headers& headers) {
+                    const net::Headers& headers, Clock::time_point deadline) {
     auto addresses = candidates();
     if (addresses.empty()) throw net::Error(net::Error::Kind::connect, "upstream unreachable (failed just now)");
     std::exception_ptr last;
     for (auto& address : addresses) {
         try {
-            return open_at(*address, method, path, scope, headers);
+            return open_at(*address, method, path, scope, headers, deadline);
         } catch (const net::Error& error) {
             last = std::current_exception();
             // An address that does not connect, or connects and then says nothing, is
@@ -202,18 +240,12 @@ Opened Remote::open(const std::string& method, const std::string& path, const st
 
 net::Response Remote::request(const std::string& method, const std::string& path, const std::string& scope,
                               std::size_t limit, const net::Headers& headers) {
-    auto opened = open(method, path, scope, headers);
+    const auto until = deadline();
+    auto opened = open(method, path, scope, headers, until);
     net::Response response;
     static_cast<net::ResponseHead&>(response) = *opened.head;
     if (method == "HEAD") return response;
-    if (opened.head->content_length && *opened.head->content_length > limit)
-        throw net::Error(net::Error::Kind::too_large, "response larger than " + std::to_string(limit) + " bytes");
-    char buffer[16384];
-    while (auto n = opened.exchange->read_body(buffer)) {
-        if (response.body.size() + n > limit)
-            throw net::Error(net::Error::Kind::too_large, "response larger than " + std::to_string(limit) + " bytes");
-        response.body.append(buffer, n);
-    }
+    response.body = read_all(*opened.exchange, *opened.head, limit, until);
     return response;
 }
 

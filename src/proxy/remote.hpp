@@ -3,7 +3,8 @@
 // a fetch was delegated to. It answers authentication challenges (Basic, and
 // the token flow with its realm, service and scope), follows redirects
 // without carrying Authorization to another host, and fails over between the
-// addresses its URLs resolve to. Blocking: for worker and fetch threads.
+// addresses its URLs resolve to. Every answer has a deadline. Blocking: for
+// the proxy's party pool and fetch threads (http/party_pools.hpp).
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -23,6 +24,8 @@ struct RemoteConfig {
     std::string username, password;
     net::Headers headers;  // sent with every request
     unsigned max_concurrent = 16;
+    std::chrono::seconds fetch_timeout{30};  // one whole answer (Upstream::fetch_timeout)
+    std::vector<std::string> token_realms;   // Upstream::token_realms
 };
 
 // What the remote answered: the head, and the exchange to read the body from.
@@ -35,18 +38,25 @@ class Remote {
 public:
     Remote(net::Client& client, RemoteConfig config);
 
+    using Clock = std::chrono::steady_clock;
+
     // `path` follows /v2/ ("library/nginx/manifests/1.25"). Throws net::Error
-    // when no address answers; any status is returned as it came.
+    // when no address answers, or not by `deadline` (redirects and token
+    // requests included); any status is returned as it came.
     Opened open(const std::string& method, const std::string& path, const std::string& scope,
-                const net::Headers& headers = {});
-    // The same with the whole body, at most `limit` bytes (net::Error too_large beyond).
+                const net::Headers& headers = {}, Clock::time_point deadline = Clock::time_point::max());
+    // The same with the whole body, at most `limit` bytes (net::Error too_large
+    // beyond), all of it within fetch_timeout however slowly it trickles.
     net::Response request(const std::string& method, const std::string& path, const std::string& scope,
                           std::size_t limit, const net::Headers& headers = {});
+    // When an answer asked for now must be in.
+    Clock::time_point deadline() const { return Clock::now() + config_.fetch_timeout; }
 
-    // At most max_concurrent fetches at a time; a Slot waits for its turn.
+    // At most max_concurrent fetches at a time; a Slot waits for its turn
+    // until the deadline (then net::Error timeout).
     class Slot {
     public:
-        explicit Slot(Remote& remote);
+        Slot(Remote& remote, Clock::time_point deadline);
         ~Slot();
         Slot(const Slot&) = delete;
         Slot& operator=(const Slot&) = delete;
@@ -64,11 +74,13 @@ private:
     // Shared: a request keeps its address while the list is resolved anew.
     std::vector<std::shared_ptr<Address>> candidates();
     Opened open_at(Address& address, const std::string& method, const std::string& path, const std::string& scope,
-                   const net::Headers& headers);
+                   const net::Headers& headers, Clock::time_point deadline);
     // Authorization for scope from what earlier challenges taught; "" for none.
     std::string authorization(const std::string& scope);
     // Learns from a 401's WWW-Authenticate; false when nothing more can be tried.
-    bool answer_challenge(const std::string& challenge, const std::string& scope);
+    bool answer_challenge(const std::string& challenge, const std::string& scope, Clock::time_point deadline);
+    // Whether token_realms lets a token (and the credentials) go to this realm.
+    bool realm_allowed(const std::string& realm) const;
 
     net::Client& client_;
     RemoteConfig config_;

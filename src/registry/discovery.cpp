@@ -42,6 +42,8 @@ Page Registry::list_tags(const std::string& repo, std::optional<std::size_t> n, 
                 page.items.resize(limit);
                 page.more = true;
             }
+            // More after nothing, or after a page that did not pass `last`, would page forever.
+            if (page.items.empty() || (!last.empty() && page.items.back() <= last)) page.more = false;
             return page;
         }
     }

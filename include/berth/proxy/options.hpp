@@ -22,6 +22,14 @@ struct Upstream {
     std::string username, password;   // Basic, and for the token flow
     std::chrono::seconds check_interval{300};  // a cached tag is re-validated this often
     unsigned max_concurrent = 16;
+    // Overall deadline for one manifest, tag list or token answer, head and
+    // body, however slowly its bytes trickle; a blob gets this plus its size
+    // at min_bytes_per_second.
+    std::chrono::seconds fetch_timeout{30};
+    std::uint64_t min_bytes_per_second = 64 << 10;
+    // URL prefixes a token realm must start with; empty: any realm the
+    // upstream names (the docker token flow), credentials included.
+    std::vector<std::string> token_realms;
 };
 
 struct Options {
