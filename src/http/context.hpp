@@ -6,6 +6,7 @@
 #include "berth/net/client.hpp"
 #include "message.hpp"
 #include "client_limits.hpp"
+#include "party_pools.hpp"
 #include "request_metrics.hpp"
 
 namespace berth::http {
@@ -23,6 +24,9 @@ struct ServerContext {
     Services services;
     net::Client client;  // before the workers: none may still use it when it goes
     boost::asio::thread_pool worker_pool;
+    // One pool per upstream and one for the peers: 16 threads each, like an
+    // upstream's default max_concurrent, and a queue of 256 behind them.
+    PartyPools party_pools{16, 256};
     std::atomic<std::size_t> connections{0};
     std::atomic<std::size_t> in_flight{0};
     std::atomic<bool> draining{false};

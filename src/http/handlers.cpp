@@ -10,6 +10,7 @@
 #include "berth/oci/media_types.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/registry/maintenance.hpp"
+#include "berth/registry/reach.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/storage/upload_appender.hpp"
 #include "berth/replication/replicator.hpp"
@@ -338,7 +339,8 @@ Plan tags_route(Registry& registry, Request& request) {
     auto last = request.target.query.get("last").value_or("");
     auto page = registry.list_tags(name, n, last);
     auto response = json_response(200, tags_json(name, page.items));
-    if (page.more)
+    // A page that may be empty (an upstream's) never links on from nothing.
+    if (page.more && !page.items.empty())
         response.set("Link", next_link("/v2/" + name + "/tags/list", page.items.size(), page.items.back()));
     return immediate(std::move(response));
 }
@@ -438,8 +440,6 @@ void require_compatible_peer(const Request& request) {
 }  // namespace
 
 Plan plan_v2(Services& services, Request& request);
-
-bool reads_may_block(const Services& services) { return services.replicator || services.registry.proxying(); }
 
 Plan immediate(Response response) {
     Plan plan;
@@ -573,12 +573,14 @@ Plan plan_v2(Services& services, Request& request) {
             const auto& id = request.target.route.reference;
             auto owner = id.substr(0, id.find('_'));
             if (services.replicator && !request.forwarded && owner != services.replicator->self_id())
-                if (auto address = services.replicator->address_of(owner))
+                if (auto address = services.replicator->address_of(owner)) {
+                    registry::reach(registry::peers_party);
                     return plan_forward(*services.client, services.replicator->peer_origin(*address),
                                         services.replicator->secret(), request,
                                         method_name(request.method),
                                         "/v2/" + request.target.route.name + "/blobs/uploads/" + id +
                                             request.target.raw_query);
+                }
             return upload_route(registry, request);
         }
         case RouteKind::referrers: return referrers_route(registry, request);

@@ -7,8 +7,6 @@
 namespace berth::http {
 
 Plan plan_request(Services& services, Request& request);
-// True when a read may wait for another replica or an upstream, so it must be planned off the I/O threads.
-bool reads_may_block(const Services& services);
 // A plan that answers at once, on the I/O thread.
 Plan immediate(Response response);
 Response json_response(int status, std::string body, std::string content_type = "application/json");

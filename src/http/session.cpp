@@ -1,6 +1,8 @@
 #include "berth/replication/protocol.hpp"
 #include "session.hpp"
 
+#include "berth/registry/reach.hpp"
+
 #include <sys/sendfile.h>
 #include <unistd.h>
 
@@ -49,6 +51,9 @@ constexpr std::size_t tls_piece_bytes = TlsStream::max_write_bytes;
 // answer instead of a reset (nginx's lingering close).
 constexpr std::uint64_t linger_bytes = 16 << 20;
 constexpr std::chrono::seconds linger_time{3};
+// A request waiting this long for its party's pool (every thread held by a
+// hung upstream, say) is answered 504 rather than made to wait on.
+constexpr std::chrono::seconds party_queue_wait{30};
 
 Method method_of(bhttp::verb verb) {
     switch (verb) {
@@ -143,6 +148,7 @@ private:
             return reject(429, oci::ErrorCode::too_many_requests, "request rate limit exceeded");
         auto& head = parser_->get();
         keep_alive_ = head.keep_alive();
+        party_.clear();
         method_text_ = std::string(head.method_string());
         target_text_ = std::string(head.target().substr(0, 1024));
         request_ = Request{};
@@ -165,35 +171,81 @@ private:
         request_.forwarded = !head[protocol::header::forwarded].empty();
         expect_continue_ = beast::iequals(head[bhttp::field::expect], "100-continue");
 
-        // Reads are index lookups and answer on the I/O thread. Anything that
-        // writes may fsync, and with peers a read may wait on the network, so
-        // those go to the workers.
+        // Every request is planned first with nothing remote allowed: a read
+        // on the I/O thread (index lookups), anything that may fsync or check
+        // a password on a worker. A plan that would wait on an upstream or a
+        // peer is made again on that party's own pool (party_pools.hpp).
         const bool read = request_.method == Method::get || request_.method == Method::head;
         const auto kind = request_.target.route.kind;
         // Basic credentials may cost a bcrypt check, and peers or upstreams a
         // round trip: never on an I/O thread.
         const bool basic = request_.authorization.size() > 5 && beast::iequals(request_.authorization.substr(0, 6), "basic ");
         // The usage listing may scan a namespace's repositories for one the caller may see.
-        if (read && !reads_may_block(context_.services) && kind != RouteKind::peer && kind != RouteKind::token &&
-            kind != RouteKind::usage && !basic) {
-            auto error = make_plan();
-            return error ? respond(std::move(*error)) : on_plan();
-        }
+        original_ = request_;
+        if (read && kind != RouteKind::peer && kind != RouteKind::token && kind != RouteKind::usage && !basic)
+            return planned(make_plan(true));
         asio::post(context_.worker_pool, [self = shared_from_this()] {
-            auto error = self->make_plan();
-            asio::post(self->stream_.get_executor(), [self, error = std::move(error)]() mutable {
-                error ? self->respond(std::move(*error)) : self->on_plan();
-            });
+            auto planning = self->make_plan(true);
+            asio::post(self->stream_.get_executor(),
+                       [self, planning = std::move(planning)]() mutable { self->planned(std::move(planning)); });
         });
     }
 
-    std::optional<Response> make_plan() {
+    // How planning went: an answer already, or a party to plan on again.
+    struct Planning {
+        std::optional<Response> error;
+        std::string party;
+    };
+
+    Planning make_plan(bool local_only) {
         try {
+            std::optional<registry::LocalOnly> guard;
+            if (local_only) guard.emplace();
             plan_ = plan_request(context_.services, request_);
-            return std::nullopt;
+            return {};
+        } catch (const registry::NeedsRemote& needs) {
+            return {std::nullopt, needs.party};
         } catch (...) {
-            return guarded([]() -> Response { throw; });
+            return {guarded([]() -> Response { throw; }), {}};
         }
+    }
+
+    void planned(Planning planning) {
+        if (!planning.party.empty()) return plan_on(std::move(planning.party));
+        planning.error ? respond(std::move(*planning.error)) : on_plan();
+    }
+
+    // Planning again from the request as it came (the first try may have
+    // rewritten its repository name), on the party's pool.
+    void plan_on(std::string party) {
+        party_ = std::move(party);
+        request_ = original_;
+        const auto posted = context_.party_pools.of(party_).post([self = shared_from_this()](auto queued) {
+            Planning planning;
+            if (queued > party_queue_wait) {
+                ++self->context_.request_metrics.remote_queue_refusals;
+                planning.error = error_response(oci::ErrorCode::gateway_timeout,
+                                                "waited too long for " + self->party_ + " to be free");
+            } else {
+                planning = self->make_plan(false);
+                planning.party.clear();  // planned: nothing further to wait for
+            }
+            asio::post(self->stream_.get_executor(),
+                       [self, planning = std::move(planning)]() mutable { self->planned(std::move(planning)); });
+        });
+        if (!posted) {
+            ++context_.request_metrics.remote_queue_refusals;
+            respond(error_response(oci::ErrorCode::unavailable, "too many requests are waiting for " + party_));
+        }
+    }
+
+    // Blocking work of this request runs where its plan was made: on its
+    // party's pool when it waits on one (a forwarded upload's answer), else
+    // on the workers.
+    template <typename Work>
+    void post_blocking(Work&& work) {
+        if (!party_.empty() && context_.party_pools.of(party_).post([work](auto) mutable { work(); })) return;
+        asio::post(context_.worker_pool, std::forward<Work>(work));
     }
 
     void on_plan() {
@@ -361,7 +413,7 @@ private:
         // last bytes, instead of a worker waiting for them: one thread hop
         // fewer for every chunk of a chunked upload.
         if (!plan_.blocking && plan_.sink && plan_.sink->when_stored(completion)) return;
-        asio::post(context_.worker_pool, std::move(completion));
+        post_blocking(std::move(completion));
     }
 
     // Off the I/O threads: waits for what the sink still stores, finishes the
@@ -631,6 +683,8 @@ private:
     std::span<char> body_space_;  // where the parser puts body bytes
     std::string body_;
     Request request_;
+    Request original_;   // request_ as it came, for planning again on a party's pool
+    std::string party_;  // the outside party this request's plan waits on, if any
     Plan plan_;
     bool keep_alive_ = false;
     bool expect_continue_ = false;

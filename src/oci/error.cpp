@@ -27,7 +27,8 @@ std::string_view code_name(ErrorCode code) {
         case ErrorCode::payload_too_large: return "SIZE_INVALID";
         case ErrorCode::tag_invalid: return "TAG_INVALID";
         case ErrorCode::insufficient_storage: return "DENIED";
-        case ErrorCode::unavailable: return "UNAVAILABLE";
+        case ErrorCode::unavailable:
+        case ErrorCode::gateway_timeout: return "UNAVAILABLE";
         case ErrorCode::bad_request: return "UNSUPPORTED";
         case ErrorCode::internal: return "UNKNOWN";
     }
@@ -49,6 +50,7 @@ int http_status(ErrorCode code) {
         case ErrorCode::payload_too_large: return 413;
         case ErrorCode::insufficient_storage: return 507;
         case ErrorCode::unavailable: return 503;
+        case ErrorCode::gateway_timeout: return 504;
         case ErrorCode::internal: return 500;
         default: return 400;
     }

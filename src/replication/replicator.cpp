@@ -1,5 +1,8 @@
 #include "berth/replication/replicator.hpp"
 
+#include "berth/oci/json.hpp"
+#include "berth/registry/reach.hpp"
+
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
@@ -60,7 +63,7 @@ void Replicator::Impl::follow(Peer& peer) {
                 sleep_for(std::chrono::seconds(5));
                 continue;
             }
-            auto doc = json::parse(response.body);
+            auto doc = oci::parse_json_or_throw(response.body, "a peer's answer");
             const auto id = doc.at("replica").get<std::string>();
             const auto peer_epoch = doc.at("epoch").get<std::string>();
             const auto head = doc.at("head").get<std::uint64_t>();
@@ -355,6 +358,7 @@ void Replicator::apply_pushed(const std::string& origin, const protocol::ApplyRe
 }
 
 registry::Lookup Replicator::fetch_blob(const std::string& repo, const oci::Digest& digest) {
+    registry::reach(registry::peers_party);
     bool all_answered = true;
     for (auto* source : impl_->sources(nullptr)) {
         try {
@@ -365,7 +369,7 @@ registry::Lookup Replicator::fetch_blob(const std::string& repo, const oci::Dige
                 all_answered = false;
                 continue;
             }
-            auto doc = json::parse(response.body);
+            auto doc = oci::parse_json_or_throw(response.body, "a peer's answer");
             Event event{Event::Type::link, repo, digest.str(), {}, protocol::stamp_of(doc)};
             std::vector<PeerClient*> sources{source};
             // The content first: the link may be here already, its file lost.
@@ -386,6 +390,7 @@ registry::Lookup Replicator::fetch_blob(const std::string& repo, const oci::Dige
 }
 
 bool Replicator::fetch_manifest(const std::string& repo, const std::string& reference) {
+    registry::reach(registry::peers_party);
     const bool by_digest = reference.find(':') != std::string::npos;
     for (auto* source : impl_->sources(nullptr)) {
         try {
@@ -396,7 +401,7 @@ bool Replicator::fetch_manifest(const std::string& repo, const std::string& refe
                 {},
                 std::chrono::seconds(2));
             if (response.status != 200) continue;
-            auto doc = json::parse(response.body);
+            auto doc = oci::parse_json_or_throw(response.body, "a peer's answer");
             auto stamp = protocol::stamp_of(doc);
             std::vector<PeerClient*> sources{source};
             if (by_digest) impl_->applier.apply_manifest(repo, reference, stamp, std::nullopt, sources);

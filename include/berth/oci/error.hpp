@@ -28,6 +28,7 @@ enum class ErrorCode {
     tag_invalid,
     insufficient_storage,  // 507: the disk is too full to take more
     unavailable,         // 503: a write quorum or a peer could not be reached
+    gateway_timeout,     // 504: an upstream or peer did not answer in time
     bad_request,         // 400 for malformed parameters the spec has no code for
     internal,
 };

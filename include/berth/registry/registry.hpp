@@ -94,8 +94,6 @@ public:
     void set_pull_times(storage::PullTimes* pulls) { pulls_ = pulls; }
     // With upstreams, repositories named after an upstream's host mirror it.
     void set_upstreams(Upstreams* upstreams) { upstreams_ = upstreams; }
-    // Reads may wait for an upstream.
-    bool proxying() const { return upstreams_ != nullptr; }
 
     // The repository a request names: its name, or HOST/NAME when it came
     // with ns=HOST (throws NAME_INVALID for a malformed ns, NAME_UNKNOWN for
