@@ -224,6 +224,11 @@ int serve(const std::vector<std::string>& args) {
     } catch (const std::exception& error) {
         throw berth::config::ConfigError(std::string("auth: ") + error.what());
     }
+    try {
+        berth::http::raise_descriptor_limit(config.server.max_connections);
+    } catch (const std::exception& error) {
+        throw berth::config::ConfigError(std::string("limits.max_connections: ") + error.what());
+    }
     berth::http::Server server(config.server, registry, replicator.get(), authorizer.get(), &maintenance);
     try {
         server.bind();
@@ -235,17 +240,17 @@ int serve(const std::vector<std::string>& args) {
     if (proxy) {
         server.add_metrics([&proxy] { return proxy->metrics_text(); });
         if (config.proxy.cache_max_bytes)
-            server.every(std::chrono::seconds(10), [&proxy] {
+            server.every("cache_trim", std::chrono::seconds(10), [&proxy] {
                 if (auto evicted = proxy->trim_cache())
                     berth::observe::log("info", "cache trimmed", {{"blobs_evicted", evicted}});
             });
     }
-    server.every(config.upload_purge_interval, [&registry] {
+    server.every("upload_purge", config.upload_purge_interval, [&registry] {
         if (auto purged = registry.purge_idle_uploads())
             berth::observe::log("info", "purged idle uploads", {{"count", purged}});
     });
     if (config.gc_interval.count())
-        server.every(config.gc_interval, [&] {
+        server.every("gc", config.gc_interval, [&] {
             auto report = berth::registry::collect_garbage(blobs, meta, clock, config.registry.replica_id, config.gc,
                                                            false);
             berth::observe::log("info", "garbage collected",
@@ -257,7 +262,7 @@ int serve(const std::vector<std::string>& args) {
         });
     // A short retention window (tests) is honoured about as closely as a long one.
     const auto window = config.replication.log_retention.window;
-    server.every(std::clamp<std::chrono::seconds>(window / 4, std::chrono::seconds(1), std::chrono::seconds(60)), [&] {
+    server.every("log_compaction", std::clamp<std::chrono::seconds>(window / 4, std::chrono::seconds(1), std::chrono::seconds(60)), [&] {
         berth::replication::compact_log(meta, config.replication.log_retention, replicator.get());
         // What a burst freed (pages of a bootstrap, large manifests, dropped
         // cache halves) goes back to the system instead of staying in malloc's arenas.
@@ -266,10 +271,10 @@ int serve(const std::vector<std::string>& args) {
     std::atomic<bool> stopping{false};
     server.on_shutdown([&stopping] { stopping = true; });
     // Pull times gathered in memory reach the index once a minute (storage/pull_times.hpp).
-    server.every(std::chrono::seconds(60), [&pulls] { pulls.flush(); });
+    server.every("pull_times_flush", std::chrono::seconds(60), [&pulls] { pulls.flush(); });
     server.add_metrics([&retention] { return retention.metrics_text(); });
     if (retention.enabled() && config.retention.interval.count())
-        server.every(config.retention.interval, [&] {
+        server.every("retention", config.retention.interval, [&] {
             auto report = retention.run(false, {}, std::chrono::system_clock::now(), &stopping);
             if (report.tags_deleted || report.manifests_deleted)
                 berth::observe::log("info", "retention applied",
@@ -278,7 +283,7 @@ int serve(const std::vector<std::string>& args) {
                                      {"manifests_deleted", report.manifests_deleted}, {"seconds", report.seconds}});
         });
     if (config.scrub_interval.count())
-        server.every(config.scrub_interval, [&] {
+        server.every("scrub", config.scrub_interval, [&] {
             auto report = berth::registry::scrub(blobs, meta, config.scrub_rate_mib << 20, stopping);
             for (auto& corrupt : report.corrupt)
                 berth::observe::log("error", "scrub found corrupt content; blob quarantined", {{"digest", corrupt}});

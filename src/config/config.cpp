@@ -2,6 +2,7 @@
 
 #include "berth/auth/authorizer.hpp"
 #include "berth/net/host_port.hpp"
+#include "berth/oci/json.hpp"
 #include "berth/oci/names.hpp"
 
 #include <fstream>
@@ -214,7 +215,7 @@ void set_listen(Config& config, const std::string& address) {
 }
 
 Config parse_config(const std::string& text, const std::filesystem::path& base) {
-    json doc = json::parse(text, nullptr, false);
+    json doc = oci::parse_json(text);
     if (doc.is_discarded()) throw ConfigError("the configuration is not valid JSON");
     Config config;
     Section top(doc, "");
@@ -258,7 +259,9 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
     });
     top.section("limits", [&](Section& s) {
         s.number("max_manifest_bytes", config.registry.max_manifest_bytes, 64ull << 20);
-        s.number("max_header_bytes", config.server.max_header_bytes, 1 << 20);
+        // Beast keeps a field's length in 16 bits and throws past it: a head
+        // no larger than 64 KiB cannot hold such a field.
+        s.number("max_header_bytes", config.server.max_header_bytes, 64 << 10);
         s.number("max_uploads", config.registry.max_uploads, 1000000);
         s.number("max_uploads_per_client", config.registry.max_uploads_per_client, 1000000);
         s.number("min_free_disk_bytes", config.registry.min_free_bytes, UINT64_MAX);
@@ -331,6 +334,7 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
             throw ConfigError("tls.client_auth must be \"require\" or \"optional\"");
         o.tls_client_cert_required = client_auth == "require";
         s.boolean("kernel_tls", o.tls_kernel);
+        s.string("ciphers", o.tls_ciphers);
         if (o.tls_cert_file.empty() != o.tls_key_file.empty()) throw ConfigError("tls needs both cert and key");
         if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) throw ConfigError("tls.client_ca needs cert and key");
         for (auto* file : {&o.tls_cert_file, &o.tls_key_file, &o.tls_client_ca_file})
@@ -409,7 +413,12 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
             remote_keys(u, where, upstream);
             u.seconds("check_interval_seconds", upstream.check_interval);
             u.number("max_concurrent", upstream.max_concurrent, 1024);
+            u.seconds("fetch_timeout_seconds", upstream.fetch_timeout);
+            u.number("min_bytes_per_second", upstream.min_bytes_per_second, UINT64_MAX);
+            u.strings("token_realms", upstream.token_realms);
             u.finish();
+            if (upstream.fetch_timeout.count() == 0) throw ConfigError(where + ".fetch_timeout_seconds must be at least 1");
+            for (auto& realm : upstream.token_realms) check_url(where + ".token_realms", realm);
             if (upstream.host.empty()) throw ConfigError(where + ".host is required");
             if (url.empty()) throw ConfigError(where + ".url is required");
             // The host becomes the first component of repository names: no port, no capitals.

@@ -73,7 +73,13 @@ std::string RequestMetrics::text() const {
            "berth_tls_kernel_sent_bytes_total " + std::to_string(blob_bytes_sent_by_kernel_tls.load()) + "\n"
            "# HELP berth_http_connections Open client connections.\n"
            "# TYPE berth_http_connections gauge\n"
-           "berth_http_connections " + std::to_string(connections.load()) + "\n";
+           "berth_http_connections " + std::to_string(connections.load()) + "\n"
+           "# HELP berth_accept_backoffs_total Times accepting a connection failed for want of descriptors or memory and the listener paused.\n"
+           "# TYPE berth_accept_backoffs_total counter\n"
+           "berth_accept_backoffs_total " + std::to_string(accept_backoffs.load()) + "\n"
+           "# HELP berth_remote_queue_refusals_total Requests needing an upstream or peer refused because its queue was full or its deadline passed while queued.\n"
+           "# TYPE berth_remote_queue_refusals_total counter\n"
+           "berth_remote_queue_refusals_total " + std::to_string(remote_queue_refusals.load()) + "\n";
     return out;
 }
 

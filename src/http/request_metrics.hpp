@@ -20,12 +20,17 @@ public:
     std::atomic<std::uint64_t> blob_bytes_read_from_disk{0};
     // Blob bytes sent over TLS with sendfile(2), encrypted by the kernel (kTLS).
     std::atomic<std::uint64_t> blob_bytes_sent_by_kernel_tls{0};
+    // Times accept(2) failed for want of descriptors (or memory) and the listener paused.
+    std::atomic<std::uint64_t> accept_backoffs{0};
+    // Requests that needed an upstream or peer and were refused because that party's queue was full,
+    // or waited in it past the deadline.
+    std::atomic<std::uint64_t> remote_queue_refusals{0};
 
 private:
     static constexpr std::size_t routes = static_cast<std::size_t>(RouteKind::unknown) + 1;
     static constexpr std::size_t methods = static_cast<std::size_t>(Method::other) + 1;
-    static constexpr std::array<int, 18> statuses = {200, 201, 202, 204, 206, 400, 401, 403, 404,
-                                                     405, 413, 416, 429, 431, 500, 503, 507, 0};
+    static constexpr std::array<int, 20> statuses = {200, 201, 202, 204, 206, 400, 401, 403, 404, 405,
+                                                     413, 416, 429, 431, 500, 502, 503, 504, 507, 0};
     static constexpr std::array<double, 14> buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                        0.1,    0.25,  0.5,    1,     2.5,  5,     10};
     std::array<std::array<std::array<std::atomic<std::uint64_t>, statuses.size()>, methods>, routes> counts_{};

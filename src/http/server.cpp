@@ -7,7 +7,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <list>
 #include <nlohmann/json.hpp>
@@ -33,6 +38,9 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const ServerOptions& option
                      asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1 |
                      asio::ssl::context::single_dh_use);
     SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+    // TLS 1.2 suites: AEAD only (OpenSSL's default list still offers CBC, open to LUCKY13-style timing).
+    if (SSL_CTX_set_cipher_list(ctx->native_handle(), options.tls_ciphers.c_str()) != 1)
+        throw std::runtime_error("tls.ciphers: OpenSSL accepts none of \"" + options.tls_ciphers + "\"");
     if (options.tls_kernel && kernel_tls_available()) SSL_CTX_set_options(ctx->native_handle(), SSL_OP_ENABLE_KTLS);
     ctx->use_certificate_chain_file(options.tls_cert_file);
     ctx->use_private_key_file(options.tls_key_file, asio::ssl::context::pem);
@@ -64,6 +72,21 @@ std::filesystem::file_time_type modified(const std::string& file) {
     std::error_code ec;
     auto time = std::filesystem::last_write_time(file, ec);
     return ec ? std::filesystem::file_time_type{} : time;
+}
+
+// An exception out of a handler unwinds that handler (and with it the
+// connection it held), then the loop goes on serving everyone else.
+void run_guarded(asio::io_context& io) {
+    for (;;) {
+        try {
+            io.run();
+            return;
+        } catch (const std::exception& error) {
+            observe::log("error", "a handler threw; its connection was closed", {{"error", error.what()}});
+        } catch (...) {
+            observe::log("error", "a handler threw; its connection was closed", {{"error", "unknown exception"}});
+        }
+    }
 }
 
 }  // namespace
@@ -98,7 +121,16 @@ struct Server::Impl {
     SameHostCongestion congestion;
     asio::signal_set signals;
     std::list<asio::steady_timer> timers;
-    std::vector<std::pair<std::chrono::seconds, std::function<void()>>> tasks;
+    struct Task {
+        std::string name;
+        std::chrono::seconds period;
+        std::function<void()> run;
+        std::atomic<std::uint64_t> runs{0}, failures{0};
+    };
+    std::list<Task> tasks;  // a list: timers hold references to its elements
+    // accept(2) failing for want of descriptors is retried after this, doubled up to a second.
+    std::chrono::milliseconds accept_pause{0};
+    asio::steady_timer accept_timer{io};
     std::vector<std::function<void()>> shutdown_callbacks;
     bool stopping = false;
 
@@ -142,36 +174,71 @@ struct Server::Impl {
         auto& target = *ios[next_io++ % ios.size()];
         acceptor.async_accept(target, [this](boost::system::error_code ec, tcp::socket socket) {
             if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-            if (!ec) {
-                auto peer = socket.remote_endpoint(ec);
-                const auto address = ec ? std::string() : peer.address().to_string();
-                if (context.connections.load() >= context.options.max_connections ||
-                    !context.client_limits.open(address)) {
-                    boost::system::error_code ignored;
-                    socket.close(ignored);  // over a limit: refuse rather than queue
-                } else {
-                    socket.set_option(tcp::no_delay(true), ec);
-                    congestion.accepted(socket.native_handle(), on_this_host(socket, peer));
-                    start_session(std::move(socket), context, current_tls());
-                }
+            if (ec) return pause_accepting(ec);
+            accept_pause = std::chrono::milliseconds(0);
+            auto peer = socket.remote_endpoint(ec);
+            const auto address = ec ? std::string() : peer.address().to_string();
+            if (context.connections.load() >= context.options.max_connections ||
+                !context.client_limits.open(address)) {
+                boost::system::error_code ignored;
+                socket.close(ignored);  // over a limit: refuse rather than queue
+            } else {
+                socket.set_option(tcp::no_delay(true), ec);
+                congestion.accepted(socket.native_handle(), on_this_host(socket, peer));
+                start_session(std::move(socket), context, current_tls());
             }
             accept();
         });
     }
 
-    void schedule(asio::steady_timer& timer, std::chrono::seconds period, std::function<void()>& task) {
-        timer.expires_after(period);
-        timer.async_wait([this, &timer, period, &task](boost::system::error_code ec) {
+    // Out of descriptors (EMFILE, ENFILE) or memory, accept fails again at
+    // once for as long as that lasts: wait for connections to close instead
+    // of spinning. The pending connections wait in the kernel's backlog.
+    void pause_accepting(const boost::system::error_code& ec) {
+        ++context.request_metrics.accept_backoffs;
+        accept_pause = std::clamp(accept_pause * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+        if (accept_pause == std::chrono::milliseconds(10) || accept_pause == std::chrono::milliseconds(1000))
+            observe::log("warn", "accept failed; pausing the listener",
+                         {{"error", ec.message()}, {"pause_ms", accept_pause.count()},
+                          {"connections", context.connections.load()}});
+        accept_timer.expires_after(accept_pause);
+        accept_timer.async_wait([this](boost::system::error_code wait_ec) {
+            if (!wait_ec && acceptor.is_open()) accept();
+        });
+    }
+
+    void schedule(asio::steady_timer& timer, Task& task) {
+        timer.expires_after(task.period);
+        timer.async_wait([this, &timer, &task](boost::system::error_code ec) {
             if (ec) return;
             asio::post(context.worker_pool, [&task] {
+                ++task.runs;
                 try {
-                    task();
+                    task.run();
                 } catch (const std::exception& error) {
-                    observe::log("error", "periodic task failed", {{"error", error.what()}});
+                    ++task.failures;
+                    observe::log("error", "periodic task failed", {{"task", task.name}, {"error", error.what()}});
+                } catch (...) {
+                    ++task.failures;
+                    observe::log("error", "periodic task failed", {{"task", task.name}, {"error", "unknown exception"}});
                 }
             });
-            schedule(timer, period, task);
+            schedule(timer, task);
         });
+    }
+
+    std::string task_metrics() const {
+        std::string out =
+            "# HELP berth_periodic_task_runs_total Runs of each periodic task.\n"
+            "# TYPE berth_periodic_task_runs_total counter\n";
+        for (auto& task : tasks)
+            out += "berth_periodic_task_runs_total{task=\"" + task.name + "\"} " + std::to_string(task.runs.load()) + "\n";
+        out += "# HELP berth_periodic_task_failures_total Runs of each periodic task that ended in an exception.\n"
+               "# TYPE berth_periodic_task_failures_total counter\n";
+        for (auto& task : tasks)
+            out += "berth_periodic_task_failures_total{task=\"" + task.name + "\"} " +
+                   std::to_string(task.failures.load()) + "\n";
+        return out;
     }
 
     void stop_all() {
@@ -188,6 +255,7 @@ struct Server::Impl {
         boost::system::error_code ec;
         acceptor.close(ec);
         signals.cancel(ec);
+        accept_timer.cancel();
         for (auto& timer : timers) timer.cancel();
         auto deadline = std::chrono::steady_clock::now() + context.options.shutdown_grace;
         auto poll = std::make_shared<asio::steady_timer>(io);
@@ -209,7 +277,39 @@ struct Server::Impl {
 
 Server::Server(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator,
                const auth::Authorizer* authorizer, registry::MaintenanceStats* maintenance)
-    : impl_(std::make_unique<Impl>(std::move(options), registry, replicator, authorizer, maintenance)) {}
+    : impl_(std::make_unique<Impl>(std::move(options), registry, replicator, authorizer, maintenance)) {
+    add_metrics([impl = impl_.get()] { return impl->task_metrics(); });
+}
+
+void raise_descriptor_limit(std::size_t max_connections) {
+    // Besides one per connection: blob files being sent or written, RocksDB's
+    // tables, upstream and peer connections, the listener and the logs.
+    constexpr rlim_t headroom = 256;
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) throw std::runtime_error("cannot read RLIMIT_NOFILE");
+    const auto soft_before = limit.rlim_cur;
+    rlim_t ceiling = limit.rlim_max;
+    if (ceiling == RLIM_INFINITY) {
+        // The kernel takes no more than fs.nr_open for RLIMIT_NOFILE.
+        std::ifstream nr_open("/proc/sys/fs/nr_open");
+        rlim_t most = 0;
+        ceiling = nr_open >> most && most ? most : 1048576;
+    }
+    if (limit.rlim_cur < ceiling) {
+        limit.rlim_cur = ceiling;
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::getrlimit(RLIMIT_NOFILE, &limit);
+    }
+    observe::log("info", "descriptor limit",
+                 {{"soft_at_start", soft_before}, {"soft", limit.rlim_cur},
+                  {"hard", limit.rlim_max == RLIM_INFINITY ? ceiling : limit.rlim_max},
+                  {"max_connections", max_connections}});
+    if (static_cast<rlim_t>(max_connections) + headroom > limit.rlim_cur)
+        throw std::runtime_error(std::to_string(max_connections) + " connections plus " + std::to_string(headroom) +
+                                 " descriptors of headroom exceed the descriptor limit of " +
+                                 std::to_string(limit.rlim_cur) +
+                                 " (RLIMIT_NOFILE hard limit): raise it (LimitNOFILE=, ulimit -Hn) or lower "
+                                 "limits.max_connections");
+}
 
 void Server::add_metrics(std::function<std::string()> render) {
     impl_->context.services.metrics.push_back(std::move(render));
@@ -224,7 +324,7 @@ void Server::bind() {
     auto& options = impl_->context.options;
     if (options.tls()) {
         impl_->reload_tls(true);
-        every(std::chrono::seconds(5), [impl = impl_.get()] { impl->reload_tls(false); });
+        every("tls_reload", std::chrono::seconds(5), [impl = impl_.get()] { impl->reload_tls(false); });
     }
     tcp::resolver resolver(impl_->io);
     tcp::endpoint endpoint = resolver.resolve(options.host, std::to_string(options.port)).begin()->endpoint();
@@ -241,8 +341,11 @@ void Server::bind() {
 
 std::uint16_t Server::port() const { return impl_->acceptor.local_endpoint().port(); }
 
-void Server::every(std::chrono::seconds period, std::function<void()> task) {
-    impl_->tasks.emplace_back(period, std::move(task));
+void Server::every(std::string name, std::chrono::seconds period, std::function<void()> task) {
+    auto& added = impl_->tasks.emplace_back();
+    added.name = std::move(name);
+    added.period = period;
+    added.run = std::move(task);
 }
 
 void Server::on_shutdown(std::function<void()> callback) { impl_->shutdown_callbacks.push_back(std::move(callback)); }
@@ -252,13 +355,13 @@ void Server::run() {
     impl.signals.async_wait([&impl](boost::system::error_code ec, int) {
         if (!ec) impl.begin_shutdown();
     });
-    for (auto& [period, task] : impl.tasks) impl.schedule(impl.timers.emplace_back(impl.io), period, task);
+    for (auto& task : impl.tasks) impl.schedule(impl.timers.emplace_back(impl.io), task);
     impl.accept();
     observe::log("info", "listening", {{"address", impl.context.options.host}, {"port", port()}});
 
     std::vector<std::thread> pool;
-    for (std::size_t i = 1; i < impl.ios.size(); ++i) pool.emplace_back([&impl, i] { impl.ios[i]->run(); });
-    impl.io.run();
+    for (std::size_t i = 1; i < impl.ios.size(); ++i) pool.emplace_back([&impl, i] { run_guarded(*impl.ios[i]); });
+    run_guarded(impl.io);
     for (auto& thread : pool) thread.join();
     impl.context.worker_pool.join();
     observe::log("info", "stopped");

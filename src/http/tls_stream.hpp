@@ -84,15 +84,18 @@ private:
     // result (> 0: done) and counts the plaintext bytes it moved.
     template <typename Attempt, typename Token>
     auto run(Attempt attempt, Token&& token) {
-        enum class State { starting, reading, flushing, flushing_then_retry };
+        enum class State { starting, reading, flushing, flushing_then_retry, flushing_then_fail };
         return boost::asio::async_compose<Token, void(error_code, std::size_t)>(
-            [this, attempt = std::move(attempt), done = std::size_t{0}, state = State::starting](
+            [this, attempt = std::move(attempt), done = std::size_t{0}, state = State::starting, failed = error_code{}](
                 auto& self, error_code ec = {}, std::size_t n = 0) mutable {
                 // Errors carry no byte count (Beast asserts it): the connection is done for.
                 if (state == State::reading) {
                     if (ec) return self.complete(ec, 0);
                     in_end_ += n;
                     in_burst_ = true;  // more may follow what the wait brought
+                } else if (state == State::flushing_then_fail) {
+                    out_.clear();
+                    return self.complete(failed, 0);
                 } else if (state == State::flushing || state == State::flushing_then_retry) {
                     out_.clear();
                     if (ec) return self.complete(ec, 0);
@@ -106,7 +109,14 @@ private:
                     return boost::asio::async_write(next_, boost::asio::buffer(out_), std::move(self));
                 }
                 const int error = SSL_get_error(ssl_, result);
-                if (error != SSL_ERROR_WANT_READ) return self.complete(failure(error), 0);
+                if (error != SSL_ERROR_WANT_READ) {
+                    // The alert OpenSSL wrote (a refused certificate, say) goes out
+                    // first, so the client reads why instead of a bare end of stream.
+                    failed = failure(error);
+                    if (out_.empty()) return self.complete(failed, 0);
+                    state = State::flushing_then_fail;
+                    return boost::asio::async_write(next_, boost::asio::buffer(out_), std::move(self));
+                }
                 // Records owed to the peer (a handshake flight, an alert) go before waiting for its answer.
                 if (!out_.empty()) {
                     state = State::flushing_then_retry;

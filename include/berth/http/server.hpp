@@ -22,6 +22,11 @@ struct MaintenanceStats;
 
 namespace berth::http {
 
+// Forward-secret AEAD suites only, as Mozilla's "intermediate" profile.
+inline constexpr const char* default_tls_ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
 struct ServerOptions {
     std::string host = "127.0.0.1";
     std::uint16_t port = 5000;
@@ -50,8 +55,16 @@ struct ServerOptions {
     // Hand send keys to the kernel where it has TLS (kTLS), so blobs go out
     // with sendfile(2). Opt-in: the path has not yet run on a kernel with TLS.
     bool tls_kernel = false;
+    // TLS 1.2 cipher suites (an OpenSSL cipher string); TLS 1.3 has only AEAD suites.
+    std::string tls_ciphers = default_tls_ciphers;
     bool tls() const { return !tls_cert_file.empty(); }
 };
+
+// Descriptors are a budget: raises the soft RLIMIT_NOFILE to the hard limit
+// and logs both; throws std::runtime_error, naming both numbers, when
+// max_connections plus the headroom berth needs besides (files, RocksDB,
+// upstream and peer connections) does not fit.
+void raise_descriptor_limit(std::size_t max_connections);
 
 class Server {
 public:
@@ -67,8 +80,9 @@ public:
     // Serves until SIGINT/SIGTERM or stop(), then drains in-flight requests.
     void run();
     void stop();
-    // Runs task on a worker thread every period while serving.
-    void every(std::chrono::seconds period, std::function<void()> task);
+    // Runs task on a worker thread every period while serving. Whatever it
+    // throws is logged and counted in berth_periodic_task_failures_total{task=name}.
+    void every(std::string name, std::chrono::seconds period, std::function<void()> task);
     // Adds text to GET /metrics, rendered on each scrape.
     void add_metrics(std::function<std::string()> render);
     // Runs when shutdown begins, so long-running tasks can stop early.
