@@ -1,7 +1,11 @@
 #include "berth/registry/registry.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include "berth/observe/log.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/oci/names.hpp"
+#include "berth/storage/crash_points.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/events.hpp"
@@ -153,6 +157,7 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
         throw Error(ErrorCode::digest_invalid, "content does not match digest",
                     "expected " + expected.str() + ", got " + actual.str());
     }
+    storage::crash_point("upload.verified");
     // Under a quota the blob is made visible only once the quota allowed it,
     // under the write lock; the file's fsync, the slow part, comes first.
     const bool limited = has_quota(repo);
@@ -176,6 +181,7 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     }
     uploads_->erase(state);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
+    storage::crash_point("upload.committed");
     lock.unlock();
     meta_.sync();  // outside the lock: concurrent uploads share the fsync
     return actual;
@@ -206,6 +212,8 @@ std::size_t Registry::purge_idle_uploads() {
             ++purged;
         } catch (const Error&) {
             // Taken up again by a client since it was listed: not idle any more.
+        } catch (const std::exception& error) {
+            observe::log("warn", "could not purge an idle upload", {{"id", id}, {"error", error.what()}});
         }
     }
     return purged;

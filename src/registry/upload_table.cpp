@@ -51,7 +51,16 @@ std::string new_upload_id(const std::string& replica_id) {
 UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id, Limits limits,
                          Now now)
     : blobs_(blobs), meta_(meta), replica_id_(std::move(replica_id)), limits_(limits), now_(std::move(now)) {
+    storage::MetaStore::Batch orphans;
+    bool orphaned = false;
     for (auto& [id, record] : meta_.uploads()) {
+        // A crash between a finished upload's rename and its index commit
+        // leaves the record without its file: the session is over.
+        if (!std::filesystem::exists(storage::layout::upload_file(blobs_.scratch_dir(), id))) {
+            orphans.remove_upload(id);
+            orphaned = true;
+            continue;
+        }
         auto state = std::make_shared<UploadState>();
         state->id = id;
         state->repo = record.repository;
@@ -60,6 +69,7 @@ UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, st
         state->last_active_ms = now_();
         sessions_.emplace(id, std::move(state));
     }
+    if (orphaned) meta_.commit(orphans, storage::MetaStore::Durability::none);
     // Nothing is in flight at start: an upload file no session owns (its
     // record lost in a crash) is only litter.
     std::error_code ec;
@@ -131,6 +141,11 @@ std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const
     }
     try {
         state->fd = ::open(state->path.c_str(), O_RDWR | O_CLOEXEC);
+        if (state->fd < 0 && errno == ENOENT) {
+            // Gone under a session that outlived it (see the constructor): forget it.
+            forget(*state);
+            throw Error(ErrorCode::blob_upload_unknown, "upload unknown (its file is gone)");
+        }
         if (state->fd < 0) throw std::system_error(errno, std::generic_category(), "open upload file");
         if (!state->hasher) load(*state);
     } catch (...) {
@@ -138,6 +153,14 @@ std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const
         throw;
     }
     return state;
+}
+
+void UploadTable::forget(const UploadState& state) {
+    storage::MetaStore::Batch batch;
+    batch.remove_upload(state.id);
+    meta_.commit(batch, storage::MetaStore::Durability::none);
+    std::lock_guard lock(mutex_);
+    sessions_.erase(state.id);
 }
 
 void UploadTable::load(UploadState& state) {

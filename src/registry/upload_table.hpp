@@ -66,6 +66,8 @@ public:
 private:
     std::shared_ptr<UploadState> find_locked(const std::string& repo, const std::string& id);
     void load(UploadState& state);
+    // Drops a session and its record (not its file, which is gone).
+    void forget(const UploadState& state);
 
     storage::BlobStore& blobs_;
     storage::MetaStore& meta_;

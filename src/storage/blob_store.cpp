@@ -1,4 +1,5 @@
 #include "berth/storage/blob_store.hpp"
+#include "berth/storage/crash_points.hpp"
 #include "berth/storage/layout.hpp"
 
 #include <fcntl.h>
@@ -71,21 +72,28 @@ void BlobStore::commit(const fs::path& scratch, const oci::Digest& digest) {
     {
         // An existing copy is made young again, so garbage collection (which
         // takes only old files, under the same lock) cannot remove it while
-        // the caller links it.
+        // the caller links it. One of another size was damaged (truncated,
+        // emptied): the verified scratch file replaces it below, atomically.
         std::lock_guard lock(collect_mutex_);
-        if (::utimensat(AT_FDCWD, target.c_str(), nullptr, 0) == 0) {
+        struct stat existing {};
+        struct stat verified {};
+        if (::stat(target.c_str(), &existing) == 0 && ::stat(scratch.c_str(), &verified) == 0 &&
+            existing.st_size == verified.st_size && ::utimensat(AT_FDCWD, target.c_str(), nullptr, 0) == 0) {
             fs::remove(scratch, ec);
             return;
         }
     }
     fsync_path(scratch);
+    crash_point("blob.synced");
     const auto dir = target.parent_path();
     if (!fs::exists(dir)) {
         fs::create_directories(dir);
         fsync_path(dir.parent_path());
     }
     if (::rename(scratch.c_str(), target.c_str()) != 0) throw_errno("rename to " + target.string());
+    crash_point("blob.renamed");
     fsync_path(dir);
+    crash_point("blob.dir_synced");
 }
 
 bool BlobStore::remove(const oci::Digest& digest) {
