@@ -176,16 +176,17 @@ void Proxy::Impl::receive(UpstreamState& upstream, Opened& opened, const oci::Di
     }
     flight.started.notify_all();
 
-    // However slowly the bytes come, the whole body has a deadline: a
-    // trickle would otherwise hold the fetch (and its readers) for ever.
+    // A trickle would hold the fetch (and its readers) for ever: after a
+    // first fetch_timeout, the body must keep up min_bytes_per_second on
+    // average, whatever size the upstream claims.
     const auto& options = upstream.options;
-    const auto deadline = Clock::now() + options.fetch_timeout +
-                          std::chrono::seconds(size / std::max<std::uint64_t>(1, options.min_bytes_per_second));
+    const auto started = Clock::now();
     oci::Hasher hasher(digest.algorithm());
     std::vector<char> piece(piece_bytes);
     std::uint64_t total = 0;
     while (auto n = opened.exchange->read_body(piece)) {
-        if (Clock::now() > deadline)
+        const auto late = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started - options.fetch_timeout);
+        if (late.count() > 0 && total + n < options.min_bytes_per_second * static_cast<std::uint64_t>(late.count()))
             throw std::runtime_error("blob slower than the upstream's min_bytes_per_second");
         if (total + n > size) throw std::runtime_error("blob longer than its Content-Length");
         hasher.update(piece.data(), n);

@@ -69,8 +69,10 @@ registry::ManifestAnswer Proxy::fetch_manifest(const std::string& repo, const st
         flight = slot;
     }
     if (!leader) {
+        // The leader asks the owning replica, then the upstream, each within its deadline.
         std::unique_lock lock(flight->mutex);
-        flight->done_cv.wait(lock, [&] { return flight->done; });
+        if (!flight->done_cv.wait_for(lock, 2 * upstream->options.fetch_timeout, [&] { return flight->done; }))
+            return {Status::unreachable, std::nullopt};
         return flight->answer;
     }
     ManifestAnswer answer;
