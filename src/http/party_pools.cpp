@@ -7,9 +7,11 @@ PartyPool::PartyPool(unsigned threads, std::size_t max_queued) : max_queued_(max
 }
 
 PartyPool::~PartyPool() {
+    decltype(queue_) dropped;
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
+        dropped.swap(queue_);
     }
     ready_.notify_all();
     for (auto& thread : threads_) thread.join();
@@ -39,11 +41,21 @@ void PartyPool::work() {
     }
 }
 
-PartyPool& PartyPools::of(const std::string& party) {
+void PartyPools::stop() {
+    std::map<std::string, std::unique_ptr<PartyPool>> pools;
+    {
+        std::lock_guard lock(mutex_);
+        pools.swap(pools_);
+        stopped_ = true;
+    }
+}
+
+bool PartyPools::post(const std::string& party, PartyPool::Task task) {
     std::lock_guard lock(mutex_);
+    if (stopped_) return false;
     auto& pool = pools_[party];
     if (!pool) pool = std::make_unique<PartyPool>(threads_, max_queued_);
-    return *pool;
+    return pool->post(std::move(task));
 }
 
 }  // namespace berth::http

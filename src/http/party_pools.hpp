@@ -25,7 +25,7 @@ public:
     using Task = std::function<void(Clock::duration queued)>;
 
     PartyPool(unsigned threads, std::size_t max_queued);
-    ~PartyPool();  // runs what is queued, then joins
+    ~PartyPool();  // drops what is still queued, lets running tasks end, joins
     PartyPool(const PartyPool&) = delete;
     PartyPool& operator=(const PartyPool&) = delete;
 
@@ -47,15 +47,20 @@ class PartyPools {
 public:
     PartyPools(unsigned threads_per_party, std::size_t max_queued_per_party)
         : threads_(threads_per_party), max_queued_(max_queued_per_party) {}
-    // Party names come from the configuration (registry/reach.hpp), never
-    // from a client, so the pools are few.
-    PartyPool& of(const std::string& party);
+    // Queues task on the party's pool, made on first use; false when its
+    // queue is full or the pools have stopped. Party names come from the
+    // configuration (registry/reach.hpp), never from a client, so pools are few.
+    bool post(const std::string& party, PartyPool::Task task);
+    // Before the I/O contexts go, since tasks post back to them: drops what
+    // is queued and waits for what runs.
+    void stop();
 
 private:
     unsigned threads_;
     std::size_t max_queued_;
     std::mutex mutex_;
     std::map<std::string, std::unique_ptr<PartyPool>> pools_;
+    bool stopped_ = false;
 };
 
 }  // namespace berth::http

@@ -317,6 +317,7 @@ void Server::add_metrics(std::function<std::string()> render) {
 
 Server::~Server() {
     impl_->stop_all();
+    impl_->context.party_pools.stop();
     impl_->context.worker_pool.join();
 }
 

@@ -220,7 +220,7 @@ private:
     void plan_on(std::string party) {
         party_ = std::move(party);
         request_ = original_;
-        const auto posted = context_.party_pools.of(party_).post([self = shared_from_this()](auto queued) {
+        const auto posted = context_.party_pools.post(party_, [self = shared_from_this()](auto queued) {
             Planning planning;
             if (queued > party_queue_wait) {
                 ++self->context_.request_metrics.remote_queue_refusals;
@@ -244,7 +244,7 @@ private:
     // on the workers.
     template <typename Work>
     void post_blocking(Work&& work) {
-        if (!party_.empty() && context_.party_pools.of(party_).post([work](auto) mutable { work(); })) return;
+        if (!party_.empty() && context_.party_pools.post(party_, [work](auto) mutable { work(); })) return;
         asio::post(context_.worker_pool, std::forward<Work>(work));
     }
 

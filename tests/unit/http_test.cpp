@@ -96,6 +96,12 @@ TEST_CASE("Content-Range of upload chunks") {
 }
 
 #include "http/client_limits.hpp"
+#include "http/party_pools.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 TEST_CASE("per-client connection and request limits") {
     ClientLimits limits(2, 10);
@@ -207,5 +213,39 @@ TEST_CASE("same-host connections get their congestion control from the listener"
         auto accepted = accept_one(listener, client);
         congestion.accepted(accepted.fd, false);
         CHECK(congestion_control(accepted.fd) == system);
+    }
+}
+
+TEST_CASE("a party's pool takes what its queue holds and refuses the rest") {
+    std::mutex mutex;
+    std::condition_variable released;
+    bool open = false;
+    std::atomic<int> ran{0}, started{0};
+    {
+        berth::http::PartyPools pools(1, 2);
+        auto hold = [&](auto) {
+            ++started;
+            std::unique_lock lock(mutex);
+            released.wait(lock, [&] { return open; });
+            ++ran;
+        };
+        REQUIRE(pools.post("upstream:a", hold));  // runs, and holds the only thread
+        // Wait until it has left the queue, so the queue's two places are free.
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (started == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+        REQUIRE(pools.post("upstream:a", hold));
+        REQUIRE(pools.post("upstream:a", hold));
+        CHECK_FALSE(pools.post("upstream:a", hold));   // full: the caller answers at once
+        CHECK(pools.post("upstream:b", [&](auto) { ++ran; }));  // another party is not held up
+        {
+            std::lock_guard lock(mutex);
+            open = true;
+        }
+        released.notify_all();
+        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (ran < 4 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+        CHECK(ran == 4);
+        pools.stop();
+        CHECK_FALSE(pools.post("upstream:a", hold));  // stopped: nothing more is taken
     }
 }

@@ -11,6 +11,7 @@
 #include "berth/config/config.hpp"
 #include "berth/oci/names.hpp"
 #include "berth/storage/filling_blob.hpp"
+#include "proxy/answers.hpp"
 #include "proxy/challenge.hpp"
 #include "temp_dir.hpp"
 
@@ -179,4 +180,48 @@ TEST_CASE("replicas serving TLS reach each other over TLS; client certificates m
     CHECK(config_error(R"({"tls":{"cert":"c","key":"k","client_auth":"maybe"}})").find("tls.client_auth") == 0);
     CHECK(config_error(R"({"replication":{"ca_file":"x"}})").find("replication.ca_file") == 0);
     CHECK_FALSE(berth::config::parse_config("{}").replication.tls.enabled);
+}
+
+TEST_CASE("an upstream's tag page never pages on from nothing, nor back") {
+    using berth::proxy::answers::parse_tag_list;
+    // The crash: a Link on an empty page.
+    for (auto body : {R"({"name":"x","tags":[]})", R"({"name":"x","tags":null})", R"({"name":"x","tags":["BAD TAG"]})"}) {
+        auto page = parse_tag_list(body, true, "", 10);
+        REQUIRE(page);
+        CHECK(page->tags.empty());
+        CHECK_FALSE(page->more);
+    }
+    // An upstream that ignores `last` hands back the first page: nothing after last, no more.
+    auto again = parse_tag_list(R"({"tags":["a","b","c"]})", true, "c", 3);
+    REQUIRE(again);
+    CHECK(again->tags.empty());
+    CHECK_FALSE(again->more);
+    // More tags than asked for: the page is cut at n and says there is more.
+    auto over = parse_tag_list(R"({"tags":["d","c","b","a"]})", false, "", 2);
+    REQUIRE(over);
+    CHECK(over->more);
+    CHECK(over->tags.size() == 2);
+    auto after = parse_tag_list(R"({"tags":["a","b","c"]})", true, "a", 10);
+    REQUIRE(after);
+    CHECK(after->tags == std::vector<std::string>{"b", "c"});
+    CHECK(after->more);
+    CHECK_FALSE(parse_tag_list("[[[[", true, "", 10));
+    CHECK_FALSE(parse_tag_list(std::string(100000, '['), true, "", 10));
+}
+
+TEST_CASE("token answers are read with bounds") {
+    using berth::proxy::answers::parse_token;
+    auto token = parse_token(R"({"token":"abc","expires_in":300})");
+    REQUIRE(token);
+    CHECK(token->value == "abc");
+    CHECK(token->lifetime == std::chrono::seconds(290));
+    CHECK(parse_token(R"({"access_token":"x","expires_in":99999999})")->lifetime == std::chrono::seconds(3590));
+    CHECK_FALSE(parse_token(R"({"token":"has space"})"));
+    CHECK_FALSE(parse_token(R"({"token":""})"));
+    CHECK_FALSE(parse_token(std::string(70000, ' ') + "{}"));
+    CHECK_FALSE(parse_token(R"({"token":)" + std::string(100, '[')));
+    CHECK(berth::proxy::answers::media_type_of("application/json", std::string(4000, '[')) == "application/json");
+    CHECK(berth::proxy::answers::media_type_of("application/json; charset=utf-8",
+                                               R"({"mediaType":"application/vnd.oci.image.index.v1+json"})") ==
+          "application/vnd.oci.image.index.v1+json");
 }
