@@ -79,7 +79,10 @@ void Replicator::Impl::bootstrap(Peer& peer) {
     const auto src = sources(&peer);
     auto fetch = [&](bool summary) {
         protocol::StateRequest request{progress->part, progress->after, page_records, session, progress->since, summary};
-        auto response = peer.client.request("GET", protocol::state_target(request), {}, std::chrono::seconds(60));
+        // A page is built from a held snapshot in milliseconds; a peer silent
+        // for this long is gone (partitioned, frozen), and while this waits no
+        // other bootstrap runs and the peer still counts as reachable.
+        auto response = peer.client.request("GET", protocol::state_target(request), {}, std::chrono::seconds(20));
         if (response.status != 200)
             throw std::runtime_error("peer answered " + std::to_string(response.status) + " to /state");
         auto answer = protocol::parse_state(response.body);
