@@ -387,5 +387,258 @@ class ClientCertificateTest(unittest.TestCase):
         self.assertTrue(self.b.alive())
 
 
+# --------------------------------------------------------------------------- alerts and cipher suites
+#
+# Checked with the openssl CLI (s_client), which prints the alert a server sends and the suite
+# it chose: a refused client must get a TLS alert, not a bare EOF; TLS 1.2 offers AEAD suites
+# with forward secrecy only (no CBC) unless tls.ciphers says otherwise.
+
+import re  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+CBC_SUITES = ("AES128-SHA:AES256-SHA:AES128-SHA256:AES256-SHA256:ECDHE-RSA-AES128-SHA:ECDHE-ECDSA-AES128-SHA:"
+              "ECDHE-RSA-AES256-SHA:ECDHE-ECDSA-AES256-SHA:ECDHE-RSA-AES128-SHA256:ECDHE-ECDSA-AES128-SHA256:"
+              "ECDHE-RSA-AES256-SHA384:ECDHE-ECDSA-AES256-SHA384")
+HTTP_REQUEST = b"GET /v2/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+
+
+def s_client(port, *args, timeout=20):
+    """openssl s_client to 127.0.0.1:port sending one GET /v2/ (Connection: close) and reading until
+    the server closes. Returns (exit code or None on timeout, stdout+stderr as text)."""
+    cmd = ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-ign_eof", *args]
+    try:
+        r = subprocess.run(cmd, input=HTTP_REQUEST, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        out = (err.stdout or b"") + (err.stderr or b"")
+        return None, out.decode(errors="replace")
+    return r.returncode, (r.stdout + r.stderr).decode(errors="replace")
+
+
+def served(output):
+    return "HTTP/1.1 200" in output
+
+
+def negotiated_cipher(output):
+    m = re.search(r"Cipher is (\S+)", output)
+    return m.group(1) if m else None
+
+
+class ClientCertificateAlertTest(unittest.TestCase):
+    """tls.client_ca with client_auth require: a client refused gets an alert it can read."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = b = bt.Berth()
+        cls.addClassCleanup(b.cleanup)
+        d = b.tmp
+        cls.ca, ca_key = bt.make_ca(d)
+        other_ca, other_key = bt.make_ca(d, "other-ca")
+        bt.make_cert(d, "srv", cls.ca, ca_key)
+        cls.client = bt.make_cert(d, "client", cls.ca, ca_key, client=True)
+        cls.stranger = bt.make_cert(d, "stranger", other_ca, other_key, client=True)
+        b.config = {"tls": {"cert": "srv.crt", "key": "srv.key", "client_ca": cls.ca, "client_auth": "require"}}
+        b.ssl_context = client_context(cls.ca, *cls.client)
+        b.start()
+
+    def run_s_client(self, *args):
+        code, out = s_client(self.b.port, "-CAfile", self.ca, *args)
+        self.assertIsNotNone(code, f"s_client {args}: the server neither answered nor closed:\n{out[-2000:]}")
+        return code, out
+
+    def assert_alert(self, out, names, numbers, label):
+        self.assertFalse(served(out), f"{label}: served without a valid client certificate:\n{out[-2000:]}")
+        self.assertIn("alert", out.lower(), f"{label}: no TLS alert (a bare EOF?):\n{out[-2000:]}")
+        self.assertTrue(any(n in out for n in names) or any(f"alert number {n}" in out for n in numbers),
+                        f"{label}: alert is not one of {names} / {numbers}:\n{out[-2000:]}")
+
+    def test_control_with_a_certificate(self):
+        for version in ("-tls1_2", "-tls1_3"):
+            code, out = self.run_s_client(version, "-cert", self.client[0], "-key", self.client[1])
+            self.assertTrue(served(out), f"{version} with a good client certificate:\n{out[-2000:]}")
+
+    def test_no_certificate_tls13_alert(self):
+        _, out = self.run_s_client("-tls1_3")
+        self.assert_alert(out, ("certificate required",), (116,), "TLS 1.3 without a certificate")
+
+    def test_no_certificate_tls12_alert(self):
+        _, out = self.run_s_client("-tls1_2")
+        self.assert_alert(out, ("handshake failure", "certificate required"), (40, 116),
+                          "TLS 1.2 without a certificate")
+
+    def test_certificate_from_another_ca_alert(self):
+        for version in ("-tls1_2", "-tls1_3"):
+            _, out = self.run_s_client(version, "-cert", self.stranger[0], "-key", self.stranger[1])
+            self.assert_alert(out, ("unknown ca", "bad certificate", "certificate unknown", "decrypt error",
+                                    "handshake failure"), (48, 42, 46, 51, 40),
+                              f"{version} with a certificate from another CA")
+        self.assertTrue(self.b.alive())
+        self.assertEqual(self.b.get("/v2/").status, 200)
+
+    def test_alert_with_the_ssl_module(self):
+        # The same through Python's ssl: the refusal arrives as an SSL alert error, not a reset or EOF.
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            ctx = client_context(self.ca)
+            ctx.minimum_version = ctx.maximum_version = version
+            with self.subTest(version=version):
+                with socket.create_connection(("127.0.0.1", self.b.port), timeout=10) as raw:
+                    with self.assertRaises(ssl.SSLError) as caught:
+                        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                            s.sendall(HTTP_REQUEST)
+                            while s.recv(4096):
+                                pass
+                text = str(caught.exception).upper()
+                self.assertTrue("ALERT" in text or "CERTIFICATE_REQUIRED" in text or "HANDSHAKE_FAILURE" in text,
+                                f"{version}: {caught.exception!r}")
+
+
+class _CipherSuites:
+    """Mixin: a berth with a certificate of one key type, default tls.ciphers."""
+
+    rsa = False
+    config_ciphers = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.b = b = bt.Berth()
+        cls.addClassCleanup(b.cleanup)
+        d = b.tmp
+        cls.ca, ca_key = bt.make_ca(d)
+        bt.make_cert(d, "srv", cls.ca, ca_key, rsa=cls.rsa)
+        tls = {"cert": "srv.crt", "key": "srv.key"}
+        if cls.config_ciphers is not None:
+            tls["ciphers"] = cls.config_ciphers
+        b.config = {"tls": tls}
+        b.ssl_context = client_context(cls.ca)
+        b.start()
+        cls.kind = "RSA" if cls.rsa else "ECDSA"
+
+    def tls12(self, cipher):
+        """(served, negotiated cipher, output) of a TLS 1.2 handshake offering only `cipher`."""
+        code, out = s_client(self.b.port, "-CAfile", self.ca, "-tls1_2", "-cipher", cipher)
+        self.assertIsNotNone(code, f"s_client -cipher {cipher}: the server neither answered nor closed")
+        self.assertNotIn("no ciphers available", out, f"this openssl cannot offer {cipher}: the check proves nothing")
+        return served(out), negotiated_cipher(out), out
+
+    def assert_refused(self, cipher):
+        ok, chosen, out = self.tls12(cipher)
+        self.assertFalse(ok, f"TLS 1.2 with only {cipher} offered was served (suite {chosen}):\n{out[-1500:]}")
+        self.assertIn(chosen, (None, "0000", "(NONE)"), f"a suite was negotiated: {chosen}")
+        self.assertIn("alert", out.lower(), f"refused {cipher} without an alert:\n{out[-1500:]}")
+
+    def assert_accepted(self, cipher):
+        ok, chosen, out = self.tls12(cipher)
+        self.assertTrue(ok, f"TLS 1.2 with {cipher} was not served:\n{out[-1500:]}")
+        self.assertEqual(chosen, cipher)
+
+    def assert_tls13_works(self):
+        code, out = s_client(self.b.port, "-CAfile", self.ca, "-tls1_3")
+        self.assertTrue(served(out), f"TLS 1.3:\n{out[-1500:]}")
+
+
+class DefaultCipherSuitesTest(_CipherSuites, unittest.TestCase):
+    def test_no_cbc_suites_in_tls12(self):
+        self.assert_refused(CBC_SUITES)
+        # One at a time too: a server could refuse the list only for the order it came in.
+        for cipher in CBC_SUITES.split(":"):
+            if cipher.startswith(f"ECDHE-{self.kind}-"):
+                with self.subTest(cipher=cipher):
+                    self.assert_refused(cipher)
+
+    def test_aead_suites_accepted(self):
+        for cipher in (f"ECDHE-{self.kind}-AES128-GCM-SHA256", f"ECDHE-{self.kind}-AES256-GCM-SHA384",
+                       f"ECDHE-{self.kind}-CHACHA20-POLY1305"):
+            with self.subTest(cipher=cipher):
+                self.assert_accepted(cipher)
+        self.assert_tls13_works()
+
+    def test_ssl_module_with_cbc_only_refused(self):
+        ctx = client_context(self.ca)
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        ctx.set_ciphers(CBC_SUITES)
+        with socket.create_connection(("127.0.0.1", self.b.port), timeout=10) as raw:
+            with self.assertRaises(ssl.SSLError):
+                with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                    s.sendall(HTTP_REQUEST)
+                    s.recv(100)
+        # and a default client gets an AEAD suite
+        ctx = client_context(self.ca)
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        with socket.create_connection(("127.0.0.1", self.b.port), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                name = s.cipher()[0]
+        self.assertRegex(name, r"^ECDHE-.*-(GCM-SHA\d+|CHACHA20-POLY1305)$")
+
+
+class DefaultCipherSuitesRsaTest(DefaultCipherSuitesTest):
+    rsa = True
+
+    def test_no_static_rsa_key_exchange(self):
+        # AEAD but without forward secrecy: not in the intermediate list.
+        self.assert_refused("AES128-GCM-SHA256:AES256-GCM-SHA384")
+
+
+class ConfiguredCipherTest(_CipherSuites, unittest.TestCase):
+    config_ciphers = "ECDHE-ECDSA-AES256-GCM-SHA384"
+
+    def test_only_the_configured_suite(self):
+        self.assert_accepted("ECDHE-ECDSA-AES256-GCM-SHA384")
+        for cipher in ("ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305", CBC_SUITES):
+            with self.subTest(cipher=cipher):
+                self.assert_refused(cipher)
+        # A client offering its whole default list gets the one configured.
+        ctx = client_context(self.ca)
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        with socket.create_connection(("127.0.0.1", self.b.port), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                self.assertEqual(s.cipher()[0], "ECDHE-ECDSA-AES256-GCM-SHA384")
+        self.assert_tls13_works()  # TLS 1.3 suites are not governed by tls.ciphers
+
+
+class ConfiguredCbcCipherTest(_CipherSuites, unittest.TestCase):
+    # The key really sets the list: one that names a CBC suite gets it.
+    config_ciphers = "ECDHE-ECDSA-AES128-SHA"
+
+    def test_configured_cbc_suite_accepted(self):
+        self.assert_accepted("ECDHE-ECDSA-AES128-SHA")
+        self.assert_refused("ECDHE-ECDSA-AES128-GCM-SHA256")
+
+
+class BadCipherConfigTest(unittest.TestCase):
+    def test_cipher_string_matching_nothing_is_refused_at_start(self):
+        b = bt.Berth()
+        self.addCleanup(b.cleanup)
+        ca, ca_key = bt.make_ca(b.tmp)
+        bt.make_cert(b.tmp, "srv", ca, ca_key)
+        b.config = {"tls": {"cert": "srv.crt", "key": "srv.key", "ciphers": "NO-SUCH-CIPHER"}}
+        b.ssl_context = client_context(ca)
+        bt.wait_for_binary()
+        b.port = bt.free_port()
+        b._spawn()
+        try:
+            code = b.wait(20)
+        except subprocess.TimeoutExpired:
+            self.fail("berth started with tls.ciphers matching no suite")
+        self.assertNotEqual(code, 0)
+        self.assertIn("tls.ciphers", b.stderr(), b.stderr()[-2000:])
+
+
+TESTSSL = shutil.which("testssl.sh") or shutil.which("testssl")
+
+
+@unittest.skipUnless(os.environ.get("BERTH_TESTSSL") == "1" and TESTSSL,
+                     "opt-in: BERTH_TESTSSL=1 and testssl.sh installed (Debian package testssl.sh)")
+class TestsslTest(_CipherSuites, unittest.TestCase):
+    def test_testssl_finds_no_cbc(self):
+        r = subprocess.run([TESTSSL, "--quiet", "--color", "0", "-P", f"127.0.0.1:{self.b.port}"],
+                           capture_output=True, text=True, timeout=600)
+        out = r.stdout + r.stderr
+        self.assertIn("ECDHE", out, f"testssl.sh listed no suites:\n{out[-3000:]}")
+        cbc = [line for line in out.splitlines()
+               if "CBC" in line or re.search(r"\b(?:ECDHE-(?:RSA|ECDSA)-)?(?:AES|CAMELLIA)(?:128|256)-SHA(?:256|384)?\b",
+                                             line) or "DES-CBC3" in line]
+        self.assertEqual(cbc, [], f"testssl.sh saw CBC suites:\n{out[-3000:]}")
+
+
 if __name__ == "__main__":
     unittest.main()
