@@ -28,7 +28,7 @@ log "berth mirroring docker.io from it"
 jq -n --arg url "$UPSTREAM_URL" \
     '{log: {access: true}, proxy: {upstreams: [{host: "docker.io", url: $url}]}}' >"$WORK/berth.json"
 BERTH_CONFIG=$WORK/berth.json start_registry
-BERTH_LOG=$REGISTRY_DIR/registry.log
+BERTH_LOG=$REGISTRY_LOG
 in_catalog() { curl -sf "$REGISTRY_URL/v2/_catalog?n=10000" | jq '[.repositories[] | select(. == "docker.io/library/e2e")] | length'; }
 assert_eq 0 "$(in_catalog)" "docker.io/library/e2e in berth's catalog before the pull"
 

@@ -26,7 +26,7 @@ log "berth mirroring docker.io from it"
 jq -n --arg url "$UPSTREAM_URL" \
     '{log: {access: true}, proxy: {upstreams: [{host: "docker.io", url: $url}]}}' >"$WORK/berth.json"
 BERTH_CONFIG=$WORK/berth.json start_registry
-BERTH_LOG=$REGISTRY_DIR/registry.log
+BERTH_LOG=$REGISTRY_LOG
 
 start_containerd
 DOCKERD_REGISTRY_MIRRORS="http://$REGISTRY" start_dockerd

@@ -51,10 +51,28 @@ def run_cli(*args, timeout=30):
     return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout)
 
 
+def _ports_outside_ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(v) for v in f.read().split())
+    except (OSError, ValueError):
+        lo, hi = 32768, 60999
+    return range(10000, lo) if lo - 10000 >= 4096 else range(hi + 1, 65536)
+
+
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port that nothing has bound, outside the kernel's ephemeral range: on a busy
+    machine outgoing connections take ephemeral ports between this probe and berth's bind."""
+    ports = _ports_outside_ephemeral_range()
+    for _ in range(200):
+        port = random.choice(ports)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port outside the ephemeral range")
 
 
 def sha256_digest(data):

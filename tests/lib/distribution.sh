@@ -14,9 +14,9 @@ start_upstream() {
     local dir port attempt pid
     command -v docker-registry >/dev/null || skip "docker-registry (CNCF Distribution) not installed"
     make_tmpdir dir
-    UPSTREAM_LOG=$dir/upstream.log
     for attempt in 1 2 3; do
         port=$(free_port)
+        UPSTREAM_LOG=$dir/upstream.$attempt.log  # one per attempt
         mkdir -p "$dir/data"
         cat >"$dir/config.yml" <<EOF
 version: 0.1
@@ -33,7 +33,7 @@ http:
   addr: 127.0.0.1:$port
   secret: berth-e2e-upstream
 EOF
-        docker-registry serve "$dir/config.yml" >>"$UPSTREAM_LOG" 2>&1 &
+        docker-registry serve "$dir/config.yml" >"$UPSTREAM_LOG" 2>&1 &
         pid=$!
         add_cleanup "stop_pid $pid upstream"
         if wait_until 20 _registry_ready "http://127.0.0.1:$port" "$pid" && kill -0 "$pid" 2>/dev/null; then

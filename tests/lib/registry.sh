@@ -4,6 +4,7 @@
 #
 #   . "$(dirname "$0")/../lib/registry.sh"
 #   start_registry          # exports REGISTRY=127.0.0.1:PORT, REGISTRY_URL=http://...
+#                           # and REGISTRY_DIR, REGISTRY_LOG (its log, one per start attempt)
 #
 # Which registry runs:
 #   BERTH_BIN=path/to/berth         -> "$BERTH_BIN" serve --listen 127.0.0.1:PORT --root DIR
@@ -143,11 +144,16 @@ _e2e_dump_log() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# free_port : print a TCP port on 127.0.0.1 that nothing listens on.
+# free_port : print a TCP port on 127.0.0.1 that nothing listens on, outside the kernel's
+# ephemeral range: on a busy machine outgoing connections take ephemeral ports between this
+# probe and the server's bind ("Address already in use").
 free_port() {
-    local p i
+    local lo=32768 hi=60999 first span p i
+    read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+    if ((lo - 10000 >= 4096)); then first=10000 span=$((lo - 10000))
+    else first=$((hi + 1)) span=$((65536 - hi - 1)); fi
     for ((i = 0; i < 200; i++)); do
-        p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+        p=$((first + (RANDOM * 32768 + RANDOM) % span))
         port_in_use "$p" || { echo "$p"; return 0; }
     done
     fail "no free port found"
@@ -175,6 +181,8 @@ start_registry() {
     REGISTRY_DIR=$dir
     for attempt in 1 2 3; do
         port=$(free_port)
+        # one log per attempt: a failed attempt's lines never end up in the log a test reads
+        REGISTRY_LOG=$dir/registry.$attempt.log
         if [[ -n ${BERTH_BIN:-} ]]; then
             # absolute, so a test may cd; a bare name is looked up in PATH
             if [[ $BERTH_BIN == */* ]]; then
@@ -188,7 +196,7 @@ start_registry() {
             local config_args=()
             [[ -n ${BERTH_CONFIG:-} ]] && config_args=(--config "$BERTH_CONFIG")
             "$BERTH_BIN" serve "${config_args[@]}" --listen "127.0.0.1:$port" --root "$dir/root" \
-                >>"$dir/registry.log" 2>&1 &
+                >"$REGISTRY_LOG" 2>&1 &
         elif [[ ${REGISTRY_IMPL:-} == distribution ]]; then
             command -v docker-registry >/dev/null || fail "REGISTRY_IMPL=distribution needs docker-registry (apt-get install docker-registry)"
             mkdir -p "$dir/data"
@@ -206,7 +214,7 @@ storage:
 http:
   addr: 127.0.0.1:$port
 EOF
-            env -u REGISTRY_IMPL docker-registry serve "$dir/config.yml" >>"$dir/registry.log" 2>&1 &
+            env -u REGISTRY_IMPL docker-registry serve "$dir/config.yml" >"$REGISTRY_LOG" 2>&1 &
         else
             fail "set BERTH_BIN=path/to/berth or REGISTRY_IMPL=distribution"
         fi
@@ -215,16 +223,16 @@ EOF
         REGISTRY_PID=$pid
         if wait_until 20 _registry_ready "http://127.0.0.1:$port" "$pid" && kill -0 "$pid" 2>/dev/null; then
             export REGISTRY="127.0.0.1:$port" REGISTRY_URL="http://127.0.0.1:$port"
-            dump_log_on_failure "$dir/registry.log" registry
+            dump_log_on_failure "$REGISTRY_LOG" registry
             log "registry (${BERTH_BIN:-distribution}) ready at $REGISTRY_URL"
             return 0
         fi
         if kill -0 "$pid" 2>/dev/null; then
-            tail -n 20 "$dir/registry.log" >&2
+            tail -n 20 "$REGISTRY_LOG" >&2
             fail "registry pid $pid did not answer GET /v2/ with 200${BERTH_CONFIG:+ or 401} within 20 s"
         fi
         log "registry exited early (attempt $attempt, port $port); retrying"
-        tail -n 5 "$dir/registry.log" >&2
+        tail -n 5 "$REGISTRY_LOG" >&2
         wait "$pid" 2>/dev/null || true
     done
     fail "registry did not start; see log above"
