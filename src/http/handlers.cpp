@@ -275,7 +275,9 @@ Plan upload_route(Registry& registry, Request& request) {
         case Method::patch: {
             auto plan = append_plan(registry, request, route.name, route.reference);
             plan.blocking = false;
-            plan.finish = [name = route.name, id = route.reference](std::string&, std::uint64_t offset) {
+            plan.finish = [&registry, name = route.name, id = route.reference](std::string&, std::uint64_t offset) {
+                if (!registry.has_upload(name, id))
+                    throw Error(ErrorCode::blob_upload_unknown, "upload cancelled while this request appended");
                 return upload_accepted(202, name, id, offset);
             };
             return plan;

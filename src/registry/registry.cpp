@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "berth/observe/log.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/oci/names.hpp"
 #include "berth/storage/crash_points.hpp"
@@ -189,13 +188,10 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
 
 void Registry::cancel_upload(const std::string& repo, const std::string& id) {
     require_name(repo);
-    auto state = uploads_->acquire(repo, id);
-    HeldUpload hold(*uploads_, state);
-    uploads_->erase(state);
-    storage::MetaStore::Batch batch;
-    batch.remove_upload(id);
-    meta_.commit(batch, storage::MetaStore::Durability::none);
+    uploads_->cancel(repo, id);
 }
+
+bool Registry::has_upload(const std::string& repo, const std::string& id) const { return uploads_->contains(repo, id); }
 
 std::size_t Registry::uploads_in_progress() const { return uploads_->size(); }
 storage::LogStats Registry::change_log() const { return meta_.log_stats(); }
@@ -205,18 +201,7 @@ std::size_t Registry::upload_buffer_bytes() const { return uploads_->writers().b
 std::size_t Registry::purge_idle_uploads() {
     const auto ttl_ms = static_cast<std::uint64_t>(options_.upload_idle_ttl.count()) * 1000;
     const auto now = uploads_->now();
-    std::size_t purged = 0;
-    for (auto& [repo, id] : uploads_->idle_since(now > ttl_ms ? now - ttl_ms : 0)) {
-        try {
-            cancel_upload(repo, id);
-            ++purged;
-        } catch (const Error&) {
-            // Taken up again by a client since it was listed: not idle any more.
-        } catch (const std::exception& error) {
-            observe::log("warn", "could not purge an idle upload", {{"id", id}, {"error", error.what()}});
-        }
-    }
-    return purged;
+    return uploads_->purge_idle(now > ttl_ms ? now - ttl_ms : 0);
 }
 
 }  // namespace berth::registry

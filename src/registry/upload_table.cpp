@@ -156,11 +156,16 @@ std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const
 }
 
 void UploadTable::forget(const UploadState& state) {
-    storage::MetaStore::Batch batch;
-    batch.remove_upload(state.id);
-    meta_.commit(batch, storage::MetaStore::Durability::none);
+    remove_records({state.id});
     std::lock_guard lock(mutex_);
     sessions_.erase(state.id);
+}
+
+void UploadTable::remove_records(const std::vector<std::string>& ids) {
+    if (ids.empty()) return;
+    storage::MetaStore::Batch batch;
+    for (auto& id : ids) batch.remove_upload(id);
+    meta_.commit(batch, storage::MetaStore::Durability::none);
 }
 
 void UploadTable::load(UploadState& state) {
@@ -182,9 +187,58 @@ void UploadTable::load(UploadState& state) {
 void UploadTable::release(const std::shared_ptr<UploadState>& state) {
     if (state->fd >= 0) ::close(state->fd);
     state->fd = -1;
-    std::lock_guard lock(mutex_);
-    state->last_active_ms = now_();
-    state->busy = false;
+    bool cancelled;
+    {
+        std::lock_guard lock(mutex_);
+        state->last_active_ms = now_();
+        state->busy = false;
+        cancelled = state->cancelled;
+    }
+    if (cancelled) {
+        std::error_code ec;
+        std::filesystem::remove(state->path, ec);
+    }
+}
+
+void UploadTable::cancel(const std::string& repo, const std::string& id) {
+    bool held;
+    std::filesystem::path path;
+    {
+        std::lock_guard lock(mutex_);
+        auto state = find_locked(repo, id);
+        sessions_.erase(id);  // from here on nobody else can take it up
+        held = state->busy;
+        state->cancelled = held;
+        path = state->path;
+    }
+    if (!held) {
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+    }
+    remove_records({id});
+}
+
+std::size_t UploadTable::purge_idle(std::uint64_t cutoff_ms) {
+    std::vector<std::shared_ptr<UploadState>> idle;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = sessions_.begin(); it != sessions_.end();) {
+            if (!it->second->busy && it->second->last_active_ms < cutoff_ms) {
+                idle.push_back(it->second);
+                it = sessions_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    std::vector<std::string> ids;
+    for (auto& state : idle) {
+        std::error_code ec;
+        std::filesystem::remove(state->path, ec);
+        ids.push_back(state->id);
+    }
+    remove_records(ids);
+    return ids.size();
 }
 
 void UploadTable::erase(const std::shared_ptr<UploadState>& state) {
@@ -203,12 +257,10 @@ std::uint64_t UploadTable::offset(const std::string& repo, const std::string& id
     return offset;
 }
 
-std::vector<std::pair<std::string, std::string>> UploadTable::idle_since(std::uint64_t cutoff_ms) {
-    std::vector<std::pair<std::string, std::string>> out;
+bool UploadTable::contains(const std::string& repo, const std::string& id) {
     std::lock_guard lock(mutex_);
-    for (auto& [id, state] : sessions_)
-        if (!state->busy && state->last_active_ms < cutoff_ms) out.emplace_back(state->repo, id);
-    return out;
+    auto it = sessions_.find(id);
+    return it != sessions_.end() && it->second->repo == repo;
 }
 
 }  // namespace berth::registry

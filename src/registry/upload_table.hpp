@@ -32,6 +32,7 @@ struct UploadState : storage::UploadFile {
     oci::DigestAlgorithm algorithm = oci::DigestAlgorithm::sha256;
     std::uint64_t last_active_ms = 0;
     bool busy = false;
+    bool cancelled = false;  // ended by a DELETE while held: its holder removes the file
 };
 
 class UploadTable {
@@ -51,11 +52,15 @@ public:
     // Exclusive hold on a session of repo; throws BLOB_UPLOAD_UNKNOWN or 416 when busy.
     std::shared_ptr<UploadState> acquire(const std::string& repo, const std::string& id);
     void release(const std::shared_ptr<UploadState>& state);
+    // Ends a session and drops its record, held or not: a DELETE wins over a request still
+    // appending (a stalled PATCH), whose file goes when that request lets go.
+    void cancel(const std::string& repo, const std::string& id);
+    // Ends the sessions nobody holds that were idle since before cutoff_ms; returns how many.
+    std::size_t purge_idle(std::uint64_t cutoff_ms);
     // Forgets a held session and deletes its file; its record goes in the caller's batch.
     void erase(const std::shared_ptr<UploadState>& state);
     std::uint64_t offset(const std::string& repo, const std::string& id);
-    // (repository, id) of sessions not held and idle since before cutoff_ms.
-    std::vector<std::pair<std::string, std::string>> idle_since(std::uint64_t cutoff_ms);
+    bool contains(const std::string& repo, const std::string& id);
     std::uint64_t now() const { return now_(); }
     storage::UploadWriters& writers() { return writers_; }
     std::size_t size() {
@@ -68,6 +73,7 @@ private:
     void load(UploadState& state);
     // Drops a session and its record (not its file, which is gone).
     void forget(const UploadState& state);
+    void remove_records(const std::vector<std::string>& ids);
 
     storage::BlobStore& blobs_;
     storage::MetaStore& meta_;

@@ -286,6 +286,23 @@ TEST_CASE("upload sessions are capped and idle ones purged") {
     CHECK(std::distance(std::filesystem::directory_iterator(f.blobs.scratch_dir()), {}) == 1);
 }
 
+TEST_CASE("a DELETE ends a session a stalled append still holds") {
+    Fixture f;
+    auto id = f.reg.start_upload("r").id;
+    auto scratch_files = [&] { return std::distance(std::filesystem::directory_iterator(f.blobs.scratch_dir()), {}); };
+    {
+        auto appender = f.reg.append("r", id, 0);
+        appender->write("abc", 3);
+        CHECK(code_of([&] { f.reg.upload_status("r", id); }) == ErrorCode::upload_range_invalid);
+        f.reg.cancel_upload("r", id);
+        CHECK(code_of([&] { f.reg.upload_status("r", id); }) == ErrorCode::blob_upload_unknown);
+        CHECK(scratch_files() == 1);  // still being written: it goes when the append lets go
+    }
+    CHECK(scratch_files() == 0);
+    CHECK(f.reg.uploads_in_progress() == 0);
+    CHECK(code_of([&] { f.reg.cancel_upload("r", id); }) == ErrorCode::blob_upload_unknown);
+}
+
 TEST_CASE("one client cannot hold every upload session") {
     Fixture f;
     registry::Options options = Fixture::options();

@@ -119,7 +119,10 @@ public:
                                            std::optional<std::uint64_t> start);
     // Verifies the digest, makes the blob durable and visible, and ends the session.
     oci::Digest finish_upload(const std::string& repo, const std::string& id, const std::string& digest);
+    // Ends a session even while a request still holds it (a DELETE wins over a stalled PATCH).
     void cancel_upload(const std::string& repo, const std::string& id);
+    // Whether a session still exists (a DELETE may have ended it under a running append).
+    bool has_upload(const std::string& repo, const std::string& id) const;
     // Drops sessions idle for longer than the configured time; returns how many.
     std::size_t purge_idle_uploads();
     std::size_t uploads_in_progress() const;
