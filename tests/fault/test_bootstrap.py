@@ -26,6 +26,7 @@ import http.client
 import json
 import os
 import random
+import signal
 import sys
 import threading
 import time
@@ -357,11 +358,17 @@ class ServerKilledTest(BootstrapTestCase):
 
         b.spawn()
         self.wait_bootstrapping(b, 3 * PAGE)
+        # B is held still while A changes, and A while B is looked at: B can take in at most the
+        # page already on its way, so its bootstrap is unfinished when A dies (not a race).
+        b.freeze()
         # Changes after the first moment B read: they reach B through the log from that moment's head.
         mutate(self, a, self.store, self.rng, "before-kill", 5)
-        p = self.peer_status(b)
+        a.freeze()
+        b.thaw()
+        p = bt.poll(lambda: self.peer_status(b), 20, what="B's status after it was thawed")
         self.assertIn("bootstrap", p, f"B finished its bootstrap before A was killed: {p}")
-        a.kill()  # SIGKILL
+        a.proc.send_signal(signal.SIGKILL)  # while frozen: not one more page goes out
+        a.kill()
         self.assertTrue(b.alive())
         self.assertEqual(b.readyz(), 503, "B ready with its bootstrap unfinished and its peer gone")
 
