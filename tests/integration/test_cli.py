@@ -4,7 +4,6 @@ config file, and graceful shutdown on SIGTERM/SIGINT with a request in flight.""
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess

@@ -403,7 +403,6 @@ class HostileTest(unittest.TestCase):
         self.assertEqual(self.berth.get(f"/v2/{REPO}/manifests/y").status, 404)
 
     def test_unsupported_methods(self):
-        port = self.berth.port
         img = self.image
         for method, path in [("BREW", "/v2/"), ("TRACE", "/v2/"), ("OPTIONS", f"/v2/{REPO}/manifests/v1"),
                              ("PROPFIND", f"/v2/{REPO}/tags/list"), ("PUT", "/v2/"), ("DELETE", "/v2/"),

@@ -14,7 +14,6 @@ pulled tags stay. A bad policy stops the start with a message naming the key.
 import json
 import os
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
