@@ -262,8 +262,18 @@ class ObservabilityTest(unittest.TestCase):
         self.assertLess(cut()[0]["bytes_out"], len(data))
         self.assertGreaterEqual(cut()[0]["bytes_out"], 1 << 20)
 
-    def test_zz_all_lines_json(self):
+    @classmethod
+    def tearDownClass(cls):
+        # After every test of the class, whatever order they ran in: each line berth wrote is JSON.
+        assert_log_lines_json(cls.b.stderr())
+
+    def test_odd_requests_logged_as_json(self):
         b = self.b
+        def requests_logged():
+            text = b.stderr()
+            whole_lines = text[:text.rfind("\n") + 1].splitlines()  # the last may be being written
+            return sum('"msg":"request"' in line.replace(" ", "") for line in whole_lines)
+        before = requests_logged()
         # something odd in the log: a target with quotes, backslashes, control and non-UTF-8 bytes
         raw = b'GET /v2/obs/%22quote%5C/manifests/x\x7f HTTP/1.1\r\nHost: x\r\nAuthorization: Basic \xff\xfe\r\n\r\n'
         try:
@@ -271,19 +281,22 @@ class ObservabilityTest(unittest.TestCase):
         except (ConnectionError, OSError):
             pass
         b.get('/v2/obs/"q"/manifests/\\', headers=ALICE)
-        time.sleep(0.3)
-        text = b.stderr()
-        self.assertTrue(text.endswith("\n"))
-        for n, line in enumerate(text.splitlines()):
-            self.assertTrue(line.strip(), f"empty log line {n}")
-            try:
-                doc = json.loads(line)
-            except ValueError:
-                self.fail(f"log line {n} is not JSON: {line!r}")
-            self.assertIsInstance(doc, dict, line)
-            for key in ("time", "level", "msg"):
-                self.assertIn(key, doc, line)
+        bt.poll(lambda: requests_logged() >= before + 2, 10, 0.05, "both odd requests in the access log")
+        assert_log_lines_json(b.stderr())
 
+
+def assert_log_lines_json(text):
+    if not text.endswith("\n"):
+        raise AssertionError(f"the log does not end with a whole line: {text[-200:]!r}")
+    for n, line in enumerate(text.splitlines()):
+        if not line.strip():
+            raise AssertionError(f"empty log line {n}")
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"log line {n} is not JSON: {line!r}") from None
+        if not isinstance(doc, dict) or not all(key in doc for key in ("time", "level", "msg")):
+            raise AssertionError(f"log line {n} lacks time, level or msg: {line!r}")
 
 if __name__ == "__main__":
     unittest.main()

@@ -93,7 +93,9 @@ def hello_answer(port, version):
     return "other", data[:16]
 
 
-class TlsTest(unittest.TestCase):
+class _TlsServer:
+    """berth over TLS with cert1 of a test CA; cert2 (RSA) is at hand for a reload."""
+
     @classmethod
     def setUpClass(cls):
         cls.b = b = bt.Berth()
@@ -110,6 +112,8 @@ class TlsTest(unittest.TestCase):
         b.ssl_context = client_context(cls.ca)
         b.start()
 
+
+class TlsTest(_TlsServer, unittest.TestCase):
     def test_https_with_the_ca(self):
         r = self.b.get("/v2/")
         self.assertEqual(r.status, 200, r)
@@ -310,7 +314,12 @@ class TlsTest(unittest.TestCase):
             conn.close()
         self.assertEqual(b.metrics()["berth_tls_kernel_sent_bytes_total"] - before, 2 * len(data))
 
-    def test_zz_certificate_reload(self):  # last: it changes the certificate the others expect
+
+
+class CertificateReloadTest(_TlsServer, unittest.TestCase):
+    """A server of its own: the reload changes the certificate TlsTest's tests expect."""
+
+    def test_certificate_reload(self):
         b = self.b
         pid = b.proc.pid
         ctx = client_context(self.ca)
