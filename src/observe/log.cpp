@@ -14,7 +14,7 @@ std::string timestamp() {
     auto millis = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
     std::tm utc{};
     gmtime_r(&seconds, &utc);
-    char buffer[32];
+    char buffer[64];  // room for any int the fields may hold, so the format cannot truncate
     std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
                   utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(millis));
     return buffer;
