@@ -206,8 +206,8 @@ Options parse_options(int argc, char** argv) {
             usage(2);
         }
     }
-    static const char* known[] = {"push-monolithic", "push-post", "push-chunked", "pull", "mixed",
-                                  "manifest-get",    "manifest-head", "tags-list", "fill-manifests"};
+    static const char* known[] = {"push-monolithic", "push-post",     "push-chunked", "pull",          "mixed",
+                                  "manifest-get",    "manifest-head", "tags-list",    "fill-manifests"};
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return o.workload == k; }) ==
         std::end(known)) {
         std::fprintf(stderr, "unknown workload %s\n", o.workload.c_str());
@@ -439,7 +439,8 @@ Endpoint parse_url(const std::string& url) {
     ep.addr_len = res->ai_addrlen;
     freeaddrinfo(res);
     unsigned char raw[sizeof(in6_addr)];
-    ep.host_is_address = inet_pton(AF_INET, ep.host.c_str(), raw) == 1 || inet_pton(AF_INET6, ep.host.c_str(), raw) == 1;
+    ep.host_is_address =
+        inet_pton(AF_INET, ep.host.c_str(), raw) == 1 || inet_pton(AF_INET6, ep.host.c_str(), raw) == 1;
     return ep;
 }
 
@@ -462,7 +463,9 @@ std::string tls_failure(SSL* ssl, int ret, const char* what) {
     switch (SSL_get_error(ssl, ret)) {
         case SSL_ERROR_WANT_READ:
         case SSL_ERROR_WANT_WRITE: out += ": timed out"; break;  // SO_RCVTIMEO/SO_SNDTIMEO on a blocking socket
-        case SSL_ERROR_SYSCALL: out += std::string(": ") + (saved_errno ? std::strerror(saved_errno) : "connection closed"); break;
+        case SSL_ERROR_SYSCALL:
+            out += std::string(": ") + (saved_errno ? std::strerror(saved_errno) : "connection closed");
+            break;
         case SSL_ERROR_ZERO_RETURN: out += ": connection closed"; break;
         default: break;
     }
@@ -472,10 +475,10 @@ std::string tls_failure(SSL* ssl, int ret, const char* what) {
 struct Request {
     const char* method = "GET";
     std::string target;
-    std::string headers;                 // extra header lines, each ending in \r\n
-    std::vector<iovec> body;             // may be empty
+    std::string headers;      // extra header lines, each ending in \r\n
+    std::vector<iovec> body;  // may be empty
     std::uint64_t body_len = 0;
-    bool keep_body = true;               // false: count and discard
+    bool keep_body = true;  // false: count and discard
 };
 
 class Conn {
@@ -629,7 +632,8 @@ private:
         while (left > 0) {
             ssize_t n = ::sendfile(fd_, region.fd, &offset, left);
             if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) throw NetError(Failure::connection, std::string("sendfile: ") + std::strerror(n ? errno : EPIPE));
+            if (n <= 0)
+                throw NetError(Failure::connection, std::string("sendfile: ") + std::strerror(n ? errno : EPIPE));
             left -= static_cast<std::size_t>(n);
         }
     }
@@ -736,7 +740,9 @@ private:
         while (n > 0) {
             std::size_t want = std::min<std::uint64_t>(n, scratch_.size());
             std::size_t got = receive(scratch_.data(), want, Failure::short_read, "recv body");
-            if (got == 0) throw NetError(Failure::short_read, "connection closed with " + std::to_string(n) + " body bytes missing");
+            if (got == 0)
+                throw NetError(Failure::short_read,
+                               "connection closed with " + std::to_string(n) + " body bytes missing");
             if (out) out->append(scratch_.data(), got);
             n -= got;
             r.body_bytes += got;
@@ -776,8 +782,7 @@ private:
                 std::string line = read_line();
                 std::uint64_t n = std::strtoull(line.c_str(), nullptr, 16);
                 if (n == 0) {
-                    while (!read_line().empty()) {
-                    }
+                    while (!read_line().empty()) {}
                     break;
                 }
                 read_body(n, out, r);
@@ -808,7 +813,7 @@ private:
     SSL_SESSION* session_ = nullptr;  // the newest session received, offered by the next handshake
     const char* version_ = nullptr;   // of the last handshake (static strings of libssl)
     const SSL_CIPHER* cipher_ = nullptr;
-    std::string gather_;              // send_tls: small pieces written as one
+    std::string gather_;  // send_tls: small pieces written as one
     int fd_ = -1;
     std::string buf_;
     std::size_t pos_ = 0;
@@ -979,7 +984,8 @@ public:
         head.headers = std::string("Accept: ") + kManifestType + "\r\n";
         Response r = conn_.request(head, true);
         expect(r, {200}, "HEAD manifest");
-        if (r.header("docker-content-digest").empty()) throw OpError(Failure::verify, "HEAD manifest: no Docker-Content-Digest");
+        if (r.header("docker-content-digest").empty())
+            throw OpError(Failure::verify, "HEAD manifest: no Docker-Content-Digest");
     }
 
     std::uint64_t get_blob(const std::string& repo, const std::string& digest, std::uint64_t expected) {
@@ -989,8 +995,8 @@ public:
         Response r = conn_.request(get);
         expect(r, {200}, "GET blob");
         if (r.body_bytes != expected)
-            throw OpError(Failure::verify, "GET blob: " + std::to_string(r.body_bytes) + " bytes, expected " +
-                                               std::to_string(expected));
+            throw OpError(Failure::verify,
+                          "GET blob: " + std::to_string(r.body_bytes) + " bytes, expected " + std::to_string(expected));
         return r.body_bytes;
     }
 
@@ -1202,7 +1208,8 @@ struct FillLayout {
 
     FillLayout(const Options& o) : prefix(o.repo_prefix) {
         per_repo = std::max<std::uint64_t>(1, (o.total + o.repos - 1) / o.repos);
-        config = R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]},"fill":")" + prefix + "\"}";
+        config = R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]},"fill":")" + prefix +
+                 "\"}";
         layer.resize(1024);
         SplitMix{0x5eed}.fill(reinterpret_cast<unsigned char*>(layer.data()), layer.size());
         config_digest = sha256_digest(config.data(), config.size());
@@ -1243,7 +1250,9 @@ int run_fill(const Options& o, const Endpoint& ep, SSL_CTX* tls) {
         for (auto& c : clients) c->conn().connect();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "berth-bench: setup failed: %s\n", e.what());
-        if (o.json) std::printf("{\"workload\":\"%s\",\"setup_error\":\"%s\"}\n", o.workload.c_str(), json_escape(e.what()).c_str());
+        if (o.json)
+            std::printf("{\"workload\":\"%s\",\"setup_error\":\"%s\"}\n", o.workload.c_str(),
+                        json_escape(e.what()).c_str());
         return 1;
     }
 
@@ -1263,7 +1272,10 @@ int run_fill(const Options& o, const Endpoint& ep, SSL_CTX* tls) {
                 }
                 const auto* op_error = dynamic_cast<const OpError*>(&e);
                 const auto* net_error = dynamic_cast<const NetError*>(&e);
-                counters.record(op_error ? op_error->kind : net_error ? net_error->kind : Failure::connection, e.what());
+                counters.record(op_error    ? op_error->kind
+                                : net_error ? net_error->kind
+                                            : Failure::connection,
+                                e.what());
                 failed = true;
                 return false;
             }
@@ -1293,7 +1305,8 @@ int run_fill(const Options& o, const Endpoint& ep, SSL_CTX* tls) {
             std::uint64_t r = next_repo.fetch_add(1);
             if (r >= repo_hi) break;
             const std::string repo = fill.repo_of_index(r);
-            for (auto [digest, content] : {std::pair{&fill.config_digest, &fill.config}, std::pair{&fill.layer_digest, &fill.layer}})
+            for (auto [digest, content] :
+                 {std::pair{&fill.config_digest, &fill.config}, std::pair{&fill.layer_digest, &fill.layer}})
                 attempt(c, [&] { ++(c.mount_blob(repo, source_repo, *digest, *content) ? mounted : uploaded); });
         }
     };
@@ -1379,15 +1392,18 @@ int run_fill(const Options& o, const Endpoint& ep, SSL_CTX* tls) {
     const std::uint64_t errors = counters.total();
     if (!o.quiet) {
         std::printf("workload fill-manifests  concurrency %d  url %s\n", o.concurrency, o.url.c_str());
-        std::printf("  repositories %llu-%llu of %llu (%llu manifests each): blobs mounted %llu, uploaded %llu in %.2f s\n",
-                    static_cast<unsigned long long>(repo_lo), static_cast<unsigned long long>(repo_hi),
-                    static_cast<unsigned long long>(o.repos), static_cast<unsigned long long>(fill.per_repo),
-                    static_cast<unsigned long long>(mounted.load()), static_cast<unsigned long long>(uploaded.load()),
-                    blob_seconds);
-        std::printf("  manifests %llu (%llu..%llu) in %.2f s  %.1f/s (%.1f/s with the blobs)  PUT p50 %.3f ms  p99 %.3f ms  max %.3f ms\n",
-                    static_cast<unsigned long long>(ops), static_cast<unsigned long long>(o.first),
-                    static_cast<unsigned long long>(next), manifest_seconds, ops / manifest_seconds, ops / seconds, p50,
-                    p99, pmax);
+        std::printf(
+            "  repositories %llu-%llu of %llu (%llu manifests each): blobs mounted %llu, uploaded %llu in %.2f s\n",
+            static_cast<unsigned long long>(repo_lo), static_cast<unsigned long long>(repo_hi),
+            static_cast<unsigned long long>(o.repos), static_cast<unsigned long long>(fill.per_repo),
+            static_cast<unsigned long long>(mounted.load()), static_cast<unsigned long long>(uploaded.load()),
+            blob_seconds);
+        std::printf(
+            "  manifests %llu (%llu..%llu) in %.2f s  %.1f/s (%.1f/s with the blobs)  PUT p50 %.3f ms  p99 %.3f ms  "
+            "max %.3f ms\n",
+            static_cast<unsigned long long>(ops), static_cast<unsigned long long>(o.first),
+            static_cast<unsigned long long>(next), manifest_seconds, ops / manifest_seconds, ops / seconds, p50, p99,
+            pmax);
         std::printf("  errors %llu\n", static_cast<unsigned long long>(errors));
         for (auto& s : counters.samples) std::printf("    error: %s\n", s.c_str());
         if (o.server_pid)
@@ -1397,21 +1413,21 @@ int run_fill(const Options& o, const Endpoint& ep, SSL_CTX* tls) {
     if (o.json) {
         std::string samples;
         for (auto& s : counters.samples) samples += (samples.empty() ? "\"" : ",\"") + json_escape(s) + "\"";
-        std::printf("{\"workload\":\"fill-manifests\",\"concurrency\":%d,\"repos\":%llu,\"per_repo\":%llu,"
-                    "\"repo_prefix\":\"%s\",\"first\":%llu,\"next\":%llu,\"ops\":%llu,\"bytes\":%llu,\"seconds\":%.4f,"
-                    "\"blob_seconds\":%.4f,\"manifest_seconds\":%.4f,\"repos_linked\":%llu,\"blobs_mounted\":%llu,"
-                    "\"blobs_uploaded\":%llu,\"ops_per_s\":%.3f,\"p50_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f,"
-                    "\"errors\":%llu,\"server_cpu_s\":%.4f,\"server_max_rss_kib\":%llu,\"server_vmhwm_kib\":%llu,"
-                    "\"error_samples\":[%s]}\n",
-                    o.concurrency, static_cast<unsigned long long>(o.repos), static_cast<unsigned long long>(fill.per_repo),
-                    json_escape(fill.prefix).c_str(), static_cast<unsigned long long>(o.first),
-                    static_cast<unsigned long long>(next), static_cast<unsigned long long>(ops),
-                    static_cast<unsigned long long>(bytes), seconds, blob_seconds, manifest_seconds,
-                    static_cast<unsigned long long>(repo_hi - repo_lo), static_cast<unsigned long long>(mounted.load()),
-                    static_cast<unsigned long long>(uploaded.load()), manifest_seconds > 0 ? ops / manifest_seconds : 0,
-                    p50, p99, pmax, static_cast<unsigned long long>(errors), cpu,
-                    static_cast<unsigned long long>(max_rss_kib), static_cast<unsigned long long>(hwm_kib),
-                    samples.c_str());
+        std::printf(
+            "{\"workload\":\"fill-manifests\",\"concurrency\":%d,\"repos\":%llu,\"per_repo\":%llu,"
+            "\"repo_prefix\":\"%s\",\"first\":%llu,\"next\":%llu,\"ops\":%llu,\"bytes\":%llu,\"seconds\":%.4f,"
+            "\"blob_seconds\":%.4f,\"manifest_seconds\":%.4f,\"repos_linked\":%llu,\"blobs_mounted\":%llu,"
+            "\"blobs_uploaded\":%llu,\"ops_per_s\":%.3f,\"p50_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f,"
+            "\"errors\":%llu,\"server_cpu_s\":%.4f,\"server_max_rss_kib\":%llu,\"server_vmhwm_kib\":%llu,"
+            "\"error_samples\":[%s]}\n",
+            o.concurrency, static_cast<unsigned long long>(o.repos), static_cast<unsigned long long>(fill.per_repo),
+            json_escape(fill.prefix).c_str(), static_cast<unsigned long long>(o.first),
+            static_cast<unsigned long long>(next), static_cast<unsigned long long>(ops),
+            static_cast<unsigned long long>(bytes), seconds, blob_seconds, manifest_seconds,
+            static_cast<unsigned long long>(repo_hi - repo_lo), static_cast<unsigned long long>(mounted.load()),
+            static_cast<unsigned long long>(uploaded.load()), manifest_seconds > 0 ? ops / manifest_seconds : 0, p50,
+            p99, pmax, static_cast<unsigned long long>(errors), cpu, static_cast<unsigned long long>(max_rss_kib),
+            static_cast<unsigned long long>(hwm_kib), samples.c_str());
     }
     std::fflush(stdout);
     return errors ? 3 : 0;
@@ -1425,7 +1441,8 @@ int run(const Options& o) {
     std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
                          static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
     char runid[16];
-    std::snprintf(runid, sizeof runid, "%08llx", static_cast<unsigned long long>(SplitMix{seed}.next() & 0xffffffffull));
+    std::snprintf(runid, sizeof runid, "%08llx",
+                  static_cast<unsigned long long>(SplitMix{seed}.next() & 0xffffffffull));
     const std::string base = std::string("bench-") + runid;
     const std::string& w = o.workload;
     const bool is_push = w.rfind("push-", 0) == 0;
@@ -1464,7 +1481,9 @@ int run(const Options& o) {
     // Setup: connections, config blobs, images to pull, manifests to get, tags to list.
     std::vector<std::unique_ptr<Client>> clients;
     for (int i = 0; i < o.concurrency; ++i) clients.push_back(std::make_unique<Client>(ep, o, tls.get(), counters));
-    const std::string config_json = std::string(R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]},"bench":")") + runid + "\"}";
+    const std::string config_json =
+        std::string(R"({"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]},"bench":")") +
+        runid + "\"}";
     const std::string config_digest = sha256_digest(config_json.data(), config_json.size());
     auto push_config = [&](Client& c, const std::string& repo) {
         c.upload_monolithic(repo, config_digest, {iovec{const_cast<char*>(config_json.data()), config_json.size()}},
@@ -1490,7 +1509,8 @@ int run(const Options& o) {
                 Blob b = blobs->make();
                 c0.upload_monolithic(shared_repo, b.digest, blobs->range(b, 0, blobs->size()), blobs->size());
                 Image img{shared_repo, "pull-" + std::to_string(k), b.digest, blobs->size()};
-                c0.put_manifest(shared_repo, img.tag, make_manifest(config_digest, config_json.size(), b.digest, blobs->size()));
+                c0.put_manifest(shared_repo, img.tag,
+                                make_manifest(config_digest, config_json.size(), b.digest, blobs->size()));
                 images.push_back(img);
             }
             // Each blob is read once before the clock starts, so pulls measure serving and not the
@@ -1517,9 +1537,11 @@ int run(const Options& o) {
         return setup_fail(e);
     }
     if (o.setup_only) {
-        std::printf("{\"repo\":\"%s\",\"tag\":\"%s\",\"manifest_path\":\"/v2/%s/manifests/%s\",\"tags_path\":\"/v2/%s/tags/list\"}\n",
-                    shared_repo.c_str(), images.empty() ? "" : images[0].tag.c_str(), shared_repo.c_str(),
-                    images.empty() ? "" : images[0].tag.c_str(), shared_repo.c_str());
+        std::printf(
+            "{\"repo\":\"%s\",\"tag\":\"%s\",\"manifest_path\":\"/v2/%s/manifests/%s\",\"tags_path\":\"/v2/%s/tags/"
+            "list\"}\n",
+            shared_repo.c_str(), images.empty() ? "" : images[0].tag.c_str(), shared_repo.c_str(),
+            images.empty() ? "" : images[0].tag.c_str(), shared_repo.c_str());
         return 0;
     }
 
@@ -1556,7 +1578,8 @@ int run(const Options& o) {
                     const Blob& b = plan[i];
                     const std::string& repo = worker_repo[id];
                     if (w == "push-chunked") c.upload_chunked(repo, *blobs, b);
-                    else if (w == "push-post") c.upload_post(repo, b.digest, blobs->range(b, 0, blobs->size()), blobs->size());
+                    else if (w == "push-post")
+                        c.upload_post(repo, b.digest, blobs->range(b, 0, blobs->size()), blobs->size());
                     else c.upload_monolithic(repo, b.digest, blobs->range(b, 0, blobs->size()), blobs->size());
                     c.put_manifest(repo, "t" + std::to_string(tagno++),
                                    make_manifest(config_digest, config_json.size(), b.digest, blobs->size()));
@@ -1565,7 +1588,8 @@ int run(const Options& o) {
                     const Image& img = images[(i / (is_mixed ? 2 : 1) + id) % images.size()];
                     std::string m = c.get_manifest(img.repo, img.tag);
                     std::string d = first_layer_digest(m);
-                    if (d != img.blob_digest) throw OpError(Failure::verify, "manifest names layer " + d + ", expected " + img.blob_digest);
+                    if (d != img.blob_digest)
+                        throw OpError(Failure::verify, "manifest names layer " + d + ", expected " + img.blob_digest);
                     moved = c.get_blob(img.repo, d, img.blob_size);
                 } else if (w == "manifest-get") {
                     std::string m = c.get_manifest(images[0].repo, images[0].tag);
@@ -1575,7 +1599,8 @@ int run(const Options& o) {
                     c.head_manifest(images[0].repo, images[0].tag);
                 } else if (is_tags) {
                     std::string body = c.tags_list(shared_repo);
-                    if (body.find("\"latest\"") == std::string::npos) throw OpError(Failure::verify, "tags list lacks latest");
+                    if (body.find("\"latest\"") == std::string::npos)
+                        throw OpError(Failure::verify, "tags list lacks latest");
                     moved = body.size();
                 }
                 auto t1 = Clock::now();
@@ -1630,14 +1655,18 @@ int run(const Options& o) {
     if (!o.quiet) {
         std::printf("workload %s  size %llu  concurrency %d  url %s\n", w.c_str(),
                     static_cast<unsigned long long>(o.size), o.concurrency, o.url.c_str());
-        std::printf("  ops %llu in %.2f s  %.1f ops/s  %.1f MiB/s  latency p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  max %.3f ms\n",
-                    static_cast<unsigned long long>(ops), elapsed, ops_s, mib_s, p50, p90, p99, pmax);
+        std::printf(
+            "  ops %llu in %.2f s  %.1f ops/s  %.1f MiB/s  latency p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  max %.3f "
+            "ms\n",
+            static_cast<unsigned long long>(ops), elapsed, ops_s, mib_s, p50, p90, p99, pmax);
         std::printf("  errors %llu (status %llu, connection %llu, short read %llu, verify %llu)",
                     static_cast<unsigned long long>(errors), static_cast<unsigned long long>(counters.status.load()),
                     static_cast<unsigned long long>(counters.connection.load()),
                     static_cast<unsigned long long>(counters.short_read.load()),
                     static_cast<unsigned long long>(counters.verify.load()));
-        if (counters.post_fallbacks) std::printf("  single-POST fallbacks %llu", static_cast<unsigned long long>(counters.post_fallbacks.load()));
+        if (counters.post_fallbacks)
+            std::printf("  single-POST fallbacks %llu",
+                        static_cast<unsigned long long>(counters.post_fallbacks.load()));
         std::printf("\n");
         for (auto& s : counters.samples) std::printf("    error: %s\n", s.c_str());
         if (ep.tls)
@@ -1648,35 +1677,40 @@ int run(const Options& o) {
         else if (conns.connections)
             std::printf("  connections opened %llu%s\n", static_cast<unsigned long long>(conns.connections),
                         o.reconnect ? " (one per op)" : "");
-        if (plan_exhausted) std::printf("  note: the pre-generated blob plan ran out (%llu blobs)\n", static_cast<unsigned long long>(planned));
+        if (plan_exhausted)
+            std::printf("  note: the pre-generated blob plan ran out (%llu blobs)\n",
+                        static_cast<unsigned long long>(planned));
         if (o.server_pid)
-            std::printf("  server pid %ld: cpu %.2f s (%.1f%% of one core)  cpu-s/GiB %.2f  cpu us/op %.1f  max VmRSS %.1f MiB  VmHWM %.1f MiB\n",
-                        o.server_pid, cpu, elapsed > 0 ? 100 * cpu / elapsed : 0, cpu_per_gib, cpu_us_per_op,
-                        max_rss_kib / 1024.0, hwm_kib / 1024.0);
+            std::printf(
+                "  server pid %ld: cpu %.2f s (%.1f%% of one core)  cpu-s/GiB %.2f  cpu us/op %.1f  max VmRSS %.1f MiB "
+                " VmHWM %.1f MiB\n",
+                o.server_pid, cpu, elapsed > 0 ? 100 * cpu / elapsed : 0, cpu_per_gib, cpu_us_per_op,
+                max_rss_kib / 1024.0, hwm_kib / 1024.0);
     }
     if (o.json) {
         std::string samples;
         for (auto& s : counters.samples) samples += (samples.empty() ? "\"" : ",\"") + json_escape(s) + "\"";
-        std::printf("{\"workload\":\"%s\",\"size\":%llu,\"concurrency\":%d,\"ops\":%llu,\"bytes\":%llu,\"seconds\":%.4f,"
-                    "\"ops_per_s\":%.3f,\"mib_per_s\":%.3f,\"p50_ms\":%.4f,\"p90_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f,"
-                    "\"errors\":%llu,\"errors_status\":%llu,\"errors_connection\":%llu,\"errors_short_read\":%llu,"
-                    "\"errors_verify\":%llu,\"post_fallbacks\":%llu,\"plan_exhausted\":%s,\"server_cpu_s\":%.4f,"
-                    "\"server_cpu_s_per_gib\":%.4f,\"server_cpu_us_per_op\":%.3f,\"server_max_rss_kib\":%llu,"
-                    "\"server_vmhwm_kib\":%llu,\"tls\":%s,\"tls_negotiated\":\"%s\",\"reconnect\":%s,\"resume\":%s,\"connections\":%llu,"
-                    "\"handshakes_resumed\":%llu,\"handshakes_full\":%llu,\"error_samples\":[%s]}\n",
-                    w.c_str(), static_cast<unsigned long long>(o.size), o.concurrency,
-                    static_cast<unsigned long long>(ops), static_cast<unsigned long long>(bytes), elapsed, ops_s, mib_s,
-                    p50, p90, p99, pmax, static_cast<unsigned long long>(errors),
-                    static_cast<unsigned long long>(counters.status.load()),
-                    static_cast<unsigned long long>(counters.connection.load()),
-                    static_cast<unsigned long long>(counters.short_read.load()),
-                    static_cast<unsigned long long>(counters.verify.load()),
-                    static_cast<unsigned long long>(counters.post_fallbacks.load()), plan_exhausted ? "true" : "false",
-                    cpu, cpu_per_gib, cpu_us_per_op, static_cast<unsigned long long>(max_rss_kib),
-                    static_cast<unsigned long long>(hwm_kib), ep.tls ? "true" : "false", negotiated.c_str(), o.reconnect ? "true" : "false",
-                    o.resume ? "true" : "false", static_cast<unsigned long long>(conns.connections),
-                    static_cast<unsigned long long>(conns.resumed), static_cast<unsigned long long>(conns.full),
-                    samples.c_str());
+        std::printf(
+            "{\"workload\":\"%s\",\"size\":%llu,\"concurrency\":%d,\"ops\":%llu,\"bytes\":%llu,\"seconds\":%.4f,"
+            "\"ops_per_s\":%.3f,\"mib_per_s\":%.3f,\"p50_ms\":%.4f,\"p90_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f,"
+            "\"errors\":%llu,\"errors_status\":%llu,\"errors_connection\":%llu,\"errors_short_read\":%llu,"
+            "\"errors_verify\":%llu,\"post_fallbacks\":%llu,\"plan_exhausted\":%s,\"server_cpu_s\":%.4f,"
+            "\"server_cpu_s_per_gib\":%.4f,\"server_cpu_us_per_op\":%.3f,\"server_max_rss_kib\":%llu,"
+            "\"server_vmhwm_kib\":%llu,\"tls\":%s,\"tls_negotiated\":\"%s\",\"reconnect\":%s,\"resume\":%s,"
+            "\"connections\":%llu,"
+            "\"handshakes_resumed\":%llu,\"handshakes_full\":%llu,\"error_samples\":[%s]}\n",
+            w.c_str(), static_cast<unsigned long long>(o.size), o.concurrency, static_cast<unsigned long long>(ops),
+            static_cast<unsigned long long>(bytes), elapsed, ops_s, mib_s, p50, p90, p99, pmax,
+            static_cast<unsigned long long>(errors), static_cast<unsigned long long>(counters.status.load()),
+            static_cast<unsigned long long>(counters.connection.load()),
+            static_cast<unsigned long long>(counters.short_read.load()),
+            static_cast<unsigned long long>(counters.verify.load()),
+            static_cast<unsigned long long>(counters.post_fallbacks.load()), plan_exhausted ? "true" : "false", cpu,
+            cpu_per_gib, cpu_us_per_op, static_cast<unsigned long long>(max_rss_kib),
+            static_cast<unsigned long long>(hwm_kib), ep.tls ? "true" : "false", negotiated.c_str(),
+            o.reconnect ? "true" : "false", o.resume ? "true" : "false",
+            static_cast<unsigned long long>(conns.connections), static_cast<unsigned long long>(conns.resumed),
+            static_cast<unsigned long long>(conns.full), samples.c_str());
     }
     std::fflush(stdout);
     return errors ? 3 : 0;

@@ -68,14 +68,15 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    if (dir.empty()) dir = std::filesystem::temp_directory_path() / ("berth-retention-bench-" + std::to_string(getpid()));
+    if (dir.empty())
+        dir = std::filesystem::temp_directory_path() / ("berth-retention-bench-" + std::to_string(getpid()));
     {
         storage::MetaStore meta(dir / "meta");
         storage::HybridClock clock(storage::system_wall_clock());
         storage::PullTimes pulls(meta);
-        const auto now_ms = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                           std::chrono::system_clock::now().time_since_epoch())
-                                                           .count());
+        const auto now_ms = static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count());
 
         const auto populate_started = std::chrono::steady_clock::now();
         for (std::size_t done = 0; done < count;) {
@@ -102,8 +103,8 @@ int main(int argc, char** argv) {
             options.policies = {policy};
             registry::Retention retention(options, meta, clock, "bench", pulls);
             std::size_t told = 0;
-            auto report = retention.run(dry_run, [&](const registry::RetentionDeletion&) { ++told; },
-                                        now + std::chrono::milliseconds(1));
+            auto report = retention.run(
+                dry_run, [&](const registry::RetentionDeletion&) { ++told; }, now + std::chrono::milliseconds(1));
             if (dry_run) report.tags_deleted = told;
             return report;
         };

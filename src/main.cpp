@@ -142,8 +142,8 @@ int gc(const std::vector<std::string>& args) {
     using Mode = berth::storage::MetaStore::Mode;
     std::unique_ptr<berth::storage::MetaStore> meta;
     try {
-        meta = std::make_unique<berth::storage::MetaStore>(layout::meta_dir(config.root), flags.dry_run ? Mode::read_only
-                                                                                              : Mode::read_write);
+        meta = std::make_unique<berth::storage::MetaStore>(layout::meta_dir(config.root),
+                                                           flags.dry_run ? Mode::read_only : Mode::read_write);
     } catch (const std::exception& error) {
         std::cerr << "berth: " << error.what()
                   << "\n(is berth serving this store? it collects garbage itself; use --dry-run to look)\n";
@@ -168,9 +168,9 @@ int gc(const std::vector<std::string>& args) {
     }
     auto report = berth::registry::collect_garbage(blobs, *meta, clock, replica, config.gc, flags.dry_run);
     for (auto& line : report.removed) std::cout << (flags.dry_run ? "would remove " : "removed ") << line << "\n";
-    std::cout << (flags.dry_run ? "dry run: " : "") << report.manifests << " manifests, " << report.links
-              << " links, " << report.blobs << " blobs (" << report.bytes_freed << " bytes); kept "
-              << report.blobs_kept << " blobs (" << report.bytes_kept << " bytes)\n";
+    std::cout << (flags.dry_run ? "dry run: " : "") << report.manifests << " manifests, " << report.links << " links, "
+              << report.blobs << " blobs (" << report.bytes_freed << " bytes); kept " << report.blobs_kept << " blobs ("
+              << report.bytes_kept << " bytes)\n";
     return 0;
 }
 
@@ -202,7 +202,7 @@ int serve(const std::vector<std::string>& args) {
     std::unique_ptr<berth::replication::Replicator> replicator;
     if (config.replication.enabled()) {
         replicator = std::make_unique<berth::replication::Replicator>(config.replication, config.registry.replica_id,
-                                                                     blobs, meta, clock);
+                                                                      blobs, meta, clock);
         registry.set_peers(replicator.get());
         replicator->set_sparse(config.registry.sparse_manifests);
         replicator->set_pull_times(&pulls);
@@ -251,10 +251,12 @@ int serve(const std::vector<std::string>& args) {
     });
     if (config.gc_interval.count())
         server.every("gc", config.gc_interval, [&] {
-            auto report = berth::registry::collect_garbage(blobs, meta, clock, config.registry.replica_id, config.gc,
-                                                           false);
+            auto report =
+                berth::registry::collect_garbage(blobs, meta, clock, config.registry.replica_id, config.gc, false);
             berth::observe::log("info", "garbage collected",
-                                {{"manifests", report.manifests}, {"links", report.links}, {"blobs", report.blobs},
+                                {{"manifests", report.manifests},
+                                 {"links", report.links},
+                                 {"blobs", report.blobs},
                                  {"bytes_freed", report.bytes_freed}});
             std::lock_guard lock(maintenance.mutex);
             maintenance.last_gc = std::move(report);
@@ -262,12 +264,13 @@ int serve(const std::vector<std::string>& args) {
         });
     // A short retention window (tests) is honoured about as closely as a long one.
     const auto window = config.replication.log_retention.window;
-    server.every("log_compaction", std::clamp<std::chrono::seconds>(window / 4, std::chrono::seconds(1), std::chrono::seconds(60)), [&] {
-        berth::replication::compact_log(meta, config.replication.log_retention, replicator.get());
-        // What a burst freed (pages of a bootstrap, large manifests, dropped
-        // cache halves) goes back to the system instead of staying in malloc's arenas.
-        malloc_trim(0);
-    });
+    server.every("log_compaction",
+                 std::clamp<std::chrono::seconds>(window / 4, std::chrono::seconds(1), std::chrono::seconds(60)), [&] {
+                     berth::replication::compact_log(meta, config.replication.log_retention, replicator.get());
+                     // What a burst freed (pages of a bootstrap, large manifests, dropped
+                     // cache halves) goes back to the system instead of staying in malloc's arenas.
+                     malloc_trim(0);
+                 });
     std::atomic<bool> stopping{false};
     server.on_shutdown([&stopping] { stopping = true; });
     // Pull times gathered in memory reach the index once a minute (storage/pull_times.hpp).
@@ -278,9 +281,11 @@ int serve(const std::vector<std::string>& args) {
             auto report = retention.run(false, {}, std::chrono::system_clock::now(), &stopping);
             if (report.tags_deleted || report.manifests_deleted)
                 berth::observe::log("info", "retention applied",
-                                    {{"repositories", report.repositories}, {"tags_evaluated", report.tags_evaluated},
+                                    {{"repositories", report.repositories},
+                                     {"tags_evaluated", report.tags_evaluated},
                                      {"tags_deleted", report.tags_deleted},
-                                     {"manifests_deleted", report.manifests_deleted}, {"seconds", report.seconds}});
+                                     {"manifests_deleted", report.manifests_deleted},
+                                     {"seconds", report.seconds}});
         });
     if (config.scrub_interval.count())
         server.every("scrub", config.scrub_interval, [&] {
@@ -292,9 +297,9 @@ int serve(const std::vector<std::string>& args) {
             maintenance.last_scrub = std::move(report);
             ++maintenance.scrub_runs;
         });
-    berth::observe::log("info", "starting",
-                        {{"version", BERTH_VERSION}, {"root", config.root.string()},
-                         {"replica_id", config.registry.replica_id}});
+    berth::observe::log(
+        "info", "starting",
+        {{"version", BERTH_VERSION}, {"root", config.root.string()}, {"replica_id", config.registry.replica_id}});
     if (replicator) replicator->start();
     server.run();
     if (replicator) replicator->stop();

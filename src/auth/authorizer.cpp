@@ -53,8 +53,9 @@ Credentials parse_authorization(std::string_view header) {
     auto value = space == std::string_view::npos ? std::string_view{} : header.substr(space + 1);
     while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
     auto is = [&](const char* name) {
-        return scheme.size() == std::strlen(name) &&
-               std::equal(scheme.begin(), scheme.end(), name, [](char a, char b) { return std::tolower(a) == std::tolower(b); });
+        return scheme.size() == std::strlen(name) && std::equal(scheme.begin(), scheme.end(), name, [](char a, char b) {
+                   return std::tolower(a) == std::tolower(b);
+               });
     };
     out.kind = Credentials::Kind::malformed;
     if (is("basic")) {
@@ -140,7 +141,9 @@ struct Authorizer::Impl {
     std::string challenge(const std::vector<Need>& needs, std::string_view host, bool secure, bool insufficient) const {
         if (!options.tokens()) return "Basic realm=\"berth\"";
         std::string realm = options.token_realm;
-        if (realm.empty()) realm = std::string(secure ? "https://" : "http://") + std::string(plain_host(host) ? host : "localhost") + "/auth/token";
+        if (realm.empty())
+            realm = std::string(secure ? "https://" : "http://") + std::string(plain_host(host) ? host : "localhost") +
+                    "/auth/token";
         std::string out = "Bearer realm=\"" + realm + "\",service=\"" + options.token_service + "\"";
         std::string scope;
         for (auto& need : needs) {
@@ -273,7 +276,9 @@ std::pair<int, std::string> Authorizer::issue_token(std::string_view authorizati
     std::time_t issued = now;
     char issued_at[32];
     std::strftime(issued_at, sizeof issued_at, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&issued));
-    return {200, json{{"token", token}, {"access_token", token}, {"expires_in", impl_->options.token_ttl.count()},
+    return {200, json{{"token", token},
+                      {"access_token", token},
+                      {"expires_in", impl_->options.token_ttl.count()},
                       {"issued_at", issued_at}}
                      .dump()};
 }

@@ -29,7 +29,8 @@ bool equal(const std::string& a, const std::string& b) {
 Htpasswd::Htpasswd(std::filesystem::path file) : file_(std::move(file)) {
     std::lock_guard lock(mutex_);
     reload_if_changed();
-    if (loaded_at_ == std::filesystem::file_time_type{}) throw std::runtime_error("cannot read htpasswd file " + file_.string());
+    if (loaded_at_ == std::filesystem::file_time_type{})
+        throw std::runtime_error("cannot read htpasswd file " + file_.string());
 }
 
 void Htpasswd::reload_if_changed() {

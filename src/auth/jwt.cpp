@@ -35,7 +35,7 @@ EVP_PKEY* read_pem(const std::string& file, Read read) {
 std::string der_to_raw(const std::string& der) {
     auto* data = reinterpret_cast<const unsigned char*>(der.data());
     std::unique_ptr<ECDSA_SIG, void (*)(ECDSA_SIG*)> sig(d2i_ECDSA_SIG(nullptr, &data, static_cast<long>(der.size())),
-                                                        &ECDSA_SIG_free);
+                                                         &ECDSA_SIG_free);
     if (!sig) throw std::runtime_error("bad ECDSA signature");
     const BIGNUM *r, *s;
     ECDSA_SIG_get0(sig.get(), &r, &s);
@@ -103,7 +103,8 @@ std::string JwtKey::sign(std::string_view data) const {
     std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
     std::size_t size = 0;
     if (EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, pkey(pkey_)) != 1 ||
-        EVP_DigestSign(ctx.get(), nullptr, &size, reinterpret_cast<const unsigned char*>(data.data()), data.size()) != 1)
+        EVP_DigestSign(ctx.get(), nullptr, &size, reinterpret_cast<const unsigned char*>(data.data()), data.size()) !=
+            1)
         throw std::runtime_error("signing failed");
     std::string signature(size, '\0');
     if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(signature.data()), &size,
@@ -195,9 +196,9 @@ std::optional<json> verify_jwt(std::string_view token, const std::vector<std::sh
         return std::nullopt;
     }
     auto aud = claims.find("aud");
-    bool audience = aud != claims.end() &&
-                    ((aud->is_string() && aud->get<std::string>() == check.audience) ||
-                     (aud->is_array() && std::find(aud->begin(), aud->end(), check.audience) != aud->end()));
+    bool audience =
+        aud != claims.end() && ((aud->is_string() && aud->get<std::string>() == check.audience) ||
+                                (aud->is_array() && std::find(aud->begin(), aud->end(), check.audience) != aud->end()));
     if (!audience) {
         error = "token audience is not this registry";
         return std::nullopt;

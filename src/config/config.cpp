@@ -123,7 +123,6 @@ private:
     std::set<std::string> seen_;
 };
 
-
 void check_repository_globs(const std::string& key, const std::vector<std::string>& globs) {
     for (auto& glob : globs)
         if (glob.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-/*") != std::string::npos)
@@ -161,14 +160,16 @@ registry::RetentionPolicy retention_policy(const json& value, const std::string&
             if (glob.size() > 256 ||
                 glob.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-*") !=
                     std::string::npos)
-                throw ConfigError(where + (globs == &policy.keep_tags ? ".keep_tags" : ".expire_tags") + ": \"" +
-                                  glob + "\" is not a tag glob ('*' and a tag's characters)");
+                throw ConfigError(where + (globs == &policy.keep_tags ? ".keep_tags" : ".expire_tags") + ": \"" + glob +
+                                  "\" is not a tag glob ('*' and a tag's characters)");
     if (!policy.judges_tags() && !policy.untagged_after)
-        throw ConfigError(where + " has no rule: give keep_last, expire_tags, expire_unpulled_days or "
-                                  "delete_untagged_after_days");
+        throw ConfigError(where +
+                          " has no rule: give keep_last, expire_tags, expire_unpulled_days or "
+                          "delete_untagged_after_days");
     if (!policy.keep_tags.empty() && !policy.judges_tags())
-        throw ConfigError(where + ".keep_tags only keeps tags from keep_last, expire_tags and expire_unpulled, "
-                                  "and none is given");
+        throw ConfigError(where +
+                          ".keep_tags only keeps tags from keep_last, expire_tags and expire_unpulled, "
+                          "and none is given");
     return policy;
 }
 
@@ -336,7 +337,8 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         s.boolean("kernel_tls", o.tls_kernel);
         s.string("ciphers", o.tls_ciphers);
         if (o.tls_cert_file.empty() != o.tls_key_file.empty()) throw ConfigError("tls needs both cert and key");
-        if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) throw ConfigError("tls.client_ca needs cert and key");
+        if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty())
+            throw ConfigError("tls.client_ca needs cert and key");
         for (auto* file : {&o.tls_cert_file, &o.tls_key_file, &o.tls_client_ca_file})
             if (!file->empty()) *file = path_of(*file);
     });
@@ -358,7 +360,8 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
             for (auto& [name, members] : groups->items()) {
                 if (!members.is_array()) throw ConfigError("auth.groups." + name + " must be an array of user names");
                 for (auto& member : members) {
-                    if (!member.is_string()) throw ConfigError("auth.groups." + name + " must be an array of user names");
+                    if (!member.is_string())
+                        throw ConfigError("auth.groups." + name + " must be an array of user names");
                     a.groups[name].push_back(member.get<std::string>());
                 }
             }
@@ -375,7 +378,8 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
                 if (rule.repository.empty() || rule.principals.empty() || actions.empty())
                     throw ConfigError("auth.rules[" + std::to_string(i) + "] needs repository, principals and actions");
                 for (auto& p : rule.principals)
-                    if (!(p == "anonymous" || p == "authenticated" || p.starts_with("user:") || p.starts_with("group:")))
+                    if (!(p == "anonymous" || p == "authenticated" || p.starts_with("user:") ||
+                          p.starts_with("group:")))
                         throw ConfigError("auth.rules[" + std::to_string(i) + "].principals: \"" + p +
                                           "\" is not user:NAME, group:NAME, authenticated or anonymous");
                 for (auto& name : actions) {
@@ -417,7 +421,8 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
             u.number("min_bytes_per_second", upstream.min_bytes_per_second, UINT64_MAX);
             u.strings("token_realms", upstream.token_realms);
             u.finish();
-            if (upstream.fetch_timeout.count() == 0) throw ConfigError(where + ".fetch_timeout_seconds must be at least 1");
+            if (upstream.fetch_timeout.count() == 0)
+                throw ConfigError(where + ".fetch_timeout_seconds must be at least 1");
             for (auto& realm : upstream.token_realms) check_url(where + ".token_realms", realm);
             if (upstream.host.empty()) throw ConfigError(where + ".host is required");
             if (url.empty()) throw ConfigError(where + ".url is required");
@@ -430,7 +435,8 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
             upstream.urls = {url};
             if (upstream.max_concurrent == 0) throw ConfigError(where + ".max_concurrent must be at least 1");
             for (auto& other : config.proxy.upstreams)
-                if (other.host == upstream.host) throw ConfigError(where + ".host: \"" + upstream.host + "\" is listed twice");
+                if (other.host == upstream.host)
+                    throw ConfigError(where + ".host: \"" + upstream.host + "\" is listed twice");
             config.proxy.upstreams.push_back(std::move(upstream));
         }
     });
@@ -466,8 +472,9 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
             throw ConfigError("agent and proxy.upstreams exclude each other: the replicas reach the upstreams");
         if (config.replication.enabled()) throw ConfigError("agent and replication exclude each other");
         if (!config.retention.policies.empty())
-            throw ConfigError("agent and retention.policies exclude each other: the agent's cache is bounded by "
-                              "cache.max_bytes");
+            throw ConfigError(
+                "agent and retention.policies exclude each other: the agent's cache is bounded by "
+                "cache.max_bytes");
         config.registry.pull_only = true;
     } else if (config.proxy.cache_max_bytes) {
         throw ConfigError("cache.max_bytes bounds the node agent's cache: it needs agent");
@@ -503,14 +510,16 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         std::ifstream in(secret_path);
         if (!in) throw ConfigError("replication.secret_file: cannot read " + secret_path.string());
         std::getline(in, config.replication.secret);
-        while (!config.replication.secret.empty() && std::isspace(static_cast<unsigned char>(config.replication.secret.back())))
+        while (!config.replication.secret.empty() &&
+               std::isspace(static_cast<unsigned char>(config.replication.secret.back())))
             config.replication.secret.pop_back();
         if (config.replication.secret.size() < 16)
             throw ConfigError("replication.secret_file must hold a secret of at least 16 characters");
     }
     top.finish();
     if (config.server.max_header_bytes < 1024) throw ConfigError("limits.max_header_bytes must be at least 1024");
-    if (config.upload_purge_interval.count() == 0) throw ConfigError("uploads.purge_interval_seconds must be at least 1");
+    if (config.upload_purge_interval.count() == 0)
+        throw ConfigError("uploads.purge_interval_seconds must be at least 1");
     return config;
 }
 

@@ -27,7 +27,9 @@ bool ClientLimits::allow_request(const std::string& address) {
     const auto now = std::chrono::steady_clock::now();
     const double burst = 2.0 * rate_;
     if (client.refilled == std::chrono::steady_clock::time_point{}) client.tokens = burst;
-    else client.tokens = std::min(burst, client.tokens + std::chrono::duration<double>(now - client.refilled).count() * rate_);
+    else
+        client.tokens =
+            std::min(burst, client.tokens + std::chrono::duration<double>(now - client.refilled).count() * rate_);
     client.refilled = now;
     if (client.tokens < 1) return false;
     client.tokens -= 1;

@@ -31,7 +31,9 @@ std::string client_of(const Request& request) {
 // Pushes and deletes, with who did them, for the audit trail.
 void audit(const Request& request, const char* action, const std::string& reference) {
     observe::log("info", "audit",
-                 {{"action", action}, {"principal", request.principal}, {"repository", request.target.route.name},
+                 {{"action", action},
+                  {"principal", request.principal},
+                  {"repository", request.target.route.name},
                   {"reference", reference}});
 }
 
@@ -147,10 +149,10 @@ Plan manifest_route(Registry& registry, Request& request, bool from_peer) {
             plan.body = Plan::Body::buffer;
             plan.buffer_limit = limit;
             auto extra_tags = request.target.query.all("tag");
-            plan.finish = [&registry, route, request, content_type = request.content_type,
-                           extra_tags](std::string& body, std::uint64_t) {
-                auto result = registry.put_manifest(route.name, route.reference, content_type, std::move(body),
-                                                    extra_tags);
+            plan.finish = [&registry, route, request, content_type = request.content_type, extra_tags](
+                              std::string& body, std::uint64_t) {
+                auto result =
+                    registry.put_manifest(route.name, route.reference, content_type, std::move(body), extra_tags);
                 audit(request, "push", route.reference + "@" + result.digest.str());
                 auto response = status_only(201);
                 response.set("Location", "/v2/" + route.name + "/manifests/" + result.digest.str());
@@ -251,8 +253,7 @@ Plan upload_start_route(Registry& registry, Request& request) {
                 if (error.code() != ErrorCode::digest_invalid) {
                     try {
                         registry.cancel_upload(name, id);
-                    } catch (const Error&) {
-                    }
+                    } catch (const Error&) {}
                 }
                 throw;
             }
@@ -293,9 +294,7 @@ Plan upload_route(Registry& registry, Request& request) {
             };
             return plan;
         }
-        case Method::del:
-            registry.cancel_upload(route.name, route.reference);
-            return immediate(status_only(204));
+        case Method::del: registry.cancel_upload(route.name, route.reference); return immediate(status_only(204));
         default: not_allowed();
     }
 }
@@ -491,16 +490,18 @@ Plan plan_v2(Services& services, Request& request) {
     auto& registry = services.registry;
     const auto kind = request.target.route.kind;
     // Authenticated like /v2/: the usage endpoint too, though it lives under /_berth/v1/.
-    const bool v2 = kind == RouteKind::base || kind == RouteKind::catalog || kind == RouteKind::usage ||
-                    has_repository(kind);
+    const bool v2 =
+        kind == RouteKind::base || kind == RouteKind::catalog || kind == RouteKind::usage || has_repository(kind);
     // A request forwarded by a peer was authorized where it arrived.
-    const bool from_peer = request.forwarded && services.replicator && services.replicator->authorized(request.peer_secret);
+    const bool from_peer =
+        request.forwarded && services.replicator && services.replicator->authorized(request.peer_secret);
     if (from_peer) require_compatible_peer(request);
     if (v2 && services.authorizer && services.authorizer->enabled() && !from_peer) {
-        auto decision = services.authorizer->check(request.authorization, needs_of(request), request.host, request.secure);
+        auto decision =
+            services.authorizer->check(request.authorization, needs_of(request), request.host, request.secure);
         if (!decision.allowed) {
-            auto response = error_response(decision.status == 403 ? ErrorCode::denied : ErrorCode::unauthorized,
-                                           decision.message);
+            auto response =
+                error_response(decision.status == 403 ? ErrorCode::denied : ErrorCode::unauthorized, decision.message);
             if (!decision.challenge.empty()) response.set("WWW-Authenticate", decision.challenge);
             return immediate(std::move(response));
         }
@@ -509,8 +510,9 @@ Plan plan_v2(Services& services, Request& request) {
     switch (kind) {
         case RouteKind::token: {
             if (!services.authorizer) return immediate(error_response(ErrorCode::name_unknown, "no such route"));
-            auto [status, body] = services.authorizer->issue_token(
-                request.authorization, request.target.query.get("service").value_or(""), request.target.query.all("scope"));
+            auto [status, body] = services.authorizer->issue_token(request.authorization,
+                                                                   request.target.query.get("service").value_or(""),
+                                                                   request.target.query.all("scope"));
             auto response = json_response(status, std::move(body));
             if (status == 401) response.set("WWW-Authenticate", "Basic realm=\"berth\"");
             return immediate(std::move(response));
@@ -523,29 +525,42 @@ Plan plan_v2(Services& services, Request& request) {
             if (services.replicator && !services.replicator->ready()) {
                 auto problem = services.replicator->incompatible_peers();
                 return immediate(json_response(
-                    503, nlohmann::json{{"status", problem.empty() ? "catching up with peers"
-                                                                   : "peers speak an incompatible protocol: " + problem}}
-                             .dump()));
+                    503,
+                    nlohmann::json{{"status", problem.empty() ? "catching up with peers"
+                                                              : "peers speak an incompatible protocol: " + problem}}
+                        .dump()));
             }
             return immediate(json_response(200, R"({"status":"ready"})"));
         case RouteKind::metrics: {
             std::string text = services.requests ? services.requests->text() : "";
-            text += "# HELP berth_uploads_in_progress Upload sessions open.\n# TYPE berth_uploads_in_progress gauge\n"
-                    "berth_uploads_in_progress " + std::to_string(registry.uploads_in_progress()) + "\n";
-            text += "# HELP berth_upload_buffer_bytes Memory held by the receive buffers of uploads being appended "
-                    "to.\n# TYPE berth_upload_buffer_bytes gauge\n"
-                    "berth_upload_buffer_bytes " + std::to_string(registry.upload_buffer_bytes()) + "\n";
+            text +=
+                "# HELP berth_uploads_in_progress Upload sessions open.\n# TYPE berth_uploads_in_progress gauge\n"
+                "berth_uploads_in_progress " +
+                std::to_string(registry.uploads_in_progress()) + "\n";
+            text +=
+                "# HELP berth_upload_buffer_bytes Memory held by the receive buffers of uploads being appended "
+                "to.\n# TYPE berth_upload_buffer_bytes gauge\n"
+                "berth_upload_buffer_bytes " +
+                std::to_string(registry.upload_buffer_bytes()) + "\n";
             const auto log = registry.change_log();
             const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch()).count();
-            const double oldest_age = log.oldest_ms ? std::max<double>(0, (now_ms - static_cast<double>(log.oldest_ms)) / 1000) : 0;
-            text += "# HELP berth_changelog_entries Entries in the change log.\n# TYPE berth_changelog_entries gauge\n"
-                    "berth_changelog_entries " + std::to_string(log.entries) + "\n"
-                    "# HELP berth_changelog_bytes The change log's size (RocksDB's estimate).\n"
-                    "# TYPE berth_changelog_bytes gauge\nberth_changelog_bytes " + std::to_string(log.bytes) + "\n"
-                    "# HELP berth_changelog_oldest_entry_age_seconds Age of the oldest entry kept (0: none).\n"
-                    "# TYPE berth_changelog_oldest_entry_age_seconds gauge\n"
-                    "berth_changelog_oldest_entry_age_seconds " + std::to_string(oldest_age) + "\n";
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+            const double oldest_age =
+                log.oldest_ms ? std::max<double>(0, (now_ms - static_cast<double>(log.oldest_ms)) / 1000) : 0;
+            text +=
+                "# HELP berth_changelog_entries Entries in the change log.\n# TYPE berth_changelog_entries gauge\n"
+                "berth_changelog_entries " +
+                std::to_string(log.entries) +
+                "\n"
+                "# HELP berth_changelog_bytes The change log's size (RocksDB's estimate).\n"
+                "# TYPE berth_changelog_bytes gauge\nberth_changelog_bytes " +
+                std::to_string(log.bytes) +
+                "\n"
+                "# HELP berth_changelog_oldest_entry_age_seconds Age of the oldest entry kept (0: none).\n"
+                "# TYPE berth_changelog_oldest_entry_age_seconds gauge\n"
+                "berth_changelog_oldest_entry_age_seconds " +
+                std::to_string(oldest_age) + "\n";
             if (services.maintenance) text += services.maintenance->metrics_text();
             if (services.replicator) text += services.replicator->metrics_text();
             for (auto& render : services.metrics) text += render();
@@ -577,11 +592,10 @@ Plan plan_v2(Services& services, Request& request) {
             if (services.replicator && !request.forwarded && owner != services.replicator->self_id())
                 if (auto address = services.replicator->address_of(owner)) {
                     registry::reach(registry::peers_party);
-                    return plan_forward(*services.client, services.replicator->peer_origin(*address),
-                                        services.replicator->secret(), request,
-                                        method_name(request.method),
-                                        "/v2/" + request.target.route.name + "/blobs/uploads/" + id +
-                                            request.target.raw_query);
+                    return plan_forward(
+                        *services.client, services.replicator->peer_origin(*address), services.replicator->secret(),
+                        request, method_name(request.method),
+                        "/v2/" + request.target.route.name + "/blobs/uploads/" + id + request.target.raw_query);
                 }
             return upload_route(registry, request);
         }

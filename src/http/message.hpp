@@ -44,14 +44,14 @@ struct Request {
     bool has_body = false;
     std::string authorization;
     std::string host;
-    bool secure = false;      // arrived over TLS
-    std::string principal;    // who made it, once authenticated ("" anonymous)
-    std::string peer_address; // the client's IP address
-    std::string peer_secret;  // Berth-Peer-Secret, from another replica
-    std::string peer_origin;  // Berth-Replica: the id of the replica calling
+    bool secure = false;        // arrived over TLS
+    std::string principal;      // who made it, once authenticated ("" anonymous)
+    std::string peer_address;   // the client's IP address
+    std::string peer_secret;    // Berth-Peer-Secret, from another replica
+    std::string peer_origin;    // Berth-Replica: the id of the replica calling
     std::string peer_versions;  // Berth-Protocol: the peer protocol versions it speaks
-    bool forwarded = false;   // Berth-Forwarded: already sent on by a replica
-    std::string cache;        // for the access log: how a mirrored repository's read was answered
+    bool forwarded = false;     // Berth-Forwarded: already sent on by a replica
+    std::string cache;          // for the access log: how a mirrored repository's read was answered
 };
 
 // What the handlers work with.

@@ -31,8 +31,8 @@ Plan plan_peer_request(replication::Replicator& replicator, Request& request) {
     const bool get = request.method == Method::get || request.method == Method::head;
     const auto operation = protocol::operation_of(path);
     if (get && operation == Operation::log) {
-        auto [status, body] = replicator.log_json(number(query, "after", 0), number(query, "limit", 500),
-                                                  request.peer_origin);
+        auto [status, body] =
+            replicator.log_json(number(query, "after", 0), number(query, "limit", 500), request.peer_origin);
         return immediate(json_response(status, std::move(body)));
     }
     if (get && operation == Operation::state) {
@@ -79,9 +79,9 @@ Plan plan_peer_request(replication::Replicator& replicator, Request& request) {
         throw Error(ErrorCode::bad_request, "record needs link, manifest or tag");
     }
     if (get && operation == Operation::pulls)
-        return immediate(json_response(200, replicator.pulls_json(query.get("repo").value_or(""),
-                                                                  number(query, "since", 0),
-                                                                  query.get("after").value_or(""))));
+        return immediate(
+            json_response(200, replicator.pulls_json(query.get("repo").value_or(""), number(query, "since", 0),
+                                                     query.get("after").value_or(""))));
     if (request.method == Method::post && operation == Operation::apply) {
         Plan plan;
         plan.body = Plan::Body::buffer;

@@ -11,10 +11,19 @@
 namespace berth::http {
 
 enum class RouteKind {
-    base, catalog, tags, manifest, blob, upload_start, upload, referrers,
-    healthz, readyz, metrics,
+    base,
+    catalog,
+    tags,
+    manifest,
+    blob,
+    upload_start,
+    upload,
+    referrers,
+    healthz,
+    readyz,
+    metrics,
     token,  // /auth/token, the built-in token endpoint
-    peer,  // the peer API (replication/protocol.hpp); reference: the path after its prefix
+    peer,   // the peer API (replication/protocol.hpp); reference: the path after its prefix
     usage,  // /_berth/v1/usage, namespace usage for users (docs/quotas.md)
     unknown
 };

@@ -96,8 +96,8 @@ struct Server::Impl {
          const auth::Authorizer* authorizer, registry::MaintenanceStats* maintenance)
         : context(options, Services{registry, replicator, authorizer, maintenance, nullptr, nullptr, {}},
                   options.worker_threads ? options.worker_threads : 4 * cores()),
-          ios(make_io_contexts(options.io_threads ? options.io_threads : cores())), io(*ios.front()),
-          acceptor(io), signals(io, SIGINT, SIGTERM) {
+          ios(make_io_contexts(options.io_threads ? options.io_threads : cores())), io(*ios.front()), acceptor(io),
+          signals(io, SIGINT, SIGTERM) {
         for (std::size_t i = 1; i < ios.size(); ++i) keep_running.push_back(asio::make_work_guard(*ios[i]));
     }
 
@@ -159,10 +159,11 @@ struct Server::Impl {
             tls_key_time = key_time;
             if (!first) observe::log("info", "reloaded TLS certificate", {{"cert", options.tls_cert_file}});
             if (first)
-                observe::log("info", "TLS", {{"kernel_tls", options.tls_kernel && kernel_tls_available()
-                                                                ? "on: blobs go out with sendfile"
-                                                                : options.tls_kernel ? "off: the kernel has no tls module"
-                                                                                     : "off: tls.kernel_tls is not set"}});
+                observe::log(
+                    "info", "TLS",
+                    {{"kernel_tls", options.tls_kernel && kernel_tls_available() ? "on: blobs go out with sendfile"
+                                    : options.tls_kernel                         ? "off: the kernel has no tls module"
+                                                                                 : "off: tls.kernel_tls is not set"}});
         } catch (const std::exception& error) {
             if (first) throw;
             // A half-written pair (cert renewed, key not yet): keep serving with the old one.
@@ -178,8 +179,7 @@ struct Server::Impl {
             accept_pause = std::chrono::milliseconds(0);
             auto peer = socket.remote_endpoint(ec);
             const auto address = ec ? std::string() : peer.address().to_string();
-            if (context.connections.load() >= context.options.max_connections ||
-                !context.client_limits.open(address)) {
+            if (context.connections.load() >= context.options.max_connections || !context.client_limits.open(address)) {
                 boost::system::error_code ignored;
                 socket.close(ignored);  // over a limit: refuse rather than queue
             } else {
@@ -199,7 +199,8 @@ struct Server::Impl {
         accept_pause = std::clamp(accept_pause * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
         if (accept_pause == std::chrono::milliseconds(10) || accept_pause == std::chrono::milliseconds(1000))
             observe::log("warn", "accept failed; pausing the listener",
-                         {{"error", ec.message()}, {"pause_ms", accept_pause.count()},
+                         {{"error", ec.message()},
+                          {"pause_ms", accept_pause.count()},
                           {"connections", context.connections.load()}});
         accept_timer.expires_after(accept_pause);
         accept_timer.async_wait([this](boost::system::error_code wait_ec) {
@@ -220,7 +221,8 @@ struct Server::Impl {
                     observe::log("error", "periodic task failed", {{"task", task.name}, {"error", error.what()}});
                 } catch (...) {
                     ++task.failures;
-                    observe::log("error", "periodic task failed", {{"task", task.name}, {"error", "unknown exception"}});
+                    observe::log("error", "periodic task failed",
+                                 {{"task", task.name}, {"error", "unknown exception"}});
                 }
             });
             schedule(timer, task);
@@ -232,9 +234,11 @@ struct Server::Impl {
             "# HELP berth_periodic_task_runs_total Runs of each periodic task.\n"
             "# TYPE berth_periodic_task_runs_total counter\n";
         for (auto& task : tasks)
-            out += "berth_periodic_task_runs_total{task=\"" + task.name + "\"} " + std::to_string(task.runs.load()) + "\n";
-        out += "# HELP berth_periodic_task_failures_total Runs of each periodic task that ended in an exception.\n"
-               "# TYPE berth_periodic_task_failures_total counter\n";
+            out +=
+                "berth_periodic_task_runs_total{task=\"" + task.name + "\"} " + std::to_string(task.runs.load()) + "\n";
+        out +=
+            "# HELP berth_periodic_task_failures_total Runs of each periodic task that ended in an exception.\n"
+            "# TYPE berth_periodic_task_failures_total counter\n";
         for (auto& task : tasks)
             out += "berth_periodic_task_failures_total{task=\"" + task.name + "\"} " +
                    std::to_string(task.failures.load()) + "\n";
@@ -300,7 +304,8 @@ void raise_descriptor_limit(std::size_t max_connections) {
         if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::getrlimit(RLIMIT_NOFILE, &limit);
     }
     observe::log("info", "descriptor limit",
-                 {{"soft_at_start", soft_before}, {"soft", limit.rlim_cur},
+                 {{"soft_at_start", soft_before},
+                  {"soft", limit.rlim_cur},
                   {"hard", limit.rlim_max == RLIM_INFINITY ? ceiling : limit.rlim_max},
                   {"max_connections", max_connections}});
     if (static_cast<rlim_t>(max_connections) + headroom > limit.rlim_cur)

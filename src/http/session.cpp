@@ -179,7 +179,8 @@ private:
         const auto kind = request_.target.route.kind;
         // Basic credentials may cost a bcrypt check, and peers or upstreams a
         // round trip: never on an I/O thread.
-        const bool basic = request_.authorization.size() > 5 && beast::iequals(request_.authorization.substr(0, 6), "basic ");
+        const bool basic =
+            request_.authorization.size() > 5 && beast::iequals(request_.authorization.substr(0, 6), "basic ");
         // The usage listing may scan a namespace's repositories for one the caller may see.
         original_ = request_;
         if (read && kind != RouteKind::peer && kind != RouteKind::token && kind != RouteKind::usage && !basic)
@@ -283,9 +284,8 @@ private:
             if (chunk_.empty()) chunk_.resize(body_chunk_bytes);
             return chunk_;
         }
-        return plan_.sink->buffer([self = shared_from_this()] {
-            asio::post(self->stream_.get_executor(), [self] { self->read_body(); });
-        });
+        return plan_.sink->buffer(
+            [self = shared_from_this()] { asio::post(self->stream_.get_executor(), [self] { self->read_body(); }); });
     }
 
     void read_raw() {
@@ -342,7 +342,8 @@ private:
         body.data = body_space_.data();
         body.size = body_space_.size();
         lowest().expires_after(context_.options.body_timeout);
-        bhttp::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session<Stream>::on_body, shared_from_this()));
+        bhttp::async_read(stream_, buffer_, *parser_,
+                          beast::bind_front_handler(&Session<Stream>::on_body, shared_from_this()));
     }
 
     void on_body(beast::error_code ec, std::size_t) {
@@ -470,12 +471,13 @@ private:
             fill(message);
             message.content_length(file_->length);
             head_serializer_.emplace(message);
-            bhttp::async_write_header(stream_, *head_serializer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                if (ec) return self->close();
-                if constexpr (tls)
-                    if (!self->stream_.kernel_encrypts()) return self->copy_file();
-                self->send_file();
-            });
+            bhttp::async_write_header(stream_, *head_serializer_,
+                                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                          if (ec) return self->close();
+                                          if constexpr (tls)
+                                              if (!self->stream_.kernel_encrypts()) return self->copy_file();
+                                          self->send_file();
+                                      });
         } else if (response.head_length) {
             auto& message = head_response_.emplace();
             fill(message);
@@ -489,7 +491,8 @@ private:
             bytes_out_ = response.body.size();
             message.body() = std::move(response.body);
             message.prepare_payload();
-            bhttp::async_write(stream_, message, beast::bind_front_handler(&Session<Stream>::on_written, shared_from_this()));
+            bhttp::async_write(stream_, message,
+                               beast::bind_front_handler(&Session<Stream>::on_written, shared_from_this()));
         }
     }
 
@@ -526,7 +529,8 @@ private:
             if (n > 0) {
                 file_->offset += static_cast<std::uint64_t>(n);
                 file_->length -= static_cast<std::uint64_t>(n);
-                if constexpr (tls) context_.request_metrics.blob_bytes_sent_by_kernel_tls += static_cast<std::uint64_t>(n);
+                if constexpr (tls)
+                    context_.request_metrics.blob_bytes_sent_by_kernel_tls += static_cast<std::uint64_t>(n);
                 continue;
             }
             if (n < 0 && errno == EINTR) continue;
@@ -548,14 +552,14 @@ private:
             return true;
         }
         context_.request_metrics.blob_bytes_read_from_disk += window;
-        asio::post(context_.worker_pool, [self = shared_from_this(), fd = file_->fd, offset = file_->offset, window,
-                                          resume] {
-            storage::load_into_page_cache(fd, offset, window, send_window_bytes);
-            asio::post(self->stream_.get_executor(), [self, until = offset + window, resume] {
-                self->cached_until_ = until;
-                (self.get()->*resume)();
-            });
-        });
+        asio::post(context_.worker_pool,
+                   [self = shared_from_this(), fd = file_->fd, offset = file_->offset, window, resume] {
+                       storage::load_into_page_cache(fd, offset, window, send_window_bytes);
+                       asio::post(self->stream_.get_executor(), [self, until = offset + window, resume] {
+                           self->cached_until_ = until;
+                           (self.get()->*resume)();
+                       });
+                   });
         return false;
     }
 
@@ -615,11 +619,12 @@ private:
     void drain() {
         if (chunk_.size() < body_chunk_bytes) chunk_.resize(body_chunk_bytes);
         // Below TLS: these bytes are dropped unread, so there is nothing to decrypt.
-        lowest().async_read_some(asio::buffer(chunk_), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-            self->lingered_ += n;
-            if (ec || self->lingered_ > linger_bytes) return self->close();
-            self->drain();
-        });
+        lowest().async_read_some(asio::buffer(chunk_),
+                                 [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                                     self->lingered_ += n;
+                                     if (ec || self->lingered_ > linger_bytes) return self->close();
+                                     self->drain();
+                                 });
     }
 
     void begin_request() {
@@ -642,13 +647,19 @@ private:
         if (!in_request_) return;
         in_request_ = false;
         --context_.in_flight;
-        auto micros = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_);
+        auto micros =
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_);
         context_.request_metrics.record(request_.target.route.kind, request_.method, status_,
                                         static_cast<double>(micros.count()) / 1e6, body_bytes_, bytes_out_);
         if (!context_.options.access_log) return;
-        nlohmann::json fields{{"request_id", request_id_}, {"peer", peer_}, {"method", method_text_},
-                              {"target", target_text_}, {"status", status_}, {"principal", principal_},
-                              {"bytes_in", body_bytes_}, {"bytes_out", bytes_out_},
+        nlohmann::json fields{{"request_id", request_id_},
+                              {"peer", peer_},
+                              {"method", method_text_},
+                              {"target", target_text_},
+                              {"status", status_},
+                              {"principal", principal_},
+                              {"bytes_in", body_bytes_},
+                              {"bytes_out", bytes_out_},
                               {"duration_ms", static_cast<double>(micros.count()) / 1000.0}};
         if (!request_.cache.empty()) fields["cache"] = request_.cache;  // hit, fetched or stale
         observe::log("info", "request", fields);

@@ -29,8 +29,8 @@ constexpr std::size_t kept_write_capacity = 64 * 1024;
 
 // OpenSSL's kTLS controls of a BIO (its include/internal/bio.h; the numbers
 // are reserved in the public openssl/bio.h and fixed across 3.x).
-constexpr int ktls_set_keys = 72;               // num: 1 send, 0 receive; ptr: the keys
-constexpr int ktls_send_control_record = 74;    // num: the record type of the next write
+constexpr int ktls_set_keys = 72;             // num: 1 send, 0 receive; ptr: the keys
+constexpr int ktls_send_control_record = 74;  // num: the record type of the next write
 constexpr int ktls_clear_control_record = 75;
 
 // Sends what the buffer holds now, without waiting; true once it is empty.
@@ -228,7 +228,8 @@ int TlsStream::write_from(const std::vector<boost::asio::const_buffer>& pieces, 
 TlsStream::error_code TlsStream::failure(int ssl_error) {
     if (ssl_error == SSL_ERROR_ZERO_RETURN) return boost::asio::error::eof;
     if (ssl_error == SSL_ERROR_SYSCALL)
-        return socket_errno_ ? error_code(socket_errno_, boost::system::system_category()) : error_code(boost::asio::error::eof);
+        return socket_errno_ ? error_code(socket_errno_, boost::system::system_category())
+                             : error_code(boost::asio::error::eof);
     const auto code = ERR_get_error();
     ERR_clear_error();
     if (!code) return boost::asio::error::eof;

@@ -57,7 +57,8 @@ public:
     template <typename MutableBuffers, typename Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
         boost::asio::mutable_buffer first;
-        for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers); ++it)
+        for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers);
+             ++it)
             if (boost::asio::buffer_size(*it)) {
                 first = *it;
                 break;
@@ -70,7 +71,8 @@ public:
     template <typename ConstBuffers, typename Token>
     auto async_write_some(const ConstBuffers& buffers, Token&& token) {
         std::vector<boost::asio::const_buffer> pieces;
-        for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers); ++it)
+        for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers);
+             ++it)
             if (boost::asio::buffer_size(*it)) pieces.emplace_back(*it);
         return run([pieces = std::move(pieces)](TlsStream& s, std::size_t& done) { return s.write_from(pieces, done); },
                    std::forward<Token>(token));
@@ -140,7 +142,7 @@ private:
     std::size_t in_begin_ = 0, in_end_ = 0;
     // Bytes are arriving: OpenSSL may read the socket directly until it is empty.
     bool in_burst_ = false;
-    std::string out_;  // records not sent yet
+    std::string out_;     // records not sent yet
     std::string joined_;  // small write pieces joined, so they share a record
     int socket_errno_ = 0;
     // With kTLS enabled: OpenSSL's own socket BIO, which hands the keys to the

@@ -42,12 +42,14 @@ namespace {
 
 using OpenDone = std::function<void(std::exception_ptr, std::unique_ptr<Exchange>)>;
 
-void open_exchange(const std::shared_ptr<Core>& core, const Origin& origin, RequestHead head, bool fresh, OpenDone done) {
+void open_exchange(const std::shared_ptr<Core>& core, const Origin& origin, RequestHead head, bool fresh,
+                   OpenDone done) {
     std::shared_ptr<Connection> connection;
     try {
         connection = core->take(origin, fresh);
     } catch (...) {
-        boost::asio::post(core->io, [error = std::current_exception(), done = std::move(done)] { done(error, nullptr); });
+        boost::asio::post(core->io,
+                          [error = std::current_exception(), done = std::move(done)] { done(error, nullptr); });
         return;
     }
     auto state = std::make_shared<Exchange::State>(core, connection, origin, std::move(head));
@@ -57,12 +59,11 @@ void open_exchange(const std::shared_ptr<Core>& core, const Origin& origin, Requ
     };
     boost::asio::post(connection->strand(), [state, origin, started = std::move(started)]() mutable {
         if (state->connection->reused()) return state->start(std::move(started));
-        state->connection->async_connect(
-            origin, state->core->options.connect_timeout,
-            [state, started = std::move(started)](std::exception_ptr error) mutable {
-                if (error) return started(error);
-                state->start(std::move(started));
-            });
+        state->connection->async_connect(origin, state->core->options.connect_timeout,
+                                         [state, started = std::move(started)](std::exception_ptr error) mutable {
+                                             if (error) return started(error);
+                                             state->start(std::move(started));
+                                         });
     });
 }
 
@@ -108,10 +109,11 @@ struct WholeExchange : std::enable_shared_from_this<WholeExchange> {
     Response response;
 
     void start() {
-        open_exchange(core, origin, head, retried, [self = shared_from_this()](std::exception_ptr error, std::unique_ptr<Exchange> exchange) {
-            if (error) return self->fail(error);
-            self->opened(std::move(exchange));
-        });
+        open_exchange(core, origin, head, retried,
+                      [self = shared_from_this()](std::exception_ptr error, std::unique_ptr<Exchange> exchange) {
+                          if (error) return self->fail(error);
+                          self->opened(std::move(exchange));
+                      });
     }
 
     void fail(std::exception_ptr error) {
@@ -122,8 +124,7 @@ struct WholeExchange : std::enable_shared_from_this<WholeExchange> {
             // The peer closed a pooled connection while it was idle; another
             // pooled one may be just as stale, so the retry connects anew.
             if (!std::exchange(retried, true)) return start();
-        } catch (...) {
-        }
+        } catch (...) {}
         done(error, {});
     }
 
@@ -150,20 +151,19 @@ struct WholeExchange : std::enable_shared_from_this<WholeExchange> {
     void read_more() {
         const auto size = response.body.size();
         response.body.resize(size + piece);
-        exchange->async_read_body({response.body.data() + size, piece},
-                                  [self = shared_from_this(), size](std::exception_ptr error, std::size_t n) {
-                                      if (error) return self->fail(error);
-                                      self->response.body.resize(size + n);
-                                      if (self->response.body.size() > self->body_limit)
-                                          return self->fail(std::make_exception_ptr(Error(
-                                              Error::Kind::too_large, self->head.method + " " +
-                                                                          self->origin.address.str() + self->head.target +
-                                                                          ": response body over " +
-                                                                          std::to_string(self->body_limit) + " bytes")));
-                                      if (n > 0) return self->read_more();
-                                      self->exchange.reset();  // back to the pool before anyone goes on
-                                      self->done(nullptr, std::move(self->response));
-                                  });
+        exchange->async_read_body({response.body.data() + size, piece}, [self = shared_from_this(), size](
+                                                                            std::exception_ptr error, std::size_t n) {
+            if (error) return self->fail(error);
+            self->response.body.resize(size + n);
+            if (self->response.body.size() > self->body_limit)
+                return self->fail(std::make_exception_ptr(
+                    Error(Error::Kind::too_large, self->head.method + " " + self->origin.address.str() +
+                                                      self->head.target + ": response body over " +
+                                                      std::to_string(self->body_limit) + " bytes")));
+            if (n > 0) return self->read_more();
+            self->exchange.reset();  // back to the pool before anyone goes on
+            self->done(nullptr, std::move(self->response));
+        });
     }
 };
 

@@ -45,7 +45,8 @@ void Connection::async_connect(const Origin& origin, std::chrono::milliseconds t
         origin.address.host, origin.address.port,
         [self = shared_from_this(), origin, deadline, what, done = std::move(done)](
             boost::system::error_code ec, tcp::resolver::results_type endpoints) mutable {
-            if (ec) return done(make_error(Error::Kind::connect, "resolve " + origin.address.str() + ": " + ec.message()));
+            if (ec)
+                return done(make_error(Error::Kind::connect, "resolve " + origin.address.str() + ": " + ec.message()));
             self->tcp().expires_at(deadline);
             self->tcp().async_connect(endpoints, [self, origin, what, done = std::move(done)](
                                                      boost::system::error_code ec, const tcp::endpoint&) mutable {

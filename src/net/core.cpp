@@ -7,11 +7,8 @@
 namespace berth::net {
 
 Core::Core(ClientOptions options)
-    : options(std::move(options)),
-      io(static_cast<int>(std::max(1u, this->options.io_threads))),
-      sweep_strand_(asio::make_strand(io)),
-      sweep_timer_(sweep_strand_),
-      work_(asio::make_work_guard(io)) {}
+    : options(std::move(options)), io(static_cast<int>(std::max(1u, this->options.io_threads))),
+      sweep_strand_(asio::make_strand(io)), sweep_timer_(sweep_strand_), work_(asio::make_work_guard(io)) {}
 
 Core::~Core() = default;
 

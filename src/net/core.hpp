@@ -41,7 +41,7 @@ private:
 
     static std::string pool_key(const Origin& origin);
     std::shared_ptr<asio::ssl::context> tls_context(const Origin& origin);  // under mutex_
-    void arm_sweep();                                                        // under mutex_
+    void arm_sweep();                                                       // under mutex_
     void sweep();
     static void close_later(const std::shared_ptr<Connection>& connection);
 

@@ -23,7 +23,8 @@ std::exception_ptr make_error(const boost::system::error_code& ec, const std::st
         kind = Error::Kind::closed;
     else if (ec.category() == http::make_error_code(http::error::end_of_stream).category())
         kind = Error::Kind::protocol;
-    else if (ec.category() == asio::error::get_ssl_category() || ec.category() == asio::ssl::error::get_stream_category())
+    else if (ec.category() == asio::error::get_ssl_category() ||
+             ec.category() == asio::ssl::error::get_stream_category())
         kind = Error::Kind::tls;
     return make_error(kind, what + ": " + (kind == Error::Kind::timeout ? std::string("timed out") : ec.message()));
 }

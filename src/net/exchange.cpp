@@ -37,8 +37,7 @@ std::string ResponseHead::header(std::string_view name) const {
 
 Exchange::State::State(std::shared_ptr<Core> core_, std::shared_ptr<Connection> connection_, const Origin& origin,
                        RequestHead head)
-    : core(std::move(core_)),
-      connection(std::move(connection_)),
+    : core(std::move(core_)), connection(std::move(connection_)),
       what_(head.method + " " + origin.address.str() + head.target),
       header_timeout_(head.header_timeout.value_or(core->options.header_timeout)) {
     request_.version(11);
@@ -64,14 +63,12 @@ Exchange::State::State(std::shared_ptr<Core> core_, std::shared_ptr<Connection> 
 std::exception_ptr Exchange::State::fail(const boost::system::error_code& ec, const std::string& doing) {
     failed_ = true;
     auto error = make_error(ec, what_ + ": " + doing, Error::Kind::closed);
-    const bool nothing_received =
-        connection->buffer().size() == 0 && (!parser_ || !parser_->got_some()) && !head_read_;
+    const bool nothing_received = connection->buffer().size() == 0 && (!parser_ || !parser_->got_some()) && !head_read_;
     if (connection->reused() && nothing_received) {
         try {
             std::rethrow_exception(error);
         } catch (const Error& e) {
-            if (e.kind() == Error::Kind::closed)
-                error = std::make_exception_ptr(StaleConnection(e.kind(), e.what()));
+            if (e.kind() == Error::Kind::closed) error = std::make_exception_ptr(StaleConnection(e.kind(), e.what()));
         }
     }
     return error;
@@ -105,7 +102,8 @@ void Exchange::State::write(std::span<const char> piece, Done done) {
 void Exchange::State::end_request(Done done) {
     if (!body_expected_ || serializer_->is_done()) return done(nullptr);
     if (remaining_ && *remaining_ > 0)
-        return done(usage_error(what_ + ": request body " + std::to_string(*remaining_) + " bytes short of its Content-Length"));
+        return done(usage_error(what_ + ": request body " + std::to_string(*remaining_) +
+                                " bytes short of its Content-Length"));
     if (failed_) return done(make_error(Error::Kind::closed, what_ + ": the exchange already failed"));
     request_.body().data = nullptr;
     request_.body().size = 0;
@@ -116,15 +114,14 @@ void Exchange::State::end_request(Done done) {
 void Exchange::State::write_serializer(Done done, std::size_t piece) {
     connection->tcp().expires_after(core->options.idle_timeout);
     connection->visit([&](auto& stream) {
-        http::async_write(stream, *serializer_,
-                          [self = shared_from_this(), piece, done = std::move(done)](boost::system::error_code ec,
-                                                                                     std::size_t) {
-                              // need_buffer: the piece is out, the serializer wants the next
-                              if (ec && ec != http::error::need_buffer)
-                                  return done(self->fail(ec, "writing the request body"));
-                              if (self->remaining_) *self->remaining_ -= piece;
-                              done(nullptr);
-                          });
+        http::async_write(
+            stream, *serializer_,
+            [self = shared_from_this(), piece, done = std::move(done)](boost::system::error_code ec, std::size_t) {
+                // need_buffer: the piece is out, the serializer wants the next
+                if (ec && ec != http::error::need_buffer) return done(self->fail(ec, "writing the request body"));
+                if (self->remaining_) *self->remaining_ -= piece;
+                done(nullptr);
+            });
     });
 }
 
@@ -184,20 +181,21 @@ void Exchange::State::read_body(std::span<char> into, std::function<void(std::ex
     parser_->get().body().size = into.size();
     connection->tcp().expires_after(core->options.idle_timeout);
     connection->visit([&](auto& stream) {
-        http::async_read_some(
-            stream, connection->buffer(), *parser_,
-            [self = shared_from_this(), into, done = std::move(done)](boost::system::error_code ec, std::size_t) mutable {
-                auto& parser = *self->parser_;
-                const std::size_t n = into.size() - parser.get().body().size;
-                if (ec == http::error::need_buffer) ec = {};
-                // A body delimited by the close of a TLS connection often ends without close_notify.
-                if (ec == boost::asio::ssl::error::stream_truncated && parser.need_eof()) parser.put_eof(ec);
-                if (ec) return done(self->fail(ec, "reading the response body"), 0);
-                // Only framing (a chunk header) was parsed: read on for the caller's bytes.
-                if (n == 0 && !parser.is_done()) return self->read_body(into, std::move(done));
-                if (parser.is_done()) self->connection->tcp().expires_never();
-                done(nullptr, n);
-            });
+        http::async_read_some(stream, connection->buffer(), *parser_,
+                              [self = shared_from_this(), into, done = std::move(done)](boost::system::error_code ec,
+                                                                                        std::size_t) mutable {
+                                  auto& parser = *self->parser_;
+                                  const std::size_t n = into.size() - parser.get().body().size;
+                                  if (ec == http::error::need_buffer) ec = {};
+                                  // A body delimited by the close of a TLS connection often ends without close_notify.
+                                  if (ec == boost::asio::ssl::error::stream_truncated && parser.need_eof())
+                                      parser.put_eof(ec);
+                                  if (ec) return done(self->fail(ec, "reading the response body"), 0);
+                                  // Only framing (a chunk header) was parsed: read on for the caller's bytes.
+                                  if (n == 0 && !parser.is_done()) return self->read_body(into, std::move(done));
+                                  if (parser.is_done()) self->connection->tcp().expires_never();
+                                  done(nullptr, n);
+                              });
     });
 }
 
@@ -222,20 +220,19 @@ void Exchange::State::read_raw_more(std::span<char> into, std::size_t got,
                                     std::function<void(std::exception_ptr, std::size_t)> done) {
     connection->tcp().expires_after(core->options.idle_timeout);
     connection->visit([&](auto& stream) {
-        stream.async_read_some(
-            boost::asio::buffer(into.data() + got, into.size() - got),
-            [self = shared_from_this(), into, got, done = std::move(done)](boost::system::error_code ec,
-                                                                           std::size_t n) mutable {
-                if (ec) return done(self->fail(ec, "reading the response body"), 0);
-                *self->body_left_ -= n;
-                got += n;
-                if (*self->body_left_ == 0) self->connection->tcp().expires_never();
-                boost::system::error_code unused;
-                if (*self->body_left_ > 0 && got < into.size() && got < raw_fill_bytes &&
-                    self->connection->tcp().socket().available(unused) > 0)
-                    return self->read_raw_more(into, got, std::move(done));
-                done(nullptr, got);
-            });
+        stream.async_read_some(boost::asio::buffer(into.data() + got, into.size() - got),
+                               [self = shared_from_this(), into, got, done = std::move(done)](
+                                   boost::system::error_code ec, std::size_t n) mutable {
+                                   if (ec) return done(self->fail(ec, "reading the response body"), 0);
+                                   *self->body_left_ -= n;
+                                   got += n;
+                                   if (*self->body_left_ == 0) self->connection->tcp().expires_never();
+                                   boost::system::error_code unused;
+                                   if (*self->body_left_ > 0 && got < into.size() && got < raw_fill_bytes &&
+                                       self->connection->tcp().socket().available(unused) > 0)
+                                       return self->read_raw_more(into, got, std::move(done));
+                                   done(nullptr, got);
+                               });
     });
 }
 
@@ -296,8 +293,9 @@ Exchange::~Exchange() {
 }
 
 void Exchange::async_write(std::span<const char> piece, std::function<void(std::exception_ptr)> done) {
-    boost::asio::post(state_->connection->strand(),
-                      [state = state_, piece, done = std::move(done)]() mutable { state->write(piece, std::move(done)); });
+    boost::asio::post(state_->connection->strand(), [state = state_, piece, done = std::move(done)]() mutable {
+        state->write(piece, std::move(done));
+    });
 }
 
 void Exchange::async_end_request(std::function<void(std::exception_ptr)> done) {

@@ -41,7 +41,8 @@ private:
     void read_header_skipping_interim(std::function<void(std::exception_ptr, const ResponseHead*)> done);
     void write_serializer(Done done, std::size_t piece);
     void read_raw_body(std::span<char> into, std::function<void(std::exception_ptr, std::size_t)> done);
-    void read_raw_more(std::span<char> into, std::size_t got, std::function<void(std::exception_ptr, std::size_t)> done);
+    void read_raw_more(std::span<char> into, std::size_t got,
+                       std::function<void(std::exception_ptr, std::size_t)> done);
     bool reusable();  // the serializer has no const is_done
 
     std::string what_;  // "GET host:port/target", for messages

@@ -19,9 +19,7 @@ void check_port(std::string_view text, std::string_view port) {
     if (value < 1 || value > 65535) fail(text, "port must be a number from 1 to 65535");
 }
 
-bool valid_host_char(char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
-}
+bool valid_host_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_'; }
 
 }  // namespace
 

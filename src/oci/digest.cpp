@@ -41,9 +41,7 @@ std::optional<DigestAlgorithm> parse_algorithm(std::string_view name) {
     return std::nullopt;
 }
 
-std::size_t hex_length(DigestAlgorithm algorithm) {
-    return algorithm == DigestAlgorithm::sha256 ? 64 : 128;
-}
+std::size_t hex_length(DigestAlgorithm algorithm) { return algorithm == DigestAlgorithm::sha256 ? 64 : 128; }
 
 std::optional<Digest> Digest::parse(std::string_view text) {
     auto colon = text.find(':');

@@ -59,8 +59,8 @@ int http_status(ErrorCode code) {
 std::string error_json(ErrorCode code, std::string_view message, std::string_view detail) {
     nlohmann::json entry = {{"code", code_name(code)}, {"message", message}};
     if (!detail.empty()) entry["detail"] = detail;
-    return nlohmann::json{{"errors", nlohmann::json::array({entry})}}.dump(
-        -1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return nlohmann::json{{"errors", nlohmann::json::array({entry})}}.dump(-1, ' ', false,
+                                                                           nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace berth::oci

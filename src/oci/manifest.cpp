@@ -38,8 +38,8 @@ Descriptor parse_descriptor(const json& value, const std::string& where) {
     auto size = value.find("size");
     if (size == value.end() || !size->is_number_integer() || size->get<std::int64_t>() < 0)
         invalid(where + ".size must be a non-negative integer");
-    Descriptor descriptor{media_type, *digest, size->get<std::int64_t>(),
-                          optional_string(value, "artifactType", where), annotations_of(value, where)};
+    Descriptor descriptor{media_type, *digest, size->get<std::int64_t>(), optional_string(value, "artifactType", where),
+                          annotations_of(value, where)};
     if (auto urls = value.find("urls"); urls != value.end()) {
         if (!urls->is_array()) invalid(where + ".urls must be an array");
         descriptor.has_urls = !urls->empty();
@@ -62,8 +62,7 @@ std::vector<Descriptor> parse_descriptors(const json& object, const char* key, b
 }
 
 ManifestKind kind_of(std::string_view media_type, const json& body) {
-    if (media_type == media_type::oci_manifest || media_type == media_type::docker_manifest)
-        return ManifestKind::image;
+    if (media_type == media_type::oci_manifest || media_type == media_type::docker_manifest) return ManifestKind::image;
     if (media_type == media_type::oci_index || media_type == media_type::docker_manifest_list)
         return ManifestKind::index;
     if (body.contains("manifests")) return ManifestKind::index;

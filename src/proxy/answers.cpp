@@ -59,7 +59,8 @@ std::optional<Token> parse_token(std::string_view body) {
     // Printable ASCII only: the token goes back out in a header.
     if (std::any_of(value.begin(), value.end(), [](char c) { return c < 0x21 || c > 0x7e; })) return std::nullopt;
     std::int64_t expires_in = 60;
-    if (auto it = doc.find("expires_in"); it != doc.end() && it->is_number_integer()) expires_in = it->get<std::int64_t>();
+    if (auto it = doc.find("expires_in"); it != doc.end() && it->is_number_integer())
+        expires_in = it->get<std::int64_t>();
     return Token{std::move(value), std::chrono::seconds(std::clamp<std::int64_t>(expires_in, 20, 3600) - 10)};
 }
 

@@ -185,7 +185,8 @@ void Proxy::Impl::receive(UpstreamState& upstream, Opened& opened, const oci::Di
     std::vector<char> piece(piece_bytes);
     std::uint64_t total = 0;
     while (auto n = opened.exchange->read_body(piece)) {
-        const auto late = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started - options.fetch_timeout);
+        const auto late =
+            std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started - options.fetch_timeout);
         if (late.count() > 0 && total + n < options.min_bytes_per_second * static_cast<std::uint64_t>(late.count()))
             throw std::runtime_error("blob slower than the upstream's min_bytes_per_second");
         if (total + n > size) throw std::runtime_error("blob longer than its Content-Length");

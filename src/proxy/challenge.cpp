@@ -11,7 +11,10 @@ std::string lower(std::string_view text) {
     return out;
 }
 
-bool token_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos; }
+bool token_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
 
 }  // namespace
 

@@ -8,7 +8,7 @@
 namespace berth::proxy {
 
 struct Challenge {
-    std::string scheme;  // lower case: "basic", "bearer"
+    std::string scheme;                         // lower case: "basic", "bearer"
     std::map<std::string, std::string> params;  // names lower case, values unquoted
 };
 

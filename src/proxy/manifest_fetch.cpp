@@ -17,10 +17,10 @@ using registry::ManifestAnswer;
 using Status = ManifestAnswer::Status;
 
 const net::Headers& accept_manifests() {
-    static const net::Headers accept{
-        {"Accept", std::string(oci::media_type::oci_manifest) + ", " + std::string(oci::media_type::oci_index) + ", " +
-                       std::string(oci::media_type::docker_manifest) + ", " +
-                       std::string(oci::media_type::docker_manifest_list)}};
+    static const net::Headers accept{{"Accept", std::string(oci::media_type::oci_manifest) + ", " +
+                                                    std::string(oci::media_type::oci_index) + ", " +
+                                                    std::string(oci::media_type::docker_manifest) + ", " +
+                                                    std::string(oci::media_type::docker_manifest_list)}};
     return accept;
 }
 
@@ -100,8 +100,7 @@ registry::ManifestAnswer Proxy::fetch_manifest(const std::string& repo, const st
     return answer;
 }
 
-std::optional<registry::TagPage> Proxy::list_tags(const std::string& repo, std::size_t limit,
-                                                  const std::string& last) {
+std::optional<registry::TagPage> Proxy::list_tags(const std::string& repo, std::size_t limit, const std::string& last) {
     auto [upstream, name] = impl_->find(repo);
     if (!upstream) return std::nullopt;
     registry::reach(registry::upstream_party(upstream->options.host));
@@ -135,7 +134,8 @@ registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, cons
         if (auto owner = cluster->owner_of(repo + '\0' + reference)) {
             try {
                 auto peer = owner_remote(*owner, accept_manifests());
-                return answer_from(peer->request("GET", repo + "/manifests/" + reference, {}, limits.max_manifest_bytes));
+                return answer_from(
+                    peer->request("GET", repo + "/manifests/" + reference, {}, limits.max_manifest_bytes));
             } catch (const std::exception& error) {
                 observe::log("info", "owner replica did not answer; asking the upstream",
                              {{"owner", *owner}, {"error", error.what()}});
@@ -159,9 +159,11 @@ registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, cons
         auto head = upstream.remote.request("HEAD", target, scope_of(name), 0, accept_manifests());
         if (head.status == 404) return {Status::missing, std::nullopt};
         if (head.status >= 500 || head.status == 429) return {Status::unreachable, std::nullopt};
-        if (head.status == 200 && head.header("docker-content-digest") == *cached) return {Status::current, std::nullopt};
+        if (head.status == 200 && head.header("docker-content-digest") == *cached)
+            return {Status::current, std::nullopt};
     }
-    auto response = upstream.remote.request("GET", target, scope_of(name), limits.max_manifest_bytes, accept_manifests());
+    auto response =
+        upstream.remote.request("GET", target, scope_of(name), limits.max_manifest_bytes, accept_manifests());
     if (response.status >= 500 || response.status == 429) {
         log_failure(upstream, repo + ":" + reference, "answered " + std::to_string(response.status));
         return {Status::unreachable, std::nullopt};

@@ -162,14 +162,15 @@ std::string Proxy::metrics_text() const {
         double scale = 1;
     };
     static const Family families[] = {
-        {"berth_proxy_hits_total", "counter", "Reads of mirrored repositories answered from the cache.", &Counters::hits},
+        {"berth_proxy_hits_total", "counter", "Reads of mirrored repositories answered from the cache.",
+         &Counters::hits},
         {"berth_proxy_misses_total", "counter", "Reads of mirrored repositories that needed the upstream.",
          &Counters::misses},
         {"berth_proxy_stale_total", "counter", "Reads answered from the cache while the upstream was out of reach.",
          &Counters::stale},
         {"berth_proxy_fetched_bytes_total", "counter", "Bytes fetched from the upstream.", &Counters::fetched_bytes},
-        {"berth_proxy_coalesced_total", "counter", "Reads that joined a fetch already under way instead of starting one.",
-         &Counters::coalesced},
+        {"berth_proxy_coalesced_total", "counter",
+         "Reads that joined a fetch already under way instead of starting one.", &Counters::coalesced},
         {"berth_proxy_upstream_errors_total", "counter", "Upstream requests that failed.", &Counters::errors},
         // One summary: its header once, with the _sum line.
         {"berth_proxy_upstream_seconds_sum", "summary", "Upstream requests and the time until their answers.",

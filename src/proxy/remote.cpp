@@ -39,12 +39,15 @@ Location parse_location(const std::string& text) {
     auto scheme_end = text.find("://");
     if (scheme_end == std::string::npos) throw std::invalid_argument("not an absolute URL");
     auto path_start = text.find_first_of("/?", scheme_end + 3);
-    Location out{net::parse_url(text.substr(0, path_start)), path_start == std::string::npos ? "/" : text.substr(path_start)};
+    Location out{net::parse_url(text.substr(0, path_start)),
+                 path_start == std::string::npos ? "/" : text.substr(path_start)};
     if (out.target.front() == '?') out.target.insert(0, "/");
     return out;
 }
 
-bool is_redirect(int status) { return status == 301 || status == 302 || status == 303 || status == 307 || status == 308; }
+bool is_redirect(int status) {
+    return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
 
 [[noreturn]] void too_slow() {
     throw net::Error(net::Error::Kind::timeout, "no whole answer within the upstream's fetch_timeout_seconds");
@@ -118,7 +121,8 @@ std::vector<std::shared_ptr<Remote::Address>> Remote::candidates() {
             for (auto& [origin, prefix] : resolved) {
                 auto entry = std::make_shared<Address>(Address{origin, prefix});
                 for (auto& old : addresses_)  // keep what we knew of it
-                    if (old->origin.address == origin.address && old->prefix == prefix) entry->down_until = old->down_until;
+                    if (old->origin.address == origin.address && old->prefix == prefix)
+                        entry->down_until = old->down_until;
                 fresh.push_back(std::move(entry));
             }
             addresses_ = std::move(fresh);
@@ -162,7 +166,8 @@ bool Remote::answer_challenge(const std::string& text, const std::string& scope,
     if (!realm_allowed(challenge.params["realm"])) throw std::runtime_error("token realm not in token_realms");
     auto realm = parse_location(challenge.params["realm"]);
     auto target = realm.target + (realm.target.find('?') == std::string::npos ? "?" : "&");
-    if (auto& service = challenge.params["service"]; !service.empty()) target += "service=" + net::query_escape(service) + "&";
+    if (auto& service = challenge.params["service"]; !service.empty())
+        target += "service=" + net::query_escape(service) + "&";
     const auto& asked = challenge.params["scope"];
     target += "scope=" + net::query_escape(asked.empty() ? scope : asked);
     net::RequestHead head{"GET", target, {}, std::nullopt, false, head_timeout(deadline)};
@@ -181,8 +186,8 @@ bool Remote::answer_challenge(const std::string& text, const std::string& scope,
     return true;
 }
 
-Opened Remote::open_at(Address& address, const std::string& method, const std::string& path,
-                       const std::string& scope, const net::Headers& headers, Clock::time_point deadline) {
+Opened Remote::open_at(Address& address, const std::string& method, const std::string& path, const std::string& scope,
+                       const net::Headers& headers, Clock::time_point deadline) {
     net::Origin origin = address.origin;
     std::string target = address.prefix + "/v2/" + path;
     bool same_host = true, challenged = false;

@@ -68,8 +68,8 @@ std::string Registry::referrers(const std::string& repo, const std::string& dige
         if (!manifests.empty()) manifests += ',';
         manifests += descriptor;
     }
-    return R"({"schemaVersion":2,"mediaType":")" + std::string(oci::media_type::oci_index) +
-           R"(","manifests":[)" + manifests + "]}";
+    return R"({"schemaVersion":2,"mediaType":")" + std::string(oci::media_type::oci_index) + R"(","manifests":[)" +
+           manifests + "]}";
 }
 
 }  // namespace berth::registry

@@ -33,8 +33,7 @@ Clock::time_point physical(const storage::Stamp& stamp) {
 // fingerprints of linked blobs (8 bytes each) are kept across repositories,
 // for the sweep of blob files; a collision can only keep a blob.
 GcReport collect_garbage(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock,
-                         const std::string& replica_id, const GcOptions& options, bool dry_run,
-                         Clock::time_point now) {
+                         const std::string& replica_id, const GcOptions& options, bool dry_run, Clock::time_point now) {
     GcReport report;
     std::vector<std::uint64_t> linked;
     const auto now_ms = static_cast<std::uint64_t>(
@@ -52,10 +51,11 @@ GcReport collect_garbage(storage::BlobStore& blobs, storage::MetaStore& meta, st
                 meta.visit_tags(repo, [&](const std::string&, const storage::TagRecord& r) {
                     sweep.tagged.push_back(fingerprint(r.digest));
                 });
-                report.manifests += sweep_untagged(meta, clock, replica_id, std::move(sweep), [&](const std::string& digest) {
-                    report.removed.push_back("manifest " + repo + "@" + digest);
-                    if (dry_run) gone.insert(digest);
-                });
+                report.manifests +=
+                    sweep_untagged(meta, clock, replica_id, std::move(sweep), [&](const std::string& digest) {
+                        report.removed.push_back("manifest " + repo + "@" + digest);
+                        if (dry_run) gone.insert(digest);
+                    });
             }
             // What the repository's live manifests reference.
             std::set<std::uint64_t> referenced;
@@ -74,8 +74,7 @@ GcReport collect_garbage(storage::BlobStore& blobs, storage::MetaStore& meta, st
             meta.visit_links(repo, [&](const std::string& digest, const storage::LinkRecord& r) {
                 if (referenced.count(fingerprint(digest)) || physical(r.stamp) > now - options.grace)
                     linked.push_back(fingerprint(digest));
-                else
-                    unused.emplace_back(digest, r.stamp);
+                else unused.emplace_back(digest, r.stamp);
             });
             for (auto& [digest, stamp] : unused) {
                 if (!dry_run) {
@@ -132,7 +131,8 @@ ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint
                   const std::atomic<bool>& stop) {
     ScrubReport report;
     std::vector<std::pair<oci::Digest, std::uint64_t>> all;
-    blobs.for_each([&](const oci::Digest& digest, std::uint64_t size, std::int64_t) { all.emplace_back(digest, size); });
+    blobs.for_each(
+        [&](const oci::Digest& digest, std::uint64_t size, std::int64_t) { all.emplace_back(digest, size); });
     std::vector<char> buffer(1 << 20);
     const auto started = std::chrono::steady_clock::now();
     for (auto& [digest, size] : all) {
@@ -156,8 +156,7 @@ ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint
             report.corrupt.push_back(digest.str());
             try {
                 blobs.quarantine(digest);
-            } catch (const std::exception&) {
-            }
+            } catch (const std::exception&) {}
         }
     }
     struct Manifests : storage::MetaStore::StateVisitor {
@@ -192,7 +191,8 @@ std::string MaintenanceStats::metrics_text() {
            line("berth_scrub_runs_total", "counter", "Scrub passes finished.", scrub_runs) +
            line("berth_scrub_last_checked_bytes", "gauge", "Bytes re-hashed by the last scrub pass.",
                 last_scrub.bytes_checked) +
-           line("berth_scrub_corrupt_total", "counter", "Corrupt blobs and manifests found by scrubbing.", corrupt_total);
+           line("berth_scrub_corrupt_total", "counter", "Corrupt blobs and manifests found by scrubbing.",
+                corrupt_total);
 }
 
 }  // namespace berth::registry

@@ -46,8 +46,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
     if (body.size() > options_.max_manifest_bytes)
         throw Error(ErrorCode::payload_too_large, "manifest is larger than the registry accepts",
                     "limit " + std::to_string(options_.max_manifest_bytes) + " bytes");
-    if (extra_tags.size() > max_tags_per_push)
-        throw Error(ErrorCode::manifest_invalid, "too many tags in one push");
+    if (extra_tags.size() > max_tags_per_push) throw Error(ErrorCode::manifest_invalid, "too many tags in one push");
 
     const auto* by_digest = std::get_if<oci::Digest>(&ref);
     auto digest = oci::Digest::of(by_digest ? by_digest->algorithm() : oci::DigestAlgorithm::sha256, body);
@@ -82,8 +81,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
             missing(child, "manifest");
         }
         if (record->bytes.size() != static_cast<std::size_t>(child.size))
-            throw Error(ErrorCode::manifest_invalid, "descriptor size does not match the manifest",
-                        child.digest.str());
+            throw Error(ErrorCode::manifest_invalid, "descriptor size does not match the manifest", child.digest.str());
     }
 
     std::vector<std::string> tags;

@@ -16,8 +16,8 @@ namespace berth::registry {
 using oci::Error;
 using oci::ErrorCode;
 
-Registry::Registry(Options options, storage::BlobStore& blobs, storage::MetaStore& meta,
-                   storage::HybridClock& clock, storage::HybridClock::WallClock wall)
+Registry::Registry(Options options, storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock,
+                   storage::HybridClock::WallClock wall)
     : options_(std::move(options)), blobs_(blobs), meta_(meta), clock_(clock),
       uploads_(std::make_unique<UploadTable>(
           blobs, meta, options_.replica_id,
@@ -128,12 +128,13 @@ UploadStatus Registry::upload_status(const std::string& repo, const std::string&
 }
 
 std::unique_ptr<storage::UploadAppender> Registry::append(const std::string& repo, const std::string& id,
-                                                 std::optional<std::uint64_t> start) {
+                                                          std::optional<std::uint64_t> start) {
     require_name(repo);
     auto state = uploads_->acquire(repo, id);
-    storage::UploadPolicy policy{options_.max_blob_bytes,
-                                 [uploads = uploads_.get()](std::uint64_t incoming) { uploads->require_space(incoming); },
-                                 [uploads = uploads_.get(), state] { uploads->release(state); }};
+    storage::UploadPolicy policy{
+        options_.max_blob_bytes,
+        [uploads = uploads_.get()](std::uint64_t incoming) { uploads->require_space(incoming); },
+        [uploads = uploads_.get(), state] { uploads->release(state); }};
     auto appender = std::make_unique<storage::UploadAppender>(state, uploads_->writers(), std::move(policy));
     if (start && *start != state->offset)
         throw Error(ErrorCode::upload_range_invalid, "chunk does not start at the end of the upload",
@@ -146,8 +147,8 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     auto expected = oci::Digest::parse_or_throw(digest_text);
     auto state = uploads_->acquire(repo, id);
     HeldUpload hold(*uploads_, state);
-    auto actual = state->algorithm == expected.algorithm() ? state->hasher->peek()
-                                                           : hash_file(state->path, expected.algorithm());
+    auto actual =
+        state->algorithm == expected.algorithm() ? state->hasher->peek() : hash_file(state->path, expected.algorithm());
     storage::MetaStore::Batch batch;
     batch.remove_upload(id);
     if (actual != expected) {

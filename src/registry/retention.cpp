@@ -77,9 +77,13 @@ struct Retention::Round {
         // The same audit line as a client's delete (http/handlers.cpp), with no principal: berth itself.
         if (!dry_run)
             observe::log("info", "audit",
-                         {{"action", "retention delete " + deletion.kind}, {"principal", ""},
-                          {"repository", deletion.repo}, {"reference", deletion.reference},
-                          {"policy", deletion.policy}, {"reason", deletion.reason}, {"replica", replica_id}});
+                         {{"action", "retention delete " + deletion.kind},
+                          {"principal", ""},
+                          {"repository", deletion.repo},
+                          {"reference", deletion.reference},
+                          {"policy", deletion.policy},
+                          {"reason", deletion.reason},
+                          {"replica", replica_id}});
         if (deleted) deleted(deletion);
     }
 };
@@ -131,19 +135,18 @@ RetentionReport Retention::run(bool dry_run, const std::function<void(const Rete
 
 void Retention::judge(Round& round, const std::string& repo, const RetentionPolicy& policy) {
     std::vector<std::uint64_t> tagged;
-    if (policy.judges_tags())
-        tagged = judge_tags(round, repo, policy);
+    if (policy.judges_tags()) tagged = judge_tags(round, repo, policy);
     else
-        meta_.visit_tags(repo, [&](const std::string&, const storage::TagRecord& r) {
-            tagged.push_back(fingerprint(r.digest));
-        });
+        meta_.visit_tags(
+            repo, [&](const std::string&, const storage::TagRecord& r) { tagged.push_back(fingerprint(r.digest)); });
     if (!policy.untagged_after) return;
     const auto age = *policy.untagged_after;
     UntaggedSweep sweep{repo, std::move(tagged), before(round.now_ms, age), round.dry_run};
-    round.report.manifests_deleted += sweep_untagged(meta_, clock_, replica_id_, std::move(sweep), [&](const std::string& digest) {
-        round.tell({"manifest", repo, digest, policy.name,
-                    "untagged and unreferenced, last pushed more than " + duration_text(age) + " ago"});
-    });
+    round.report.manifests_deleted +=
+        sweep_untagged(meta_, clock_, replica_id_, std::move(sweep), [&](const std::string& digest) {
+            round.tell({"manifest", repo, digest, policy.name,
+                        "untagged and unreferenced, last pushed more than " + duration_text(age) + " ago"});
+        });
 }
 
 // Two passes over the repository's tags, neither holding more than keep_last
@@ -246,8 +249,9 @@ std::vector<std::uint64_t> Retention::judge_tags(Round& round, const std::string
     meta_.visit_tags(repo, [&](const std::string& tag, const storage::TagRecord& r) {
         ++round.report.tags_evaluated;
         TagFacts facts{tag};
-        facts.newest = all_newest || (threshold && (r.stamp > threshold->first ||
-                                                    (r.stamp == threshold->first && tag >= threshold->second)));
+        facts.newest =
+            all_newest ||
+            (threshold && (r.stamp > threshold->first || (r.stamp == threshold->first && tag >= threshold->second)));
         facts.last_used_ms = storage::HybridClock::physical_ms(r.stamp.clock);
         if (policy.expire_unpulled)
             facts.last_used_ms = std::max({facts.last_used_ms, last_pull(tag), last_pull(r.digest)});

@@ -18,11 +18,11 @@ constexpr std::size_t chunk = 512;
 struct Node {
     std::uint64_t fp = 0;
     storage::Stamp stamp;
-    std::uint64_t subject = 0;          // fingerprint of the subject; 0: none
+    std::uint64_t subject = 0;            // fingerprint of the subject; 0: none
     std::vector<std::uint64_t> children;  // an index's manifests
-    std::string digest;                 // kept for those that may go
+    std::string digest;                   // kept for those that may go
     bool kept = false;
-    std::size_t parents = 0;            // not kept, not gone yet: indexes listing it and its subject
+    std::size_t parents = 0;  // not kept, not gone yet: indexes listing it and its subject
 };
 
 std::vector<std::uint64_t> children_of(const storage::ManifestRecord& record) {

@@ -149,8 +149,7 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
             auto response = sources[i]->request("GET", protocol::manifest_target(repo, digest_text));
             if (response.status == 200 && oci::Digest::of(digest->algorithm(), response.body) == *digest)
                 content = ManifestContent{response.header("content-type"), std::move(response.body)};
-            else if (response.status != 404)
-                outcome.failed();
+            else if (response.status != 404) outcome.failed();
         } catch (const std::exception&) {
             outcome.failed();
         }

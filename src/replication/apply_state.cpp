@@ -129,15 +129,13 @@ ApplyResult Applier::apply_manifests(std::vector<StateRecord*>& records, const s
             if (!newer_than_here(meta_, StatePart::images, *r)) continue;
             if (r->deleted) {
                 auto current = meta_.manifest(r->repo, r->key);
-                batch.tombstone_manifest(r->repo, r->key, current && !current->deleted ? &*current : nullptr,
-                                         r->stamp);
+                batch.tombstone_manifest(r->repo, r->key, current && !current->deleted ? &*current : nullptr, r->stamp);
                 continue;
             }
             const bool mirrored = mirrors_ && mirrors_->mirrors(r->repo);
             const auto blobs = parsed.local_blobs();
-            const bool complete = mirrored || std::all_of(blobs.begin(), blobs.end(), [&](auto& b) {
-                                      return present.count(b.digest.str()) > 0;
-                                  });
+            const bool complete = mirrored || std::all_of(blobs.begin(), blobs.end(),
+                                                          [&](auto& b) { return present.count(b.digest.str()) > 0; });
             // Blobs before references; a sparse repository's manifest stands without them.
             if (!complete && !oci::matches_any(sparse_, r->repo)) continue;
             for (auto& blob : blobs) {

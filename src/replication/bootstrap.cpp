@@ -48,11 +48,12 @@ const char* part_name(StatePart part) {
 }
 
 void save_progress(storage::MetaStore& meta, const std::string& peer_id, const Progress& p) {
-    meta.put_setting(storage::layout::setting::bootstrap(peer_id),
-                     nlohmann::json{{"epoch", p.epoch}, {"since", p.since},
-                                    {"part", part_name(p.part)},
-                                    {"after", protocol::hex(p.after)}, {"incremental", p.incremental}}
-                         .dump());
+    meta.put_setting(storage::layout::setting::bootstrap(peer_id), nlohmann::json{{"epoch", p.epoch},
+                                                                                  {"since", p.since},
+                                                                                  {"part", part_name(p.part)},
+                                                                                  {"after", protocol::hex(p.after)},
+                                                                                  {"incremental", p.incremental}}
+                                                                       .dump());
 }
 
 }  // namespace
@@ -78,7 +79,8 @@ void Replicator::Impl::bootstrap(Peer& peer) {
     std::uint64_t records = 0, pages_skipped = 0;
     const auto src = sources(&peer);
     auto fetch = [&](bool summary) {
-        protocol::StateRequest request{progress->part, progress->after, page_records, session, progress->since, summary};
+        protocol::StateRequest request{progress->part, progress->after, page_records,
+                                       session,        progress->since, summary};
         // A page is built from a held snapshot in milliseconds; a peer silent
         // for this long is gone (partitioned, frozen), and while this waits no
         // other bootstrap runs and the peer still counts as reachable.
@@ -108,8 +110,7 @@ void Replicator::Impl::bootstrap(Peer& peer) {
             // Compare first: a range both hold alike is not transferred.
             if (meta.state_hash(progress->part, progress->after, answer.page.last) != answer.page.hash)
                 answer = fetch(false);
-            else if (answer.page.count)
-                ++pages_skipped;
+            else if (answer.page.count) ++pages_skipped;
         }
         records += answer.page.records.size();
         {
@@ -136,7 +137,9 @@ void Replicator::Impl::bootstrap(Peer& peer) {
     save_cursor(peer);
     meta.put_setting(storage::layout::setting::bootstrap(peer.id), "");
     observe::log("info", "bootstrap finished",
-                 {{"peer", peer.client.address()}, {"records", records}, {"pages_skipped", pages_skipped},
+                 {{"peer", peer.client.address()},
+                  {"records", records},
+                  {"pages_skipped", pages_skipped},
                   {"cursor", peer.cursor}});
 }
 

@@ -11,10 +11,7 @@ namespace berth::replication {
 
 PeerClient::PeerClient(net::Client& client, const std::string& address, const net::TlsOptions& tls, std::string secret,
                        std::string self_id)
-    : client_(client),
-      address_(address),
-      origin_{net::parse_host_port(address), tls},
-      secret_(std::move(secret)),
+    : client_(client), address_(address), origin_{net::parse_host_port(address), tls}, secret_(std::move(secret)),
       self_id_(std::move(self_id)) {}
 
 namespace {

@@ -55,9 +55,9 @@ std::optional<storage::StatePart> parse_part(std::string_view name) {
 }
 
 std::string state_target(const StateRequest& r) {
-    return std::string(prefix) + "state?part=" + part_names[static_cast<std::size_t>(r.part)] + "&after=" + hex(r.after) +
-           "&limit=" + std::to_string(r.limit) + "&session=" + r.session + "&since=" + std::to_string(r.since) +
-           (r.summary ? "&summary=1" : "");
+    return std::string(prefix) + "state?part=" + part_names[static_cast<std::size_t>(r.part)] +
+           "&after=" + hex(r.after) + "&limit=" + std::to_string(r.limit) + "&session=" + r.session +
+           "&since=" + std::to_string(r.since) + (r.summary ? "&summary=1" : "");
 }
 
 std::string hex(std::string_view raw) {
@@ -93,24 +93,30 @@ std::string encode_state(const StatePageAnswer& a) {
         if (!r.bytes.empty()) item["bytes"] = r.bytes;
         records.push_back(std::move(item));
     }
-    return nlohmann::json{{"replica", a.replica}, {"epoch", a.epoch}, {"session", a.session}, {"head", a.head},
-                          {"last", hex(a.page.last)}, {"done", a.page.done}, {"hash", a.page.hash},
-                          {"count", a.page.count},
-                          {"records", std::move(records)}}
+    return nlohmann::json{{"replica", a.replica}, {"epoch", a.epoch},         {"session", a.session},
+                          {"head", a.head},       {"last", hex(a.page.last)}, {"done", a.page.done},
+                          {"hash", a.page.hash},  {"count", a.page.count},    {"records", std::move(records)}}
         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 StatePageAnswer parse_state(std::string_view body) {
     auto doc = oci::parse_json_or_throw(body, "a state page");
-    StatePageAnswer a{doc.at("replica").get<std::string>(), doc.at("epoch").get<std::string>(),
-                      doc.at("session").get<std::string>(), doc.at("head").get<std::uint64_t>(), {}};
+    StatePageAnswer a{doc.at("replica").get<std::string>(),
+                      doc.at("epoch").get<std::string>(),
+                      doc.at("session").get<std::string>(),
+                      doc.at("head").get<std::uint64_t>(),
+                      {}};
     a.page.last = unhex(doc.at("last").get<std::string>());
     a.page.done = doc.at("done").get<bool>();
     a.page.hash = doc.at("hash").get<std::string>();
     a.page.count = doc.at("count").get<std::size_t>();
     for (auto& item : doc.at("records")) {
-        storage::StateRecord r{item.at("repo").get<std::string>(), item.at("key").get<std::string>(), stamp_of(item),
-                               item.at("deleted").get<bool>(), item.value("digest", ""), item.value("media_type", ""),
+        storage::StateRecord r{item.at("repo").get<std::string>(),
+                               item.at("key").get<std::string>(),
+                               stamp_of(item),
+                               item.at("deleted").get<bool>(),
+                               item.value("digest", ""),
+                               item.value("media_type", ""),
                                item.value("bytes", "")};
         a.page.records.push_back(std::move(r));
     }
@@ -157,7 +163,8 @@ std::string encode_apply(const ApplyRequest& request) {
     nlohmann::json body = {{"events", nlohmann::json::array()}, {"manifests", nlohmann::json::array()}};
     for (auto& event : request.events) body["events"].push_back(nlohmann::json::parse(event.json()));
     for (auto& m : request.manifests)
-        body["manifests"].push_back({{"repo", m.repo}, {"digest", m.digest}, {"media_type", m.media_type}, {"bytes", m.bytes}});
+        body["manifests"].push_back(
+            {{"repo", m.repo}, {"digest", m.digest}, {"media_type", m.media_type}, {"bytes", m.bytes}});
     return body.dump();
 }
 

@@ -15,8 +15,8 @@ bool Replicator::evaluates(const std::string& repo) {
     return ready() && !owner_of(repo);
 }
 
-std::optional<std::vector<std::pair<std::string, std::uint64_t>>> Replicator::pulls_elsewhere(
-    const std::string& repo, std::uint64_t since_ms) {
+std::optional<std::vector<std::pair<std::string, std::uint64_t>>> Replicator::pulls_elsewhere(const std::string& repo,
+                                                                                              std::uint64_t since_ms) {
     std::vector<PeerClient*> others;
     {
         std::lock_guard lock(impl_->mutex);
@@ -32,8 +32,8 @@ std::optional<std::vector<std::pair<std::string, std::uint64_t>>> Replicator::pu
         std::string after;
         for (bool more = true; more;) {
             try {
-                auto response = peer->request("GET", protocol::pulls_target(repo, since_ms, after), {},
-                                              std::chrono::seconds(10));
+                auto response =
+                    peer->request("GET", protocol::pulls_target(repo, since_ms, after), {}, std::chrono::seconds(10));
                 auto page = response.status == 200 ? protocol::parse_pulls(response.body) : std::nullopt;
                 if (!page) {
                     observe::log("warn", "a replica did not answer for its pull times",

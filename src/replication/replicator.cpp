@@ -54,8 +54,8 @@ void Replicator::Impl::follow(Peer& peer) {
     while (!stopping) {
         try {
             const auto asked_after = peer.cursor;
-            auto response = peer.client.request(
-                "GET", protocol::log_target(asked_after, 500), {}, std::chrono::seconds(3));
+            auto response =
+                peer.client.request("GET", protocol::log_target(asked_after, 500), {}, std::chrono::seconds(3));
             const bool compacted = response.status == 410;
             if (response.status != 200 && !compacted)
                 throw std::runtime_error("peer answered " + std::to_string(response.status) + " to /log");
@@ -137,7 +137,8 @@ void Replicator::Impl::follow(Peer& peer) {
             {
                 std::lock_guard lock(mutex);
                 if (peer.target && peer.cursor >= *peer.target) peer.holds_readiness = false;
-                peer.oldest_unapplied_ms = peer.cursor >= peer.head ? 0 : (peer.oldest_unapplied_ms ? peer.oldest_unapplied_ms : now_ms());
+                peer.oldest_unapplied_ms =
+                    peer.cursor >= peer.head ? 0 : (peer.oldest_unapplied_ms ? peer.oldest_unapplied_ms : now_ms());
             }
             if (stalled) sleep_for(std::chrono::seconds(1));
             else if (peer.cursor >= head) sleep_for(options.poll_interval);
@@ -293,18 +294,28 @@ std::string Replicator::status_json() const {
     json peers = json::array();
     for (auto& p : impl_->peers) {
         if (p->self) continue;
-        peers.push_back({{"address", p->client.address()}, {"id", p->id}, {"reachable", p->reachable},
-                         {"caught_up", !p->holds_readiness}, {"cursor", p->cursor}, {"head", p->head},
+        peers.push_back({{"address", p->client.address()},
+                         {"id", p->id},
+                         {"reachable", p->reachable},
+                         {"caught_up", !p->holds_readiness},
+                         {"cursor", p->cursor},
+                         {"head", p->head},
                          {"lag_events", p->head > p->cursor ? p->head - p->cursor : 0},
                          {"lag_seconds", p->oldest_unapplied_ms ? (now_ms() - p->oldest_unapplied_ms) / 1000.0 : 0.0},
-                         {"applied", p->applied}, {"errors", p->errors}, {"last_error", p->last_error},
+                         {"applied", p->applied},
+                         {"errors", p->errors},
+                         {"last_error", p->last_error},
                          {"incompatible", p->incompatible}});
         if (!p->bootstrap_part.empty())
             peers.back()["bootstrap"] = {{"part", p->bootstrap_part}, {"records", p->bootstrap_records}};
     }
     const bool ready = impl_->ready_locked();
-    return json{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"log_head", impl_->meta.log_head()},
-                {"ready", ready}, {"bytes_fetched", impl_->applier.bytes_fetched()}, {"peers", peers}}
+    return json{{"replica", impl_->self_id},
+                {"epoch", impl_->epoch},
+                {"log_head", impl_->meta.log_head()},
+                {"ready", ready},
+                {"bytes_fetched", impl_->applier.bytes_fetched()},
+                {"peers", peers}}
         .dump();
 }
 
@@ -313,19 +324,23 @@ std::string Replicator::metrics_text() const {
     std::string out =
         "# HELP berth_replication_lag_events Change-log events of the peer not yet applied here.\n"
         "# TYPE berth_replication_lag_events gauge\n";
-    std::string seconds = "# HELP berth_replication_lag_seconds Age of the oldest peer event not yet applied.\n"
-                          "# TYPE berth_replication_lag_seconds gauge\n";
-    std::string errors = "# HELP berth_replication_errors_total Failed requests to the peer.\n"
-                         "# TYPE berth_replication_errors_total counter\n";
-    std::string up = "# HELP berth_replication_peer_up Whether the last request to the peer succeeded.\n"
-                     "# TYPE berth_replication_peer_up gauge\n";
+    std::string seconds =
+        "# HELP berth_replication_lag_seconds Age of the oldest peer event not yet applied.\n"
+        "# TYPE berth_replication_lag_seconds gauge\n";
+    std::string errors =
+        "# HELP berth_replication_errors_total Failed requests to the peer.\n"
+        "# TYPE berth_replication_errors_total counter\n";
+    std::string up =
+        "# HELP berth_replication_peer_up Whether the last request to the peer succeeded.\n"
+        "# TYPE berth_replication_peer_up gauge\n";
     std::string compatible =
         "# HELP berth_replication_peer_compatible Whether the peer speaks a protocol version this replica does.\n"
         "# TYPE berth_replication_peer_compatible gauge\n";
     for (auto& p : impl_->peers) {
         if (p->self) continue;
         auto label = "{peer=\"" + p->client.address() + "\"} ";
-        out += "berth_replication_lag_events" + label + std::to_string(p->head > p->cursor ? p->head - p->cursor : 0) + "\n";
+        out += "berth_replication_lag_events" + label + std::to_string(p->head > p->cursor ? p->head - p->cursor : 0) +
+               "\n";
         seconds += "berth_replication_lag_seconds" + label +
                    std::to_string(p->oldest_unapplied_ms ? (now_ms() - p->oldest_unapplied_ms) / 1000.0 : 0.0) + "\n";
         errors += "berth_replication_errors_total" + label + std::to_string(p->errors) + "\n";
@@ -335,7 +350,8 @@ std::string Replicator::metrics_text() const {
     return out + seconds + errors + up + compatible +
            "# HELP berth_replication_fetched_bytes_total Blob bytes copied from peers.\n"
            "# TYPE berth_replication_fetched_bytes_total counter\n"
-           "berth_replication_fetched_bytes_total " + std::to_string(impl_->applier.bytes_fetched()) + "\n";
+           "berth_replication_fetched_bytes_total " +
+           std::to_string(impl_->applier.bytes_fetched()) + "\n";
 }
 
 void Replicator::apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed) {
@@ -362,8 +378,9 @@ registry::Lookup Replicator::fetch_blob(const std::string& repo, const oci::Dige
     bool all_answered = true;
     for (auto* source : impl_->sources(nullptr)) {
         try {
-            auto response = source->request("GET", protocol::record_target(repo, protocol::RecordKind::link, digest.str()), {},
-                                            std::chrono::seconds(2));
+            auto response =
+                source->request("GET", protocol::record_target(repo, protocol::RecordKind::link, digest.str()), {},
+                                std::chrono::seconds(2));
             if (response.status == 404) continue;
             if (response.status != 200) {
                 all_answered = false;
@@ -398,8 +415,7 @@ bool Replicator::fetch_manifest(const std::string& repo, const std::string& refe
                 "GET",
                 protocol::record_target(repo, by_digest ? protocol::RecordKind::manifest : protocol::RecordKind::tag,
                                         reference),
-                {},
-                std::chrono::seconds(2));
+                {}, std::chrono::seconds(2));
             if (response.status != 200) continue;
             auto doc = oci::parse_json_or_throw(response.body, "a peer's answer");
             auto stamp = protocol::stamp_of(doc);
@@ -408,8 +424,7 @@ bool Replicator::fetch_manifest(const std::string& repo, const std::string& refe
             else impl_->applier.apply({Event::Type::tag, repo, doc.at("digest"), reference, stamp}, sources);
             impl_->meta.sync();
             return true;
-        } catch (const std::exception&) {
-        }
+        } catch (const std::exception&) {}
     }
     return false;
 }
@@ -423,8 +438,7 @@ void Replicator::replicate(const std::vector<Event>& events) {
             if (!peer->self) targets.push_back(peer.get());
     }
     const std::size_t replicas = targets.size() + 1;
-    const std::size_t needed =
-        impl_->options.write_quorum == WriteQuorum::all ? replicas : replicas / 2 + 1;
+    const std::size_t needed = impl_->options.write_quorum == WriteQuorum::all ? replicas : replicas / 2 + 1;
     // The manifests travel with their events: the peer need not ask for them back.
     protocol::ApplyRequest request{events, {}};
     for (auto& event : events)
@@ -443,18 +457,16 @@ void Replicator::replicate(const std::vector<Event>& events) {
         // Asynchronous: a slow peer must not hold the client past the quorum.
         // stop() waits for these, as they use the peer's client.
         ++impl_->pushes_in_flight;
-        peer->client.async_request(
-            "POST", protocol::apply_target(), text, impl_->options.quorum_timeout,
-            {},
-            [impl = impl_.get(), tally](std::exception_ptr error, net::Response response) {
-                {
-                    std::lock_guard lock(tally->mutex);
-                    ++tally->answered;
-                    if (!error && response.status == 200) ++tally->acks;
-                    tally->done.notify_all();
-                }
-                --impl->pushes_in_flight;
-            });
+        peer->client.async_request("POST", protocol::apply_target(), text, impl_->options.quorum_timeout, {},
+                                   [impl = impl_.get(), tally](std::exception_ptr error, net::Response response) {
+                                       {
+                                           std::lock_guard lock(tally->mutex);
+                                           ++tally->answered;
+                                           if (!error && response.status == 200) ++tally->acks;
+                                           tally->done.notify_all();
+                                       }
+                                       --impl->pushes_in_flight;
+                                   });
     }
     std::unique_lock lock(tally->mutex);
     tally->done.wait_for(lock, impl_->options.quorum_timeout,

@@ -35,14 +35,14 @@ struct Peer {
     std::string id;
     bool self = false;
     bool reachable = false;
-    bool holds_readiness = true;  // until caught up, or found unreachable at first contact
+    bool holds_readiness = true;          // until caught up, or found unreachable at first contact
     std::optional<std::uint64_t> target;  // the peer's head when we first reached it
     std::string epoch;
     std::uint64_t cursor = 0, head = 0, errors = 0, applied = 0;
     std::uint64_t last_contact_ms = 0, oldest_unapplied_ms = 0;
     std::string last_error;
-    std::string incompatible;  // why this peer's protocol is refused; empty while it is understood
-    std::string bootstrap_part;  // while bootstrapping from it: the part being copied
+    std::string incompatible;             // why this peer's protocol is refused; empty while it is understood
+    std::string bootstrap_part;           // while bootstrapping from it: the part being copied
     std::uint64_t bootstrap_records = 0;  // records received in this run of the bootstrap
 };
 

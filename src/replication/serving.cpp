@@ -19,8 +19,8 @@ namespace {
 
 using nlohmann::json;
 constexpr auto session_idle = std::chrono::minutes(2);
-constexpr std::size_t max_sessions = 8;            // bootstraps served at once; each pins old versions
-constexpr std::size_t page_bytes = 4 << 20;        // of manifests, per page of state
+constexpr std::size_t max_sessions = 8;      // bootstraps served at once; each pins old versions
+constexpr std::size_t page_bytes = 4 << 20;  // of manifests, per page of state
 constexpr std::size_t max_page_records = 5000;
 
 }  // namespace
@@ -30,7 +30,10 @@ std::pair<int, std::string> Replicator::log_json(std::uint64_t after, std::size_
     impl_->note_peer_cursor(caller, after);
     const auto first = impl_->meta.log_first();
     const auto head = impl_->meta.log_head();
-    json doc{{"replica", impl_->self_id}, {"epoch", impl_->epoch}, {"head", head}, {"first", first},
+    json doc{{"replica", impl_->self_id},
+             {"epoch", impl_->epoch},
+             {"head", head},
+             {"first", first},
              {"filling", impl_->filling.load()}};
     if (after + 1 < first && after < head) {  // entries it has not read are gone
         doc["entries"] = json::array();

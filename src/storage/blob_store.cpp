@@ -40,9 +40,7 @@ BlobStore::BlobStore(fs::path root)
         if (layout::is_fetch_file(entry.path())) fs::remove(entry.path(), ec);
 }
 
-fs::path BlobStore::path(const oci::Digest& digest) const {
-    return layout::blob_file(blobs_, digest);
-}
+fs::path BlobStore::path(const oci::Digest& digest) const { return layout::blob_file(blobs_, digest); }
 
 OpenBlob::~OpenBlob() {
     if (fd_ >= 0) ::close(fd_);
@@ -128,14 +126,16 @@ void BlobStore::quarantine(const oci::Digest& digest) {
     if (::rename(path(digest).c_str(), target.c_str()) != 0) throw_errno("quarantine " + digest.str());
 }
 
-void BlobStore::for_each(const std::function<void(const oci::Digest&, std::uint64_t size, std::int64_t mtime)>& visit) const {
+void BlobStore::for_each(
+    const std::function<void(const oci::Digest&, std::uint64_t size, std::int64_t mtime)>& visit) const {
     std::error_code ec;
     for (auto& algorithm : fs::directory_iterator(blobs_, ec)) {
         auto alg = oci::parse_algorithm(algorithm.path().filename().string());
         if (!alg) continue;
         for (auto& entry : fs::recursive_directory_iterator(algorithm.path(), ec)) {
             if (!entry.is_regular_file(ec)) continue;
-            auto digest = oci::Digest::parse(std::string(oci::algorithm_name(*alg)) + ":" + entry.path().filename().string());
+            auto digest =
+                oci::Digest::parse(std::string(oci::algorithm_name(*alg)) + ":" + entry.path().filename().string());
             if (!digest) continue;
             struct stat info {};
             if (::stat(entry.path().c_str(), &info) != 0) continue;

@@ -11,7 +11,9 @@ constexpr const char* type_names[] = {"link", "unlink", "manifest", "manifest_de
 }  // namespace
 
 std::string Event::json() const {
-    nlohmann::json out = {{"type", type_names[static_cast<int>(type)]}, {"repo", repo}, {"clock", stamp.clock},
+    nlohmann::json out = {{"type", type_names[static_cast<int>(type)]},
+                          {"repo", repo},
+                          {"clock", stamp.clock},
                           {"origin", stamp.replica}};
     if (!digest.empty()) out["digest"] = digest;
     if (!tag.empty()) out["tag"] = tag;

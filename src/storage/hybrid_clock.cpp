@@ -21,8 +21,7 @@ void HybridClock::observe(std::uint64_t remote) {
 HybridClock::WallClock system_wall_clock() {
     return [] {
         using namespace std::chrono;
-        return static_cast<std::uint64_t>(
-            duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
+        return static_cast<std::uint64_t>(duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
     };
 }
 

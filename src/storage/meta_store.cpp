@@ -67,9 +67,13 @@ TagRecord decode_tag(std::string_view v) {
 
 // Header JSON, a NUL, then the manifest bytes untouched.
 std::string encode(const ManifestRecord& r) {
-    std::string out = json{{"t", r.media_type}, {"sub", r.subject}, {"ref", r.referrer_json},
-                           {"s", stamp_json(r.stamp)}, {"del", r.deleted}}
-                          .dump();
+    std::string out = json{
+        {"t", r.media_type},
+        {"sub", r.subject},
+        {"ref", r.referrer_json},
+        {"s", stamp_json(r.stamp)},
+        {"del",
+         r.deleted}}.dump();
     out += '\0';
     out += r.bytes;
     return out;
@@ -77,9 +81,9 @@ std::string encode(const ManifestRecord& r) {
 ManifestRecord decode_manifest(const std::string& v) {
     auto nul = v.find('\0');
     auto j = json::parse(v.substr(0, nul));
-    ManifestRecord r{j.at("t").get<std::string>(), j.at("sub").get<std::string>(),
-                     j.at("ref").get<std::string>(), v.substr(nul + 1), stamp_of(j.at("s")),
-                     j.at("del").get<bool>()};
+    ManifestRecord r{
+        j.at("t").get<std::string>(), j.at("sub").get<std::string>(), j.at("ref").get<std::string>(), v.substr(nul + 1),
+        stamp_of(j.at("s")),          j.at("del").get<bool>()};
     return r;
 }
 
@@ -89,9 +93,7 @@ LinkRecord decode_link(const std::string& v) {
     return {stamp_of(j.at("s")), j.at("del").get<bool>()};
 }
 
-std::string encode(const UploadRecord& r) {
-    return json{{"repo", r.repository}, {"alg", r.algorithm}}.dump();
-}
+std::string encode(const UploadRecord& r) { return json{{"repo", r.repository}, {"alg", r.algorithm}}.dump(); }
 UploadRecord decode_upload(std::string_view v) {
     auto j = json::parse(v);
     return {j.at("repo").get<std::string>(), j.at("alg").get<std::string>()};
@@ -169,8 +171,8 @@ void MetaStore::Batch::record_tag(const std::string& repo, const std::string& ta
     if (digest.empty()) impl_->ops.push_back({cf_pulls, key(repo, tag), std::nullopt});
     impl_->log({digest.empty() ? Event::Type::tag_deleted : Event::Type::tag, repo, digest, tag, stamp});
 }
-void MetaStore::Batch::record_link(const std::string& repo, const std::string& digest, const Stamp& stamp,
-                                   bool deleted, std::uint64_t size) {
+void MetaStore::Batch::record_link(const std::string& repo, const std::string& digest, const Stamp& stamp, bool deleted,
+                                   std::uint64_t size) {
     impl_->ops.push_back({cf_links, key(repo, digest), encode(LinkRecord{stamp, deleted})});
     impl_->links.push_back({repo, digest, !deleted, size});
     impl_->log({deleted ? Event::Type::unlink : Event::Type::link, repo, digest, {}, stamp});
@@ -396,8 +398,7 @@ MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode, std::size_t ca
     if (mode == Mode::read_only)
         check(rocksdb::DB::OpenForReadOnly(options, dir.string(), descriptors, &handles, &db),
               "open metadata index read-only");
-    else
-        check(rocksdb::DB::Open(options, dir.string(), descriptors, &handles, &db), "open metadata index");
+    else check(rocksdb::DB::Open(options, dir.string(), descriptors, &handles, &db), "open metadata index");
     impl_->db.reset(db);
     impl_->families.assign(cf_count, nullptr);
     for (std::size_t i = 0; i < opened.size(); ++i) impl_->families[opened[i]] = handles[i];
@@ -454,20 +455,26 @@ std::unique_lock<std::mutex> MetaStore::lock_writes() { return std::unique_lock(
 
 std::optional<ManifestRecord> MetaStore::manifest(const std::string& repo, const std::string& digest) const {
     const auto k = key(repo, digest);
-    return impl_->cache.get(impl_->cache.manifests, k, [&]() -> std::optional<ManifestRecord> {
-        auto value = impl_->get(cf_manifests, k);
-        if (!value) return std::nullopt;
-        return decode_manifest(*value);
-    }, &manifest_cost);
+    return impl_->cache.get(
+        impl_->cache.manifests, k,
+        [&]() -> std::optional<ManifestRecord> {
+            auto value = impl_->get(cf_manifests, k);
+            if (!value) return std::nullopt;
+            return decode_manifest(*value);
+        },
+        &manifest_cost);
 }
 
 std::optional<TagRecord> MetaStore::tag(const std::string& repo, const std::string& tag) const {
     const auto k = key(repo, tag);
-    return impl_->cache.get(impl_->cache.tags, k, [&]() -> std::optional<TagRecord> {
-        auto value = impl_->get(cf_tags, k);
-        if (!value) return std::nullopt;
-        return decode_tag(*value);
-    }, &tag_cost);
+    return impl_->cache.get(
+        impl_->cache.tags, k,
+        [&]() -> std::optional<TagRecord> {
+            auto value = impl_->get(cf_tags, k);
+            if (!value) return std::nullopt;
+            return decode_tag(*value);
+        },
+        &tag_cost);
 }
 
 std::optional<LinkRecord> MetaStore::link(const std::string& repo, const std::string& digest) const {
@@ -486,15 +493,19 @@ bool MetaStore::has_repository(const std::string& repo) const { return impl_->ge
 std::vector<std::string> MetaStore::tags(const std::string& repo, const std::string& after, std::size_t limit) const {
     if (limit == 0) return {};
     auto page_key = key(key(repo, after), std::to_string(limit));
-    auto page = impl_->cache.get(impl_->cache.tag_pages, page_key, [&]() -> std::optional<std::vector<std::string>> {
-        std::vector<std::string> out;
-        const auto prefix = key(repo, "");
-        impl_->scan(cf_tags, prefix, after.empty() ? "" : prefix + after, [&](std::string_view name, std::string_view v) {
-            if (!tombstone(v)) out.emplace_back(name);
-            return out.size() < limit;
-        });
-        return out;
-    }, &page_cost);
+    auto page = impl_->cache.get(
+        impl_->cache.tag_pages, page_key,
+        [&]() -> std::optional<std::vector<std::string>> {
+            std::vector<std::string> out;
+            const auto prefix = key(repo, "");
+            impl_->scan(cf_tags, prefix, after.empty() ? "" : prefix + after,
+                        [&](std::string_view name, std::string_view v) {
+                            if (!tombstone(v)) out.emplace_back(name);
+                            return out.size() < limit;
+                        });
+            return out;
+        },
+        &page_cost);
     return std::move(*page);
 }
 
@@ -616,7 +627,8 @@ LogStats MetaStore::log_stats() const {
     it->SeekToFirst();
     if (!it->Valid()) return stats;
     stats.entries = log_head() - sequence_of(it->key()) + 1;
-    if (auto event = Event::parse(it->value().ToString())) stats.oldest_ms = HybridClock::physical_ms(event->stamp.clock);
+    if (auto event = Event::parse(it->value().ToString()))
+        stats.oldest_ms = HybridClock::physical_ms(event->stamp.clock);
     const auto first = sequence_key(0), last = sequence_key(UINT64_MAX);
     const rocksdb::Range range(first, last);
     rocksdb::SizeApproximationOptions options;

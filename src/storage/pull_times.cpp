@@ -73,7 +73,8 @@ std::vector<std::pair<std::string, std::uint64_t>> PullTimes::since(const std::s
         std::lock_guard lock(mutex_);
         const auto prefix = key_of(repo, "");
         for (auto* noted : {&noted_, &flushing_})
-            for (auto it = noted->upper_bound(prefix + after); it != noted->end() && it->first.starts_with(prefix); ++it)
+            for (auto it = noted->upper_bound(prefix + after); it != noted->end() && it->first.starts_with(prefix);
+                 ++it)
                 if (it->second >= since_ms) {
                     auto& ms = found[it->first.substr(prefix.size())];
                     ms = std::max(ms, it->second);

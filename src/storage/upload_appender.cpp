@@ -63,7 +63,8 @@ struct UploadWriters::Impl {
     std::atomic<std::size_t> buffer_bytes{0};
     UploadBuffers buffers{16 << 20};  // before the workers: their tasks may hold the last of a pipeline's buffers
     WorkerThreads hash_workers{std::max(1u, std::thread::hardware_concurrency())};  // hashing is all CPU
-    WorkerThreads write_workers{std::max(4u, 2 * std::thread::hardware_concurrency())};  // a write may wait for the disk
+    WorkerThreads write_workers{
+        std::max(4u, 2 * std::thread::hardware_concurrency())};  // a write may wait for the disk
 };
 
 UploadWriters::UploadWriters() : impl_(std::make_unique<Impl>()) {}
@@ -263,7 +264,8 @@ void UploadAppender::commit(std::size_t size) {
     if (size == 0) return;
     if (policy_.max_bytes && state_->offset + size > policy_.max_bytes)
         throw oci::Error(oci::ErrorCode::size_invalid, "blob exceeds the maximum size of an upload");
-    if (policy_.require_space && (unchecked_bytes_ == 0 || unchecked_bytes_ + size >= UploadPolicy::space_check_bytes)) {
+    if (policy_.require_space &&
+        (unchecked_bytes_ == 0 || unchecked_bytes_ + size >= UploadPolicy::space_check_bytes)) {
         policy_.require_space(unchecked_bytes_ + size);
         unchecked_bytes_ = 0;
     }
@@ -306,9 +308,11 @@ void UploadAppender::submit() {
     p.current_offset += p.filled;
     p.filled = p.hashed = p.stored = 0;
     if (start_writing)
-        writers_.impl_->write_workers.post([pipeline = pipeline_, state = state_] { pipeline->drain_writes(state->fd); });
+        writers_.impl_->write_workers.post(
+            [pipeline = pipeline_, state = state_] { pipeline->drain_writes(state->fd); });
     if (start_hashing)
-        writers_.impl_->hash_workers.post([pipeline = pipeline_, state = state_] { pipeline->drain_hashes(*state->hasher); });
+        writers_.impl_->hash_workers.post(
+            [pipeline = pipeline_, state = state_] { pipeline->drain_hashes(*state->hasher); });
 }
 
 void UploadAppender::when_stored(std::function<void()> ready) {
@@ -333,8 +337,8 @@ void UploadAppender::finish() {
         p.direct = false;
         int error = buffered ? 0 : errno;
         if (!error)
-            error = write_at(state_->fd, {{p.current.get() + p.stored, p.filled - p.stored}},
-                             p.current_offset + p.stored);
+            error =
+                write_at(state_->fd, {{p.current.get() + p.stored, p.filled - p.stored}}, p.current_offset + p.stored);
         if (error) {
             p.write_error = error;
         } else {

@@ -38,8 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     constexpr std::string_view header = "Content-Type: ";
     if (body.starts_with(header)) {
         auto newline = body.find('\n');
-        content_type = body.substr(header.size(), newline == std::string_view::npos ? std::string_view::npos
-                                                                                    : newline - header.size());
+        content_type = body.substr(
+            header.size(), newline == std::string_view::npos ? std::string_view::npos : newline - header.size());
         body = newline == std::string_view::npos ? std::string_view{} : body.substr(newline + 1);
     }
 
@@ -54,18 +54,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(!manifest.media_type.empty());
     if (!content_type.empty()) FUZZ_CHECK(manifest.media_type == content_type);
     switch (manifest.kind) {
-    case ManifestKind::image:
-        FUZZ_CHECK(manifest.config.has_value());
-        FUZZ_CHECK(manifest.manifests.empty());
-        check_descriptor(*manifest.config);
-        FUZZ_CHECK(!manifest.artifact_type.empty());  // defaults to the config's media type
-        break;
-    case ManifestKind::index:
-        FUZZ_CHECK(!manifest.config && manifest.layers.empty());
-        break;
-    case ManifestKind::other:
-        FUZZ_CHECK(!manifest.config && manifest.layers.empty() && manifest.manifests.empty());
-        break;
+        case ManifestKind::image:
+            FUZZ_CHECK(manifest.config.has_value());
+            FUZZ_CHECK(manifest.manifests.empty());
+            check_descriptor(*manifest.config);
+            FUZZ_CHECK(!manifest.artifact_type.empty());  // defaults to the config's media type
+            break;
+        case ManifestKind::index: FUZZ_CHECK(!manifest.config && manifest.layers.empty()); break;
+        case ManifestKind::other:
+            FUZZ_CHECK(!manifest.config && manifest.layers.empty() && manifest.manifests.empty());
+            break;
     }
     for (auto& layer : manifest.layers) check_descriptor(layer);
     for (auto& child : manifest.manifests) check_descriptor(child);

@@ -54,8 +54,8 @@ void check_name(std::string_view text) {
     // libstdc++'s std::regex recurses per character; keep the reference to
     // inputs a little past the length limit.
     if (text.size() <= max_name_length + 8) {
-        const bool reference = text.size() <= max_name_length &&
-                               std::regex_match(text.begin(), text.end(), name_regex());
+        const bool reference =
+            text.size() <= max_name_length && std::regex_match(text.begin(), text.end(), name_regex());
         FUZZ_CHECK(valid == reference);
     }
 }
@@ -67,8 +67,7 @@ void check_tag(std::string_view text) {
         FUZZ_CHECK(text.find('/') == std::string_view::npos && text.find(':') == std::string_view::npos);
         FUZZ_CHECK(text.front() != '.' && text.front() != '-');
     }
-    if (text.size() <= max_tag_length + 8)
-        FUZZ_CHECK(valid == std::regex_match(text.begin(), text.end(), tag_regex()));
+    if (text.size() <= max_tag_length + 8) FUZZ_CHECK(valid == std::regex_match(text.begin(), text.end(), tag_regex()));
 }
 
 void check_digest(std::string_view text) {

@@ -34,24 +34,26 @@ using berth::http::RouteKind;
 
 bool repository_route(RouteKind kind) {
     switch (kind) {
-    case RouteKind::tags: case RouteKind::manifest: case RouteKind::blob: case RouteKind::upload_start:
-    case RouteKind::upload: case RouteKind::referrers:
-        return true;
-    default:
-        return false;
+        case RouteKind::tags:
+        case RouteKind::manifest:
+        case RouteKind::blob:
+        case RouteKind::upload_start:
+        case RouteKind::upload:
+        case RouteKind::referrers: return true;
+        default: return false;
     }
 }
 
 std::optional<std::string> canonical_target(const berth::http::Route& route) {
     const std::string base = "/v2/" + route.name;
     switch (route.kind) {
-    case RouteKind::tags: return base + "/tags/list";
-    case RouteKind::manifest: return base + "/manifests/" + route.reference;
-    case RouteKind::blob: return base + "/blobs/" + route.reference;
-    case RouteKind::upload_start: return base + "/blobs/uploads/";
-    case RouteKind::upload: return base + "/blobs/uploads/" + route.reference;
-    case RouteKind::referrers: return base + "/referrers/" + route.reference;
-    default: return std::nullopt;
+        case RouteKind::tags: return base + "/tags/list";
+        case RouteKind::manifest: return base + "/manifests/" + route.reference;
+        case RouteKind::blob: return base + "/blobs/" + route.reference;
+        case RouteKind::upload_start: return base + "/blobs/uploads/";
+        case RouteKind::upload: return base + "/blobs/uploads/" + route.reference;
+        case RouteKind::referrers: return base + "/referrers/" + route.reference;
+        default: return std::nullopt;
     }
 }
 
@@ -76,17 +78,15 @@ void check_target(std::string_view target) {
         // canonical URL: the router has no ambiguity a client could hit.
         bool valid_reference = false;
         switch (route.kind) {
-        case RouteKind::manifest:
-            valid_reference = berth::oci::valid_tag(route.reference) || berth::oci::Digest::parse(route.reference);
-            break;
-        case RouteKind::blob: case RouteKind::referrers:
-            valid_reference = berth::oci::Digest::parse(route.reference).has_value();
-            break;
-        case RouteKind::upload:
-            valid_reference = berth::oci::valid_tag(route.reference);  // ids are of that alphabet
-            break;
-        default:
-            valid_reference = true;
+            case RouteKind::manifest:
+                valid_reference = berth::oci::valid_tag(route.reference) || berth::oci::Digest::parse(route.reference);
+                break;
+            case RouteKind::blob:
+            case RouteKind::referrers: valid_reference = berth::oci::Digest::parse(route.reference).has_value(); break;
+            case RouteKind::upload:
+                valid_reference = berth::oci::valid_tag(route.reference);  // ids are of that alphabet
+                break;
+            default: valid_reference = true;
         }
         if (berth::oci::valid_repository_name(route.name) && valid_reference) {
             auto canonical = canonical_target(route);
@@ -123,8 +123,8 @@ void check_headers(const bhttp::request_parser<bhttp::buffer_body>& parser) {
     (void)boost::beast::iequals(head[bhttp::field::expect], "100-continue");
     (void)parser.content_length();
     check_target(head.target());
-    for (std::uint64_t size : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{4096},
-                               std::numeric_limits<std::uint64_t>::max()}) {
+    for (std::uint64_t size :
+         {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{4096}, std::numeric_limits<std::uint64_t>::max()}) {
         try {
             auto range = berth::http::parse_range(head[bhttp::field::range], size);
             if (range) FUZZ_CHECK(range->length > 0 && range->first < size && range->length <= size - range->first);

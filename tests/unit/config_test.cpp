@@ -38,7 +38,8 @@ TEST_CASE("configuration errors name the key and what was expected") {
     CHECK(error_of("not json") == "the configuration is not valid JSON");
     CHECK(error_of(R"({"listen":"nohost"})").find("listen address") == 0);
     CHECK(error_of(R"({"listen":"h:99999"})").find("listen port") == 0);
-    CHECK(error_of(R"({"tcp":{"same_host_congestion_control":"Reno; rm"}})").find("tcp.same_host_congestion_control") == 0);
+    CHECK(error_of(R"({"tcp":{"same_host_congestion_control":"Reno; rm"}})").find("tcp.same_host_congestion_control") ==
+          0);
     CHECK(error_of(R"({"tcp":{"same_host_congestion_control":"a_name_of_16chrs"}})").find("tcp.same_host") == 0);
     CHECK(error_of(R"({"tls":{"kernel_tls":"yes"}})") == "tls.kernel_tls must be true or false");
     CHECK(error_of(R"({"sparse_manifests":"cache/**"})") == "sparse_manifests must be an array of strings");
@@ -60,7 +61,8 @@ TEST_CASE("change-log retention and the metadata cache budget are checked at sta
     CHECK(config.metadata_cache_bytes == 1048576);
     CHECK(parse_config("{}").replication.log_retention.window == std::chrono::seconds(3600));
     CHECK(parse_config("{}").metadata_cache_bytes == berth::storage::MetaStore::default_cache_bytes);
-    CHECK(error_of(R"({"replication":{"log_max_entries":999}})") == "replication.log_max_entries must be at least 1000");
+    CHECK(error_of(R"({"replication":{"log_max_entries":999}})") ==
+          "replication.log_max_entries must be at least 1000");
     CHECK(error_of(R"({"replication":{"log_retention_seconds":-1}})").find("replication.log_retention_seconds") == 0);
     CHECK(error_of(R"({"replication":{"log_retention":60}})") == "unknown key replication.log_retention");
     CHECK(error_of(R"({"cache":{"memory_bytes":"64M"}})").find("cache.memory_bytes must be a whole number") == 0);
@@ -114,7 +116,8 @@ TEST_CASE("retention policies are checked strictly", "[retention]") {
     CHECK(policy(R"({"repositories":["a"],"expire_tags":["pr/*"]})").find(where + ".expire_tags: \"pr/*\"") == 0);
     CHECK(policy(R"({"repositories":["a"],"expire_tags":[""]})") ==
           where + ".expire_tags must be an array of non-empty strings");
-    CHECK(policy(R"({"repositories":["a"],"keep_last":1,"keep_tags":["v 1"]})").find(where + ".keep_tags: \"v 1\"") == 0);
+    CHECK(policy(R"({"repositories":["a"],"keep_last":1,"keep_tags":["v 1"]})").find(where + ".keep_tags: \"v 1\"") ==
+          0);
     CHECK(policy(R"({"repositories":["a"],"keep_last":1,"name":""})") == where + ".name must not be empty");
     CHECK(policy(R"("ci")") == where + " must be an object");
     CHECK(error_of(R"({"agent":{"replicas":["https://berth:5000"]},"retention":{"policies":[)"
@@ -145,16 +148,20 @@ TEST_CASE("quota rules are checked strictly", "[quotas]") {
     CHECK(error_of(R"({"quotas":[{"max_bytes":1}]})") == "quotas[0].namespaces is required");
     CHECK(error_of(R"({"quotas":[{"namespaces":""}]})") == "quotas[0].namespaces must not be empty");
     CHECK(error_of(R"({"quotas":[{"namespaces":7}]})") == "quotas[0].namespaces must be a string");
-    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":"1"}]})").find("quotas[0].max_bytes must be a whole") == 0);
-    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":-1}]})").find("quotas[0].max_bytes must be a whole") == 0);
-    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":1.5}]})").find("quotas[0].max_bytes must be a whole") == 0);
+    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":"1"}]})").find("quotas[0].max_bytes must be a whole") ==
+          0);
+    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":-1}]})").find("quotas[0].max_bytes must be a whole") ==
+          0);
+    CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":1.5}]})").find("quotas[0].max_bytes must be a whole") ==
+          0);
     CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":0}]})") ==
           "quotas[0].max_bytes must be at least 1 (leave it out for no limit)");
     CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_repositories":0}]})") ==
           "quotas[0].max_repositories must be at least 1 (leave it out for no limit)");
     CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_repositories":5000000000}]})")
               .find("quotas[0].max_repositories must be a whole") == 0);
-    CHECK(error_of(R"({"quotas":[{"namespaces":"team/*"}]})").find("quotas[0].namespaces: \"team/*\" is not a namespace glob") == 0);
+    CHECK(error_of(R"({"quotas":[{"namespaces":"team/*"}]})")
+              .find("quotas[0].namespaces: \"team/*\" is not a namespace glob") == 0);
     CHECK(error_of(R"({"quotas":[{"namespaces":"Team"}]})").find("is not a namespace glob") != std::string::npos);
     CHECK(error_of(R"({"quotas":[{"namespaces":"[ab]"}]})").find("is not a namespace glob") != std::string::npos);
     CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":1},{"namespaces":"a","max_bytes":2}]})") ==

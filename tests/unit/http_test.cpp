@@ -235,7 +235,7 @@ TEST_CASE("a party's pool takes what its queue holds and refuses the rest") {
         while (started == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
         REQUIRE(pools.post("upstream:a", hold));
         REQUIRE(pools.post("upstream:a", hold));
-        CHECK_FALSE(pools.post("upstream:a", hold));   // full: the caller answers at once
+        CHECK_FALSE(pools.post("upstream:a", hold));            // full: the caller answers at once
         CHECK(pools.post("upstream:b", [&](auto) { ++ran; }));  // another party is not held up
         {
             std::lock_guard lock(mutex);

@@ -274,9 +274,9 @@ TEST_CASE("parse_host_port accepts HOST:PORT forms", "[net]") {
 }
 
 TEST_CASE("parse_host_port rejects malformed addresses", "[net]") {
-    for (std::string_view bad : {"", "host", "host:", ":80", "host:0", "host:65536", "host:99999999", "host:8a",
-                                 "::1", "::1:80", "[::1]", "[::1]:", "[::1:80", "[]:80", "[host]:80", "[::1]x80",
-                                 "ho st:80", "host:80:90", "host:-1"})
+    for (std::string_view bad :
+         {"", "host", "host:", ":80", "host:0", "host:65536", "host:99999999", "host:8a", "::1", "::1:80", "[::1]",
+          "[::1]:", "[::1:80", "[]:80", "[host]:80", "[::1]x80", "ho st:80", "host:80:90", "host:-1"})
         CHECK_THROWS_AS(parse_host_port(bad), std::invalid_argument);
     CHECK_THROWS_AS(parse_host_port("::1", "80"), std::invalid_argument);
     CHECK_THROWS_WITH(parse_host_port("::1:80"), Catch::Contains("brackets"));
@@ -392,7 +392,8 @@ TEST_CASE("request() retries once when the pooled connection was closed by the p
     SECTION("closed on receiving the next request") {
         // Each connection answers its first request only, as if its idle
         // timeout had struck just when the second arrived.
-        TestServer server([](const HttpRequest&, Peer& peer) { return peer.requests == 1 && peer.send(response("ok")); });
+        TestServer server(
+            [](const HttpRequest&, Peer& peer) { return peer.requests == 1 && peer.send(response("ok")); });
         Client client;
         CHECK(client.request(server.origin(), get("/a")).body == "ok");
         CHECK(client.request(server.origin(), {"PUT", "/b", {}, {}, true, {}}, "payload").body == "ok");
@@ -477,8 +478,7 @@ TEST_CASE("connection failures are Error::Kind::connect", "[net]") {
     probe.close();  // nothing listens there now
     Client client;
     CHECK(error_kind([&] { client.request({{"127.0.0.1", port}, {}}, get("/")); }) == Error::Kind::connect);
-    CHECK(error_kind([&] { client.request({{"no-such-host.invalid", "80"}, {}}, get("/")); }) ==
-          Error::Kind::connect);
+    CHECK(error_kind([&] { client.request({{"no-such-host.invalid", "80"}, {}}, get("/")); }) == Error::Kind::connect);
 }
 
 TEST_CASE("a connect that gets no answer trips the connect timeout", "[net]") {
@@ -674,8 +674,7 @@ TEST_CASE("the client may go before its exchanges", "[net]") {
     {
         Client client;
         exchange = client.open(server.origin(), get("/stall"));
-        exchange->async_read_head(
-            [&](std::exception_ptr error, const ResponseHead*) { head_read.set_value(error); });
+        exchange->async_read_head([&](std::exception_ptr error, const ResponseHead*) { head_read.set_value(error); });
     }  // fails the read in flight
     auto error = head_read.get_future().get();
     CHECK_THROWS_AS(std::rethrow_exception(error), Error);
@@ -707,7 +706,8 @@ struct Certs {
                                    " -keyout server.key -out server.csr -subj /CN=localhost && openssl x509 -req" +
                                    sign + " -in server.csr -extfile server.ext -out server.crt && openssl req" + key +
                                    " -keyout client.key -out client.csr -subj /CN=berth-test-client && openssl x509"
-                                   " -req" + sign + " -in client.csr -extfile client.ext -out client.crt";
+                                   " -req" +
+                                   sign + " -in client.csr -extfile client.ext -out client.crt";
         if (std::system(("(" + script + ") >/dev/null 2>&1").c_str()) != 0) throw std::runtime_error("openssl failed");
         ca = path("ca.crt");
         server_cert = path("server.crt");
@@ -773,7 +773,8 @@ TEST_CASE("a large body streams over TLS", "[net][tls]") {
                       ServerTls{certs().server_cert, certs().server_key, {}});
     Client client;
     const auto sent = pattern(3 * 1024 * 1024);
-    auto exchange = client.open(server.origin({true, certs().ca, false, {}, {}, {}}), {"PUT", "/", {}, sent.size(), true, {}});
+    auto exchange =
+        client.open(server.origin({true, certs().ca, false, {}, {}, {}}), {"PUT", "/", {}, sent.size(), true, {}});
     for (std::size_t offset = 0; offset < sent.size(); offset += 100000)
         exchange->write(std::span(sent).subspan(offset, std::min<std::size_t>(100000, sent.size() - offset)));
     exchange->end_request();

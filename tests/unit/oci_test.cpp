@@ -30,9 +30,9 @@ TEST_CASE("digests parse exactly") {
     CHECK(sha256->algorithm() == DigestAlgorithm::sha256);
     CHECK(sha256->str() == "sha256:" + hex64);
     CHECK(Digest::parse("sha512:" + hex128));
-    for (auto bad : {"sha256:" + hex64.substr(1), "sha256:" + hex64 + "a", "sha256:" + std::string(64, 'A'),
-                     "sha512:" + hex64, "md5:" + hex64.substr(32), "sha256" + hex64, ":" + hex64,
-                     "sha256:" + std::string(63, 'a') + "g"})
+    for (auto bad :
+         {"sha256:" + hex64.substr(1), "sha256:" + hex64 + "a", "sha256:" + std::string(64, 'A'), "sha512:" + hex64,
+          "md5:" + hex64.substr(32), "sha256" + hex64, ":" + hex64, "sha256:" + std::string(63, 'a') + "g"})
         CHECK_FALSE(Digest::parse(bad));
     CHECK_THROWS_AS(Digest::parse_or_throw("nope"), Error);
 }
@@ -65,7 +65,8 @@ const std::string config_digest = "sha256:" + std::string(64, '2');
 
 std::string image_manifest(const std::string& extra = "") {
     return R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
-           R"("config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":")" + config_digest +
+           R"("config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":")" +
+           config_digest +
            R"(","size":10},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":")" +
            layer_digest + R"(","size":20,"newUnspecifiedField":null}])" + extra + "}";
 }
@@ -103,9 +104,11 @@ TEST_CASE("layers an image may not redistribute are not the registry's to hold")
                 layer("application/vnd.oci.image.layer.v1.tar+gzip", "3") + "," +
                 layer("application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", "4") + "," +
                 layer("application/vnd.oci.image.layer.nondistributable.v1.tar+zstd", "5",
-                      R"(,"urls":["https://example.com/l"])") + "," +
+                      R"(,"urls":["https://example.com/l"])") +
+                "," +
                 layer("application/vnd.docker.image.rootfs.foreign.diff.tar.gzip", "6",
-                      R"(,"urls":["https://example.com/f"])") + "]}";
+                      R"(,"urls":["https://example.com/f"])") +
+                "]}";
     auto parsed = parse_manifest(body, "");
     REQUIRE(parsed.layers.size() == 4);
     std::vector<std::string> local;
@@ -114,9 +117,10 @@ TEST_CASE("layers an image may not redistribute are not the registry's to hold")
 }
 
 TEST_CASE("indexes list their manifests; untyped indexes have no artifactType") {
-    auto parsed = parse_manifest(R"({"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
-                                     layer_digest + R"(","size":3,"platform":{"os":"linux"}}]})",
-                                 "application/vnd.oci.image.index.v1+json");
+    auto parsed = parse_manifest(
+        R"({"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
+            layer_digest + R"(","size":3,"platform":{"os":"linux"}}]})",
+        "application/vnd.oci.image.index.v1+json");
     CHECK(parsed.kind == ManifestKind::index);
     CHECK(parsed.manifests.size() == 1);
     CHECK(parsed.artifact_type.empty());
@@ -137,9 +141,11 @@ TEST_CASE("bad manifests are MANIFEST_INVALID") {
     CHECK(invalid(image_manifest(), "application/vnd.oci.image.index.v1+json"));  // mediaType mismatch
     CHECK(invalid(R"({"schemaVersion":1,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{}})"));
     CHECK(invalid(R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json"})"));
-    CHECK(invalid(R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"a","digest":"sha256:zz","size":1}})"));
-    CHECK(invalid(R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"a","digest":")" +
-                  config_digest + R"(","size":-1}})"));
+    CHECK(invalid(
+        R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"a","digest":"sha256:zz","size":1}})"));
+    CHECK(invalid(
+        R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"a","digest":")" +
+        config_digest + R"(","size":-1}})"));
     CHECK(invalid(R"({"schemaVersion":1,"name":"x"})", "application/vnd.docker.distribution.manifest.v1+prettyjws"));
     CHECK(invalid(image_manifest(R"(,"annotations":{"k":1})")));
     // Found by tests/fuzz/fuzz_manifest: a Content-Type that is not UTF-8 became

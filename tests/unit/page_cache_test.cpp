@@ -46,8 +46,8 @@ TEST_CASE("page-cache checks see evicted pages, and loading brings them back") {
     }
 
     load_into_page_cache(fd, 4097, 3 << 20, 0);
-    CHECK(cached(fd, 4096, 3 << 20));      // the loaded range, from its first page
-    CHECK(cached(fd, 4097 + (3 << 20) - 1, 1));  // its last byte
+    CHECK(cached(fd, 4096, 3 << 20));                    // the loaded range, from its first page
+    CHECK(cached(fd, 4097 + (3 << 20) - 1, 1));          // its last byte
     load_into_page_cache(fd, 0, bytes.size(), 1 << 20);  // ahead of the end of the file is harmless
     CHECK(cached(fd, 0, bytes.size()));
     ::close(fd);

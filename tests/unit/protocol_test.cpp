@@ -40,8 +40,8 @@ TEST_CASE("protocol targets and operations name each other") {
     CHECK(protocol::log_target(5, 10).ends_with("log?after=5&limit=10"));
     protocol::StateRequest state{storage::StatePart::indexes, std::string("r\0sha", 5), 10, "s1", 7, true};
     CHECK(protocol::operation_of(path_of(protocol::state_target(state))) == Operation::state);
-    CHECK(protocol::state_target(state).ends_with(
-        "state?part=indexes&after=" + protocol::hex(state.after) + "&limit=10&session=s1&since=7&summary=1"));
+    CHECK(protocol::state_target(state).ends_with("state?part=indexes&after=" + protocol::hex(state.after) +
+                                                  "&limit=10&session=s1&since=7&summary=1"));
     CHECK(protocol::operation_of(path_of(protocol::apply_target())) == Operation::apply);
     const std::string digest = "sha256:" + std::string(64, 'a');
     auto blob = path_of(protocol::blob_target(digest));

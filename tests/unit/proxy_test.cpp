@@ -87,7 +87,8 @@ TEST_CASE("ns names a registry host") {
     using berth::oci::valid_registry_host;
     for (auto good : {"docker.io", "quay.io", "ghcr.io", "localhost", "localhost:5000", "my-registry.example.com:443"})
         CHECK(valid_registry_host(good));
-    for (auto bad : {"", "UPPER.io", "..bad", "a..b", "-a.io", "a-.io", "a.io:", "a.io:123456", "a.io:x", "a/b", "a_b.io"})
+    for (auto bad :
+         {"", "UPPER.io", "..bad", "a..b", "-a.io", "a-.io", "a.io:", "a.io:123456", "a.io:x", "a/b", "a_b.io"})
         CHECK_FALSE(valid_registry_host(bad));
     CHECK_FALSE(valid_registry_host(std::string(256, 'a')));
 }
@@ -127,17 +128,21 @@ TEST_CASE("upstreams are configured with the documented keys") {
 TEST_CASE("bad upstream configuration names the key") {
     CHECK(config_error(R"({"proxy":{"upstreams":[{"host":"docker.io"}]}})") == "proxy.upstreams[0].url is required");
     CHECK(config_error(R"({"proxy":{"upstreams":[{"url":"http://x"}]}})") == "proxy.upstreams[0].host is required");
-    CHECK(config_error(R"({"proxy":{"upstreams":[{"host":"a.io","url":"ftp://x"}]}})").find("proxy.upstreams[0].url") == 0);
+    CHECK(config_error(R"({"proxy":{"upstreams":[{"host":"a.io","url":"ftp://x"}]}})").find("proxy.upstreams[0].url") ==
+          0);
     CHECK(config_error(R"({"proxy":{"upstreams":[{"host":"a.io:5000","url":"http://x"}]}})")
               .find("proxy.upstreams[0].host") == 0);
-    CHECK(config_error(R"({"proxy":{"upstreams":[{"host":"A.io","url":"http://x"}]}})").find("proxy.upstreams[0].host") ==
-          0);
+    CHECK(
+        config_error(R"({"proxy":{"upstreams":[{"host":"A.io","url":"http://x"}]}})").find("proxy.upstreams[0].host") ==
+        0);
     CHECK(config_error(R"({"proxy":{"upstreams":[{"host":"a.io","url":"http://x"},{"host":"a.io","url":"http://y"}]}})")
               .find("proxy.upstreams[1].host") == 0);
     CHECK(config_error(R"({"proxy":{"upstreams":[{"host":"a.io","url":"http://x","password_file":"/nonexistent"}]}})")
               .find("proxy.upstreams[0]") == 0);
-    CHECK(config_error(R"({"proxy":{"upstreams":[{"host":"a.io","url":"http://x","username":"u","password_file":"/nonexistent"}]}})")
-              .find("proxy.upstreams[0].password_file") == 0);
+    CHECK(
+        config_error(
+            R"({"proxy":{"upstreams":[{"host":"a.io","url":"http://x","username":"u","password_file":"/nonexistent"}]}})")
+            .find("proxy.upstreams[0].password_file") == 0);
     CHECK(config_error(R"({"proxy":{"upstreams":[{"host":"a.io","url":"http://x","ca_file":"/nonexistent"}]}})")
               .find("proxy.upstreams[0].ca_file") == 0);
     CHECK(config_error(R"({"proxy":{"upstreams":[{"host":"a.io","url":"http://x","bogus":1}]}})") ==
@@ -159,7 +164,8 @@ TEST_CASE("the agent reads its replicas and excludes replication and upstreams")
     CHECK(config_error(R"({"agent":{"replicas":["nope"]}})").find("agent.replicas[0]") == 0);
     CHECK(config_error(R"({"agent":{"replicas":["http://a:1"],"cert_file":"c"}})") ==
           "agent: cert_file and key_file go together");
-    CHECK(config_error(R"({"agent":{"replicas":["http://a:1"]},"proxy":{"upstreams":[{"host":"a.io","url":"http://x"}]}})")
+    CHECK(config_error(
+              R"({"agent":{"replicas":["http://a:1"]},"proxy":{"upstreams":[{"host":"a.io","url":"http://x"}]}})")
               .find("agent and proxy.upstreams") == 0);
     CHECK(config_error(R"({"cache":{"max_bytes":5}})").find("cache.max_bytes") == 0);
 }
@@ -176,7 +182,8 @@ TEST_CASE("replicas serving TLS reach each other over TLS; client certificates m
     CHECK(config.replication.tls.enabled);
     CHECK(config.replication.tls.ca_file == (dir.path() / "ca.pem").string());
     CHECK(config.replication.tls.cert_file == (dir.path() / "c.pem").string());
-    CHECK(berth::config::parse_config(R"({"tls":{"cert":"c","key":"k","client_ca":"ca"}})").server.tls_client_cert_required);
+    CHECK(berth::config::parse_config(R"({"tls":{"cert":"c","key":"k","client_ca":"ca"}})")
+              .server.tls_client_cert_required);
     CHECK(config_error(R"({"tls":{"cert":"c","key":"k","client_auth":"maybe"}})").find("tls.client_auth") == 0);
     CHECK(config_error(R"({"replication":{"ca_file":"x"}})").find("replication.ca_file") == 0);
     CHECK_FALSE(berth::config::parse_config("{}").replication.tls.enabled);
@@ -185,7 +192,8 @@ TEST_CASE("replicas serving TLS reach each other over TLS; client certificates m
 TEST_CASE("an upstream's tag page never pages on from nothing, nor back") {
     using berth::proxy::answers::parse_tag_list;
     // The crash: a Link on an empty page.
-    for (auto body : {R"({"name":"x","tags":[]})", R"({"name":"x","tags":null})", R"({"name":"x","tags":["BAD TAG"]})"}) {
+    for (auto body :
+         {R"({"name":"x","tags":[]})", R"({"name":"x","tags":null})", R"({"name":"x","tags":["BAD TAG"]})"}) {
         auto page = parse_tag_list(body, true, "", 10);
         REQUIRE(page);
         CHECK(page->tags.empty());

@@ -86,9 +86,8 @@ private:
                 stopped_.wait(lock, [&] { return stopping_; });
                 return;
             }
-            bhttp::response<bhttp::string_body> response(mode_ == Mode::ack ? bhttp::status::ok
-                                                                            : bhttp::status::service_unavailable,
-                                                         11);
+            bhttp::response<bhttp::string_body> response(
+                mode_ == Mode::ack ? bhttp::status::ok : bhttp::status::service_unavailable, 11);
             response.body() = "{}";
             response.prepare_payload();
             bhttp::write(socket, response, ec);
@@ -163,7 +162,7 @@ TEST_CASE("quorum timed out: a peer that never answers fails the write", "[repli
     {
         Writer writer({&a, &b}, replication::WriteQuorum::quorum);
         CHECK(code_of([&] { writer.replicator->replicate(tag_event); }) == oci::ErrorCode::unavailable);
-    }  // waits for the push to the stalled peer to give up
+    }                         // waits for the push to the stalled peer to give up
     CHECK(b.applies() == 1);  // it got the events; it only never said so
 }
 

@@ -140,9 +140,9 @@ TEST_CASE("a namespace over a lowered quota takes pushes that add nothing, and n
     f.push_blob("ns/other", std::string(60, 'b'));
     f.configure({{"ns", 50, 1}});
     // Over both limits already: a manifest of what is stored adds neither bytes nor repositories.
-    const std::string manifest =
-        R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
-        R"("config":{"mediaType":"application/vnd.example.config","digest":")" + a + R"(","size":60},"layers":[]})";
+    const std::string manifest = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
+                                 R"("config":{"mediaType":"application/vnd.example.config","digest":")" +
+                                 a + R"(","size":60},"layers":[]})";
     CHECK_NOTHROW(f.reg->put_manifest("ns/app", "v1", "application/vnd.oci.image.manifest.v1+json", manifest));
     CHECK_NOTHROW(f.push_blob("ns/other", std::string(60, 'a')));  // stored in the namespace already
     f.denial([&] { f.push_blob("ns/app", "c"); });

@@ -54,8 +54,8 @@ struct Fixture {
         auto config = push_blob(repo, "config-" + seed);
         auto layer = push_blob(repo, "layer-" + seed);
         std::string body = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
-                           R"("config":{"mediaType":"application/vnd.example.config","digest":")" + config +
-                           R"(","size":)" + std::to_string(7 + seed.size()) +
+                           R"("config":{"mediaType":"application/vnd.example.config","digest":")" +
+                           config + R"(","size":)" + std::to_string(7 + seed.size()) +
                            R"(},"layers":[{"mediaType":"application/octet-stream","digest":")" + layer +
                            R"(","size":)" + std::to_string(6 + seed.size()) + "}]";
         if (!subject.empty())
@@ -350,8 +350,8 @@ TEST_CASE("an index needs its child manifests") {
     auto size = f.reg.get_manifest("r", "child").bytes.size();
     auto index = [&](const std::string& digest) {
         return R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)"
-               R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" + digest +
-               R"(","size":)" + std::to_string(size) + "}]}";
+               R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
+               digest + R"(","size":)" + std::to_string(size) + "}]}";
     };
     CHECK(code_of([&] { f.reg.put_manifest("r", "i", "", index("sha256:" + std::string(64, 'e'))); }) ==
           ErrorCode::manifest_blob_unknown);
@@ -367,8 +367,8 @@ TEST_CASE("repositories set sparse accept manifests without their blobs and chil
     auto absent = "sha256:" + std::string(64, 'e');
     auto image = [](const std::string& layer, std::size_t size) {
         return R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
-               R"("config":{"mediaType":"application/vnd.oci.empty.v1+json","digest":")" + layer +
-               R"(","size":)" + std::to_string(size) + R"(},"layers":[]})";
+               R"("config":{"mediaType":"application/vnd.oci.empty.v1+json","digest":")" +
+               layer + R"(","size":)" + std::to_string(size) + R"(},"layers":[]})";
     };
     CHECK(code_of([&] { reg.put_manifest("other", "v1", "", image(absent, 5)); }) == ErrorCode::manifest_blob_unknown);
     auto sparse = reg.put_manifest("cache/a/b", "v1", "", image(absent, 5));
@@ -379,7 +379,8 @@ TEST_CASE("repositories set sparse accept manifests without their blobs and chil
     reg.put_manifest("cache/a/b", "v2", "", image(held, 4));
 
     auto index = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)"
-                 R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" + absent + R"(","size":9}]})";
+                 R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
+                 absent + R"(","size":9}]})";
     CHECK(code_of([&] { reg.put_manifest("other", "i", "", index); }) == ErrorCode::manifest_blob_unknown);
     reg.put_manifest("cache/a/b", "i", "", index);
 }

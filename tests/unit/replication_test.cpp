@@ -25,9 +25,9 @@
 
 using namespace berth;
 using oci::ErrorCode;
+using replication::ApplyResult;
 using storage::Event;
 using storage::Stamp;
-using replication::ApplyResult;
 
 namespace {
 
@@ -55,10 +55,9 @@ oci::Digest add_blob(storage::BlobStore& blobs, const std::string& content) {
 std::string image_manifest(const oci::Digest& config, std::size_t config_size, const oci::Digest& layer,
                            std::size_t layer_size) {
     return std::string(R"({"schemaVersion":2,"mediaType":")") + image_type +
-           R"(","config":{"mediaType":"application/vnd.example.config","digest":")" + config.str() +
-           R"(","size":)" + std::to_string(config_size) +
-           R"(},"layers":[{"mediaType":"application/octet-stream","digest":")" + layer.str() +
-           R"(","size":)" + std::to_string(layer_size) + "}]}";
+           R"(","config":{"mediaType":"application/vnd.example.config","digest":")" + config.str() + R"(","size":)" +
+           std::to_string(config_size) + R"(},"layers":[{"mediaType":"application/octet-stream","digest":")" +
+           layer.str() + R"(","size":)" + std::to_string(layer_size) + "}]}";
 }
 
 // An OCI image index with one child manifest.
@@ -111,9 +110,7 @@ public:
     std::vector<std::vector<Event>> replicated;
 
     std::function<bool(const std::string&, const oci::Digest&)> on_fetch_blob = [](auto&, auto&) { return false; };
-    std::function<bool(const std::string&, const std::string&)> on_fetch_manifest = [](auto&, auto&) {
-        return false;
-    };
+    std::function<bool(const std::string&, const std::string&)> on_fetch_manifest = [](auto&, auto&) { return false; };
     std::function<void(const std::vector<Event>&)> on_replicate = [](auto&) {};
     registry::Lookup when_missing = registry::Lookup::absent;  // what a failed fetch reports
 
@@ -538,8 +535,8 @@ TEST_CASE("blobs before references: nothing points at content that is not here",
         CHECK(f.meta.has_link("r", layer_digest.str()));
     }
     SECTION("a manifest event without the bytes here, and no source, is not applied") {
-        const auto bytes = image_manifest(add_blob(f.blobs, config), config.size(), add_blob(f.blobs, layer),
-                                          layer.size());
+        const auto bytes =
+            image_manifest(add_blob(f.blobs, config), config.size(), add_blob(f.blobs, layer), layer.size());
         const auto digest = sha256(bytes).str();
         auto result = f.apply({Event::Type::manifest, "r", digest, {}, {100, "a"}});
         CHECK((result == ApplyResult::gone || result == ApplyResult::unavailable));
@@ -600,8 +597,8 @@ TEST_CASE("pages of one store's state applied to another give the same state, on
     const auto child = from.meta.manifest("b", images[0]);
     const auto index = index_manifest(images[0], child->bytes.size());
     REQUIRE(from.applier.apply_manifest("b", sha256(index).str(), {20, "origin"},
-                                        replication::ManifestContent{index_type, index}, from.no_sources) ==
-            ApplyResult::applied);
+                                        replication::ManifestContent{index_type, index},
+                                        from.no_sources) == ApplyResult::applied);
     for (int i = 0; i < 30; ++i)
         REQUIRE(from.apply({Event::Type::tag, i % 2 ? "a/one" : "b", images[i], "t" + std::to_string(i), {30, "o"}}) ==
                 ApplyResult::applied);
@@ -626,7 +623,8 @@ TEST_CASE("pages of one store's state applied to another give the same state, on
             std::string after;
             for (;;) {
                 auto page = from.meta.state_page(view.get(), part, after, page_size, 1 << 20, true);
-                REQUIRE(to.applier.apply_state(part, page.records, to.no_sources, 2, nullptr) != ApplyResult::unavailable);
+                REQUIRE(to.applier.apply_state(part, page.records, to.no_sources, 2, nullptr) !=
+                        ApplyResult::unavailable);
                 if (page.done) break;
                 after = page.last;
             }

@@ -49,7 +49,8 @@ struct Fixture {
         auto blob = [&](const std::string& content) {
             auto session = reg.start_upload(repo);
             reg.append(repo, session.id, 0)->write(content.data(), content.size());
-            return reg.finish_upload(repo, session.id, oci::Digest::of(oci::DigestAlgorithm::sha256, content).str()).str();
+            return reg.finish_upload(repo, session.id, oci::Digest::of(oci::DigestAlgorithm::sha256, content).str())
+                .str();
         };
         std::string body = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
                            R"("config":{"mediaType":"application/vnd.example.config","digest":")" +
@@ -67,8 +68,9 @@ struct Fixture {
         std::string body = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)";
         for (std::size_t i = 0; i < children.size(); ++i) {
             auto size = meta.manifest(repo, children[i])->bytes.size();
-            body += std::string(i ? "," : "") + R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
-                    children[i] + R"(","size":)" + std::to_string(size) + "}";
+            body += std::string(i ? "," : "") +
+                    R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" + children[i] +
+                    R"(","size":)" + std::to_string(size) + "}";
         }
         body += "]}";
         auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, body).str();
@@ -95,9 +97,12 @@ struct Fixture {
         registry::Retention retention(options, meta, clock, "test", pulls);
         retention.set_peers(peers);
         std::vector<std::string> went;
-        auto result = retention.run(dry_run, [&](const registry::RetentionDeletion& d) {
-            went.push_back(d.kind + " " + d.repo + (d.kind == "tag" ? ":" : "@") + d.reference);
-        }, at(when_ms));
+        auto result = retention.run(
+            dry_run,
+            [&](const registry::RetentionDeletion& d) {
+                went.push_back(d.kind + " " + d.repo + (d.kind == "tag" ? ":" : "@") + d.reference);
+            },
+            at(when_ms));
         if (report) *report = result;
         return went;
     }
@@ -134,9 +139,9 @@ TEST_CASE("retention verdicts: keep rules win, every rule set must hold", "[rete
     };
     CHECK(verdict("pr-1", false, now - 2 * day_ms) ==
           "not among the 3 most recently pushed; matches expire_tags \"pr-*\"; neither pushed nor pulled for 1 day");
-    CHECK(verdict("pr-1", true, 0).empty());                 // among the newest
-    CHECK(verdict("v-old-1", false, 0).empty());             // keep_tags wins over expire_tags
-    CHECK(verdict("main", false, 0).empty());                // expire_tags does not match
+    CHECK(verdict("pr-1", true, 0).empty());                  // among the newest
+    CHECK(verdict("v-old-1", false, 0).empty());              // keep_tags wins over expire_tags
+    CHECK(verdict("main", false, 0).empty());                 // expire_tags does not match
     CHECK(verdict("pr-1", false, now - day_ms / 2).empty());  // pulled within the day
     CHECK(verdict("pr-1", false, now - day_ms) != "");        // exactly a day: gone
     CHECK(verdict("pr-1", false, 0, false).empty());          // pulls elsewhere unknown: kept

@@ -36,7 +36,9 @@ namespace {
 std::string image_manifest(const std::string& subject = {}) {
     const std::string blob = "\"digest\":\"sha256:" + std::string(64, 'a') + "\",\"size\":1";
     std::string out = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
-                      R"("config":{"mediaType":"application/vnd.oci.image.config.v1+json",)" + blob + "},"
+                      R"("config":{"mediaType":"application/vnd.oci.image.config.v1+json",)" +
+                      blob +
+                      "},"
                       R"("layers":[])";
     if (!subject.empty())
         out += R"(,"subject":{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" + subject +
@@ -236,9 +238,10 @@ TEST_CASE("state parts split manifests into images (with tombstones) and indexes
     MetaStore meta(dir.path());
     const auto image = image_manifest();
     const auto image_digest = berth::oci::Digest::of(berth::oci::DigestAlgorithm::sha256, image);
-    const std::string index = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)"
-                              R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
-                              image_digest.str() + R"(","size":)" + std::to_string(image.size()) + "}]}";
+    const std::string index =
+        R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)"
+        R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
+        image_digest.str() + R"(","size":)" + std::to_string(image.size()) + "}]}";
     const auto index_digest = berth::oci::Digest::of(berth::oci::DigestAlgorithm::sha256, index);
     MetaStore::Batch batch;
     batch.record_manifest("r", image_digest, berth::oci::parse_manifest(image, ""), image, {1, "a"});
@@ -277,9 +280,9 @@ TEST_CASE("the change log compacts up to a sequence and says where it starts", "
     CHECK(meta.log_first() == 11);
     CHECK(meta.log_head() == 10);
     // Written now: not before a moment already past.
-    const auto now = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                    std::chrono::system_clock::now().time_since_epoch())
-                                                    .count());
+    const auto now = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
     CHECK(meta.log_written_before(now - 60000) == 0);
     CHECK(meta.log_written_before(now + 60000) == 10);
 }

@@ -58,7 +58,7 @@ TEST_CASE("usage counts each blob once per namespace, whichever repositories lin
     CHECK(meta.usage("team") == usage(150, 2));  // team/two still links it
     unlink(meta, "team/two", a, 5);
     CHECK(meta.usage("team") == usage(50, 2));  // repositories stay, as in the catalog
-    unlink(meta, "team/two", a, 6);  // a tombstone over a tombstone
+    unlink(meta, "team/two", a, 6);             // a tombstone over a tombstone
     CHECK(meta.usage("team") == usage(50, 2));
     unlink(meta, "team/three", b, 7);  // never linked there
     CHECK(meta.usage("team") == usage(50, 3));
@@ -70,9 +70,9 @@ TEST_CASE("namespaces are counted apart, by the first path component only", "[us
     TempDir dir;
     MetaStore meta(dir.path());
     const auto a = digest_of("a");
-    link(meta, "team", a, 10);       // a repository without a slash is its own namespace
-    link(meta, "team/x/y", a, 10);   // deeper names count in their first component
-    link(meta, "team-b/x", a, 10);   // a namespace sharing a prefix is another namespace
+    link(meta, "team", a, 10);      // a repository without a slash is its own namespace
+    link(meta, "team/x/y", a, 10);  // deeper names count in their first component
+    link(meta, "team-b/x", a, 10);  // a namespace sharing a prefix is another namespace
     link(meta, "teamc", a, 10);
     CHECK(meta.usage("team") == usage(10, 2));
     CHECK(meta.usage("team-b") == usage(10, 1));

@@ -25,8 +25,8 @@ struct Need {
 
 struct Decision {
     bool allowed = false;
-    int status = 200;          // 401 or 403 when refused
-    std::string challenge;     // WWW-Authenticate value for a 401
+    int status = 200;       // 401 or 403 when refused
+    std::string challenge;  // WWW-Authenticate value for a 401
     std::string message;
     Principal principal;
 };

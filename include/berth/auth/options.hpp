@@ -30,7 +30,9 @@ struct Options {
     std::map<std::string, std::vector<std::string>> groups;
     std::vector<Rule> rules;
 
-    bool enabled() const { return !htpasswd_file.empty() || !token_signing_key_file.empty() || !token_verify_key_files.empty(); }
+    bool enabled() const {
+        return !htpasswd_file.empty() || !token_signing_key_file.empty() || !token_verify_key_files.empty();
+    }
     bool tokens() const { return !token_signing_key_file.empty() || !token_verify_key_files.empty(); }
 };
 

@@ -26,7 +26,7 @@ struct Config {
     proxy::Options proxy;  // upstreams, or the node agent's replicas
     std::chrono::seconds upload_purge_interval{60};
     registry::GcOptions gc;
-    std::chrono::seconds gc_interval{3600};     // 0: only `berth gc`
+    std::chrono::seconds gc_interval{3600};  // 0: only `berth gc`
     registry::RetentionOptions retention;
     std::chrono::seconds scrub_interval{86400};  // 0: never
     std::uint64_t scrub_rate_mib = 64;

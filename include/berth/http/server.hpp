@@ -38,8 +38,8 @@ struct ServerOptions {
     // Token bucket per client address, burst twice the rate; 0: no limit.
     // Off by default: behind an ingress or NAT every client has one address.
     std::uint32_t requests_per_second = 0;
-    std::chrono::seconds idle_timeout{60};   // waiting for (the rest of) a request head
-    std::chrono::seconds body_timeout{60};   // no progress while reading or sending a body
+    std::chrono::seconds idle_timeout{60};  // waiting for (the rest of) a request head
+    std::chrono::seconds body_timeout{60};  // no progress while reading or sending a body
     std::chrono::seconds shutdown_grace{10};
     bool access_log = true;
     // TCP congestion control for clients on this host ("" keeps the system's

@@ -22,10 +22,10 @@ namespace berth::net {
 
 struct TlsOptions {
     bool enabled = false;
-    std::string ca_file;          // empty: the system's default verify paths
-    bool insecure = false;        // no verification of the server at all
+    std::string ca_file;              // empty: the system's default verify paths
+    bool insecure = false;            // no verification of the server at all
     std::string cert_file, key_file;  // client certificate (PEM chain) and key, for mTLS
-    std::string server_name;      // SNI and the name verified; empty: the host
+    std::string server_name;          // SNI and the name verified; empty: the host
 };
 
 struct Origin {
@@ -143,8 +143,7 @@ public:
     // from `body` when it is non-empty or head.has_body. A response body over
     // body_limit is Error::Kind::too_large. Retries once on a new connection
     // when a pooled one turns out closed before any byte of a response arrived.
-    Response request(const Origin& origin, RequestHead head, std::string body = {},
-                     std::size_t body_limit = 64 << 20);
+    Response request(const Origin& origin, RequestHead head, std::string body = {}, std::size_t body_limit = 64 << 20);
     // The same without a waiting thread: `done` runs once, on an I/O thread.
     using ResponseDone = std::function<void(std::exception_ptr, Response)>;
     void async_request(const Origin& origin, RequestHead head, std::string body, std::size_t body_limit,

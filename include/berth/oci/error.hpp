@@ -24,12 +24,12 @@ enum class ErrorCode {
     too_many_requests,
     upload_range_invalid,   // 416: a chunk that does not start at the session's offset
     range_not_satisfiable,  // 416: a blob Range outside the blob
-    payload_too_large,   // 413 for manifests over the limit
+    payload_too_large,      // 413 for manifests over the limit
     tag_invalid,
     insufficient_storage,  // 507: the disk is too full to take more
-    unavailable,         // 503: a write quorum or a peer could not be reached
-    gateway_timeout,     // 504: an upstream or peer did not answer in time
-    bad_request,         // 400 for malformed parameters the spec has no code for
+    unavailable,           // 503: a write quorum or a peer could not be reached
+    gateway_timeout,       // 504: an upstream or peer did not answer in time
+    bad_request,           // 400 for malformed parameters the spec has no code for
     internal,
 };
 

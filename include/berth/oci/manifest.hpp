@@ -30,7 +30,7 @@ struct ParsedManifest {
     std::vector<Descriptor> layers;     // blobs (image) — includes nothing from config
     std::vector<Descriptor> manifests;  // children (index)
     std::optional<Descriptor> subject;
-    std::string artifact_type;          // as the referrers API reports it
+    std::string artifact_type;  // as the referrers API reports it
     std::string annotations_json;
 
     // The blobs a registry must hold for this manifest: config and layers,
@@ -43,7 +43,6 @@ struct ParsedManifest {
 ParsedManifest parse_manifest(std::string_view body, std::string_view content_type);
 
 // The referrers-API descriptor of a manifest that was stored with these bytes.
-std::string referrer_descriptor_json(const ParsedManifest& manifest, const Digest& digest,
-                                     std::size_t size);
+std::string referrer_descriptor_json(const ParsedManifest& manifest, const Digest& digest, std::size_t size);
 
 }  // namespace berth::oci

@@ -7,10 +7,8 @@ inline constexpr std::string_view oci_manifest = "application/vnd.oci.image.mani
 inline constexpr std::string_view oci_index = "application/vnd.oci.image.index.v1+json";
 inline constexpr std::string_view oci_empty = "application/vnd.oci.empty.v1+json";
 inline constexpr std::string_view docker_manifest = "application/vnd.docker.distribution.manifest.v2+json";
-inline constexpr std::string_view docker_manifest_list =
-    "application/vnd.docker.distribution.manifest.list.v2+json";
-inline constexpr std::string_view docker_foreign_layer =
-    "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip";
+inline constexpr std::string_view docker_manifest_list = "application/vnd.docker.distribution.manifest.list.v2+json";
+inline constexpr std::string_view docker_foreign_layer = "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip";
 // Deprecated by the image-spec but valid: ".v1.tar", "+gzip", "+zstd". Never pushed.
 inline constexpr std::string_view oci_nondistributable_prefix = "application/vnd.oci.image.layer.nondistributable.";
 

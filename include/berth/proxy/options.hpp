@@ -18,8 +18,8 @@ struct Upstream {
     std::vector<std::string> urls;
     std::string ca_file;  // empty: the system's trust store
     bool insecure = false;
-    std::string cert_file, key_file;  // client certificate (mTLS), the agent's
-    std::string username, password;   // Basic, and for the token flow
+    std::string cert_file, key_file;           // client certificate (mTLS), the agent's
+    std::string username, password;            // Basic, and for the token flow
     std::chrono::seconds check_interval{300};  // a cached tag is re-validated this often
     unsigned max_concurrent = 16;
     // Overall deadline for one manifest, tag list or token answer, head and

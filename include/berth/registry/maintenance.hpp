@@ -25,7 +25,7 @@ namespace berth::registry {
 
 struct GcOptions {
     std::chrono::seconds grace{3600};
-    bool delete_untagged = false;               // untagged, unreferenced manifests...
+    bool delete_untagged = false;                  // untagged, unreferenced manifests...
     std::chrono::seconds untagged_age{7 * 86400};  // ...older than this
 };
 

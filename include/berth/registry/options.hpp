@@ -19,13 +19,13 @@ struct QuotaRule {
 struct Options {
     std::string replica_id = "berth";
     std::size_t max_manifest_bytes = 4 << 20;
-    std::size_t max_uploads = 1000;          // concurrent upload sessions
+    std::size_t max_uploads = 1000;  // concurrent upload sessions
     std::size_t max_uploads_per_client = 100;
     // Uploads and pushes are refused (507) once less than this is free on the
     // store's file system, so a full disk never corrupts what is already there.
     std::uint64_t min_free_bytes = 64ull << 20;
-    std::uint64_t max_blob_bytes = 0;        // 0: no limit
-    std::size_t max_page = 1000;             // clamp for n in tags and catalog lists
+    std::uint64_t max_blob_bytes = 0;  // 0: no limit
+    std::size_t max_page = 1000;       // clamp for n in tags and catalog lists
     std::chrono::seconds upload_idle_ttl{3600};
     bool deletes_enabled = true;
     // The node agent serves pulls only: pushes go to the replicas.

@@ -116,7 +116,7 @@ public:
     UploadStatus upload_status(const std::string& repo, const std::string& id);
     // Exclusive access to append; `start` (from Content-Range) must equal the current offset.
     std::unique_ptr<storage::UploadAppender> append(const std::string& repo, const std::string& id,
-                                           std::optional<std::uint64_t> start);
+                                                    std::optional<std::uint64_t> start);
     // Verifies the digest, makes the blob durable and visible, and ends the session.
     oci::Digest finish_upload(const std::string& repo, const std::string& id, const std::string& digest);
     // Ends a session even while a request still holds it (a DELETE wins over a stalled PATCH).
@@ -169,7 +169,8 @@ private:
     void enforce_quotas(const storage::MetaStore::Batch& batch);
     // Mirrored repositories (mirror.cpp).
     Manifest get_mirrored_manifest(const std::string& repo, const std::string& reference, Asker asker);
-    void store_mirrored_manifest(const std::string& repo, const std::string& reference, const UpstreamManifest& fetched);
+    void store_mirrored_manifest(const std::string& repo, const std::string& reference,
+                                 const UpstreamManifest& fetched);
     std::optional<BlobRead> open_mirrored_blob(const std::string& repo, const oci::Digest& digest, Asker asker);
 
     Options options_;

@@ -29,9 +29,9 @@ class Peers;
 // the keep_last newest, it matches expire_tags, it was neither pushed nor
 // pulled for expire_unpulled. Untagged manifests go after untagged_after.
 struct RetentionPolicy {
-    std::string name;                       // in logs and the audit trail
-    std::vector<std::string> repositories;  // repository globs
-    std::size_t keep_last = 0;              // 0: no such rule
+    std::string name;                                 // in logs and the audit trail
+    std::vector<std::string> repositories;            // repository globs
+    std::size_t keep_last = 0;                        // 0: no such rule
     std::vector<std::string> keep_tags, expire_tags;  // tag globs
     std::optional<std::chrono::seconds> expire_unpulled;
     std::optional<std::chrono::seconds> untagged_after;
@@ -69,8 +69,8 @@ struct RetentionReport {
 
 class Retention {
 public:
-    Retention(RetentionOptions options, storage::MetaStore& meta, storage::HybridClock& clock,
-              std::string replica_id, const storage::PullTimes& pulls);
+    Retention(RetentionOptions options, storage::MetaStore& meta, storage::HybridClock& clock, std::string replica_id,
+              const storage::PullTimes& pulls);
 
     // Replicated: the replica owning a repository judges it, with every
     // replica's pull times.

@@ -83,7 +83,7 @@ std::string incompatibility(const Versions& peer);
 std::string log_target(std::uint64_t after, std::size_t limit);
 struct StateRequest {
     storage::StatePart part = storage::StatePart::links;
-    std::string after;    // raw key
+    std::string after;  // raw key
     std::size_t limit = 1000;
     std::string session;
     std::uint64_t since = 0;

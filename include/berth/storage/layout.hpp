@@ -77,14 +77,21 @@ std::filesystem::path fetch_file(const std::filesystem::path& scratch_dir);
 inline bool is_fetch_file(const std::filesystem::path& file) { return file.filename().string().starts_with("fetch-"); }
 
 enum ColumnFamily {
-    cf_settings, cf_repos, cf_manifests, cf_tags, cf_links, cf_referrers, cf_uploads, cf_log, cf_pulls, cf_usage,
+    cf_settings,
+    cf_repos,
+    cf_manifests,
+    cf_tags,
+    cf_links,
+    cf_referrers,
+    cf_uploads,
+    cf_log,
+    cf_pulls,
+    cf_usage,
     cf_count
 };
 // Spelled out, not rocksdb::kDefaultColumnFamilyName: static initialisation order.
-inline constexpr std::array<const char*, cf_count> column_families = {"default",   "repos",     "manifests",
-                                                                      "tags",      "links",     "referrers",
-                                                                      "uploads",   "log",       "pulls",
-                                                                      "usage"};
+inline constexpr std::array<const char*, cf_count> column_families = {
+    "default", "repos", "manifests", "tags", "links", "referrers", "uploads", "log", "pulls", "usage"};
 
 namespace setting {
 inline constexpr const char* replica_id = "replica_id";

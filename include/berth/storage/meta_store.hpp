@@ -31,7 +31,7 @@ enum class StatePart { links, images, indexes, tags };
 
 struct StateRecord {
     std::string repo;
-    std::string key;         // the digest (links, manifests) or the tag
+    std::string key;  // the digest (links, manifests) or the tag
     Stamp stamp;
     bool deleted = false;
     std::string digest;      // tags: what the tag points at
@@ -41,9 +41,9 @@ struct StateRecord {
 
 struct StatePage {
     std::vector<StateRecord> records;
-    std::string last;   // the last key read (raw); the next page starts after it
-    bool done = false;  // nothing of this part after `last`
-    std::string hash;   // of the records' keys and stamps: equal on two stores that agree
+    std::string last;       // the last key read (raw); the next page starts after it
+    bool done = false;      // nothing of this part after `last`
+    std::string hash;       // of the records' keys and stamps: equal on two stores that agree
     std::size_t count = 0;  // records in the page, also when they were not asked for
 };
 
@@ -91,8 +91,7 @@ public:
         void tombstone_manifest(const std::string& repo, const std::string& digest, const ManifestRecord* current,
                                 const Stamp& stamp);
         // A tag; an empty digest is its tombstone.
-        void record_tag(const std::string& repo, const std::string& tag, const std::string& digest,
-                        const Stamp& stamp);
+        void record_tag(const std::string& repo, const std::string& tag, const std::string& digest, const Stamp& stamp);
         // A repository's link to a blob, or its tombstone. size: the blob's
         // bytes, which its namespace's usage counts from its first live link
         // there on; an unlink takes away what was counted (its size is unused).

@@ -20,9 +20,9 @@ struct TagRecord {
 
 struct ManifestRecord {
     std::string media_type;
-    std::string subject;          // digest of the subject, or empty
-    std::string referrer_json;    // descriptor for the referrers API when subject is set
-    std::string bytes;            // exactly as pushed; empty for a tombstone
+    std::string subject;        // digest of the subject, or empty
+    std::string referrer_json;  // descriptor for the referrers API when subject is set
+    std::string bytes;          // exactly as pushed; empty for a tombstone
     Stamp stamp;
     bool deleted = false;
 };

@@ -94,8 +94,8 @@ private:
     UploadWriters& writers_;
     UploadPolicy policy_;
     std::shared_ptr<Pipeline> pipeline_;
-    std::uint64_t inline_bytes_ = 0;      // hashed on the caller's thread
-    std::uint64_t unchecked_bytes_ = 0;   // committed since the disk's room was last asked
+    std::uint64_t inline_bytes_ = 0;     // hashed on the caller's thread
+    std::uint64_t unchecked_bytes_ = 0;  // committed since the disk's room was last asked
 };
 
 }  // namespace berth::storage
