@@ -17,6 +17,10 @@ using tcp = asio::ip::tcp;
 namespace {
 
 constexpr std::size_t read_buffer_size = 64 * 1024;
+// What an answer may leave unparsed: a head (at most 64 KiB) and a read beyond it. A chunk-size
+// line, chunk extension or trailer that never ends overflows this (an error) instead of growing
+// the buffer for as long as the other side sends.
+constexpr std::size_t max_buffered = 4 * read_buffer_size;
 
 bool is_ip_address(const std::string& host) {
     boost::system::error_code ec;
@@ -27,7 +31,8 @@ bool is_ip_address(const std::string& host) {
 }  // namespace
 
 Connection::Connection(asio::io_context& io, std::shared_ptr<asio::ssl::context> tls, std::string pool_key)
-    : strand_(asio::make_strand(io)), tls_context_(std::move(tls)), resolver_(strand_), pool_key_(std::move(pool_key)) {
+    : strand_(asio::make_strand(io)), tls_context_(std::move(tls)), resolver_(strand_), buffer_(max_buffered),
+      pool_key_(std::move(pool_key)) {
     if (tls_context_) tls_.emplace(strand_, *tls_context_);
     else plain_.emplace(strand_);
     // Beast reads as much as the buffer's free capacity, at least 512 bytes;

@@ -1,10 +1,10 @@
 #include "remote.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
+#include <boost/algorithm/string/predicate.hpp>
 
 #include "berth/net/resolve.hpp"
+#include "berth/oci/encoding.hpp"
 #include "answers.hpp"
 #include "challenge.hpp"
 
@@ -20,14 +20,6 @@ constexpr auto resolve_every = std::chrono::seconds(10);
 constexpr int max_redirects = 5;
 // How long a registry may take to start answering; a hung one is skipped like a dead one.
 constexpr std::chrono::milliseconds answer_timeout{5000};
-
-std::string base64(std::string_view text) {
-    std::string out(4 * ((text.size() + 2) / 3) + 1, '\0');
-    auto n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                             reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-    out.resize(static_cast<std::size_t>(n));
-    return out;
-}
 
 // An absolute URL, possibly with a query (token realms, redirect targets), as origin and target.
 struct Location {
@@ -142,14 +134,30 @@ std::string Remote::authorization(const std::string& scope) {
         if (it->second.expires > Clock::now()) return "Bearer " + it->second.value;
         tokens_.erase(it);
     }
-    if (basic_ && !config_.username.empty()) return "Basic " + base64(config_.username + ":" + config_.password);
+    if (basic_ && !config_.username.empty()) return "Basic " + oci::base64(config_.username + ":" + config_.password);
     return {};
 }
 
+// Not a string prefix: an entry names a scheme, host and port exactly and a path the realm is at
+// or below, so "https://auth.docker.io" lets no "https://auth.docker.io.evil.example" through,
+// nor "http://h:80" a "http://h:8080".
 bool Remote::realm_allowed(const std::string& realm) const {
     if (config_.token_realms.empty()) return true;
-    return std::any_of(config_.token_realms.begin(), config_.token_realms.end(),
-                       [&](const std::string& prefix) { return realm.starts_with(prefix); });
+    Location asked;
+    try {
+        asked = parse_location(realm);
+    } catch (const std::invalid_argument&) {
+        return false;
+    }
+    const auto path = asked.target.substr(0, asked.target.find('?'));
+    return std::any_of(config_.token_realms.begin(), config_.token_realms.end(), [&](const std::string& entry) {
+        const auto allowed = parse_location(entry);  // the configuration checked it
+        const auto prefix = allowed.target.substr(0, allowed.target.find('?'));
+        if (allowed.url.tls != asked.url.tls || allowed.url.address.port != asked.url.address.port ||
+            !boost::iequals(allowed.url.address.host, asked.url.address.host))
+            return false;
+        return prefix.ends_with('/') ? path.starts_with(prefix) : path == prefix || path.starts_with(prefix + "/");
+    });
 }
 
 bool Remote::answer_challenge(const std::string& text, const std::string& scope, Clock::time_point deadline) {
@@ -172,7 +180,7 @@ bool Remote::answer_challenge(const std::string& text, const std::string& scope,
     target += "scope=" + net::query_escape(asked.empty() ? scope : asked);
     net::RequestHead head{"GET", target, {}, std::nullopt, false, head_timeout(deadline)};
     if (!config_.username.empty())
-        head.headers.emplace_back("Authorization", "Basic " + base64(config_.username + ":" + config_.password));
+        head.headers.emplace_back("Authorization", "Basic " + oci::base64(config_.username + ":" + config_.password));
     auto tls = config_.tls;
     tls.enabled = realm.url.tls;
     tls.server_name.clear();

@@ -2,6 +2,9 @@
 // a cached tag is re-validated, and what is stored here is served when the
 // upstream is out of reach (offline first). How upstreams are reached is the
 // Upstreams seam's business.
+#include <nlohmann/json.hpp>
+
+#include "berth/observe/log.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/oci/manifest.hpp"
 #include "berth/oci/names.hpp"
@@ -49,9 +52,17 @@ Manifest Registry::get_mirrored_manifest(const std::string& repo, const std::str
     }
     auto answer = upstreams_->fetch_manifest(repo, reference, cached, asker);
     if (answer.status == ManifestAnswer::Status::fetched && answer.manifest) {
-        store_mirrored_manifest(repo, reference, *answer.manifest);
-        auto& m = *answer.manifest;
-        return {m.digest, m.media_type, std::move(m.bytes), Cache::fetched};
+        try {
+            store_mirrored_manifest(repo, reference, *answer.manifest);
+            auto& m = *answer.manifest;
+            return {m.digest, m.media_type, std::move(m.bytes), Cache::fetched};
+        } catch (const Error& error) {
+            // An answer that is no manifest is the upstream's fault, not the client's: as if the
+            // upstream were out of reach, the cached copy is served, or MANIFEST_UNKNOWN.
+            observe::log("warn", "upstream answered an unusable manifest",
+                         {{"repository", repo}, {"reference", reference}, {"error", error.what()}});
+            answer.status = ManifestAnswer::Status::unreachable;
+        }
     }
     const auto cache = answer.status == ManifestAnswer::Status::current ? Cache::hit : Cache::stale;
     if (cached) {
