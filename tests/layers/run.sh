@@ -38,6 +38,19 @@ expect yes replication berth/storage/layout.hpp
 expect yes http berth/replication/protocol.hpp
 expect yes http berth/storage/page_cache.hpp
 
+# RocksDB is storage's own: anywhere else its headers are refusals, not RocksDB.
+refused() {
+    local errors
+    if errors=$(echo "#include <$2>" | c++ -std=c++20 -fsyntax-only -I "$views/$1" -x c++ - 2>&1); then
+        echo "FAIL: $1 may include $2"; failures=$((failures + 1))
+    elif grep -q "RocksDB is storage's own" <<<"$errors"; then echo "ok: $1 may not include $2"
+    else echo "FAIL: $1 including $2: $(head -1 <<<"$errors")"; failures=$((failures + 1)); fi
+}
+refused registry rocksdb/db.h
+refused http rocksdb/write_batch.h
+refused replication rocksdb/utilities/checkpoint.h
+expect yes storage rocksdb/db.h
+
 # A relative include climbs past the views; only a layer's own folder may be named that way.
 src=$(cd "$(dirname "$0")/../.." && pwd)
 if climbing=$(grep -rn '#include "\.\./' "$src/src" "$src/include"); then
