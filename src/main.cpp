@@ -17,6 +17,7 @@
 #include "berth/http/server.hpp"
 #include "berth/net/resolve.hpp"
 #include "berth/observe/log.hpp"
+#include "berth/observe/metrics.hpp"
 #include "berth/proxy/proxy.hpp"
 #include "berth/registry/maintenance.hpp"
 #include "berth/registry/registry.hpp"
@@ -229,16 +230,22 @@ int serve(const std::vector<std::string>& args) {
     } catch (const std::exception& error) {
         throw berth::config::ConfigError(std::string("limits.max_connections: ") + error.what());
     }
-    berth::http::Server server(config.server, registry, replicator.get(), authorizer.get(), &maintenance);
+    berth::observe::MetricsRegistry metrics;
+    berth::http::Server server(config.server, registry, metrics, replicator.get(), authorizer.get());
     try {
         server.bind();
     } catch (const std::exception& error) {
         throw berth::config::ConfigError("listen: cannot listen on " + config.server.host + ":" +
                                          std::to_string(config.server.port) + ": " + error.what());
     }
-    server.add_metrics([&registry] { return registry.quota_metrics_text(); });
+    metrics.add_source([&](berth::observe::MetricsWriter& out) {
+        registry.write_metrics(out);
+        maintenance.write_metrics(out);
+        retention.write_metrics(out);
+        if (replicator) replicator->write_metrics(out);
+        if (proxy) proxy->write_metrics(out);
+    });
     if (proxy) {
-        server.add_metrics([&proxy] { return proxy->metrics_text(); });
         if (config.proxy.cache_max_bytes)
             server.every("cache_trim", std::chrono::seconds(10), [&proxy] {
                 if (auto evicted = proxy->trim_cache())
@@ -275,7 +282,6 @@ int serve(const std::vector<std::string>& args) {
     server.on_shutdown([&stopping] { stopping = true; });
     // Pull times gathered in memory reach the index once a minute (storage/pull_times.hpp).
     server.every("pull_times_flush", std::chrono::seconds(60), [&pulls] { pulls.flush(); });
-    server.add_metrics([&retention] { return retention.metrics_text(); });
     if (retention.enabled() && config.retention.interval.count())
         server.every("retention", config.retention.interval, [&] {
             auto report = retention.run(false, {}, std::chrono::system_clock::now(), &stopping);

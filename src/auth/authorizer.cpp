@@ -1,7 +1,5 @@
 #include "berth/auth/authorizer.hpp"
 
-#include <openssl/rand.h>
-
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -9,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
-#include "base64.hpp"
+#include "berth/oci/encoding.hpp"
 #include "berth/oci/names.hpp"
 #include "htpasswd.hpp"
 #include "jwt.hpp"
@@ -59,7 +57,7 @@ Credentials parse_authorization(std::string_view header) {
     };
     out.kind = Credentials::Kind::malformed;
     if (is("basic")) {
-        auto decoded = base64_decode(value);
+        auto decoded = oci::base64_decode(value);
         if (!decoded) return out;
         auto colon = decoded->find(':');
         if (colon == std::string::npos) return out;
@@ -262,15 +260,13 @@ std::pair<int, std::string> Authorizer::issue_token(std::string_view authorizati
 
     using namespace std::chrono;
     const auto now = duration_cast<seconds>(system_clock::now().time_since_epoch()).count();
-    unsigned char nonce[12];
-    RAND_bytes(nonce, sizeof nonce);
     json claims = {{"iss", impl_->options.token_issuer},
                    {"sub", user},
                    {"aud", impl_->options.token_service},
                    {"iat", now},
                    {"nbf", now - 1},
                    {"exp", now + impl_->options.token_ttl.count()},
-                   {"jti", base64url_encode(std::string_view(reinterpret_cast<char*>(nonce), sizeof nonce))},
+                   {"jti", oci::base64url(oci::random_bytes(12))},
                    {"access", access}};
     auto token = sign_jwt(*impl_->signing_key, claims);
     std::time_t issued = now;

@@ -1,4 +1,5 @@
 #include "jwt.hpp"
+#include "berth/oci/encoding.hpp"
 #include "berth/oci/json.hpp"
 
 #include <openssl/bn.h>
@@ -12,8 +13,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-
-#include "base64.hpp"
 
 namespace berth::auth {
 namespace {
@@ -75,7 +74,7 @@ JwtKey::JwtKey(void* key) : pkey_(key) {
     unsigned digest_size = 0;
     EVP_Digest(der, static_cast<std::size_t>(size), digest, &digest_size, EVP_sha256(), nullptr);
     OPENSSL_free(der);
-    kid_ = base64url_encode(std::string_view(reinterpret_cast<char*>(digest), 12));
+    kid_ = oci::base64url(std::string_view(reinterpret_cast<char*>(digest), 12));
 }
 
 JwtKey::~JwtKey() { EVP_PKEY_free(pkey(pkey_)); }
@@ -130,8 +129,8 @@ bool JwtKey::verify(std::string_view data, std::string_view signature) const {
 
 std::string sign_jwt(const JwtKey& key, const json& claims) {
     json header = {{"alg", key.algorithm()}, {"typ", "JWT"}, {"kid", key.kid()}};
-    auto signing_input = base64url_encode(header.dump()) + "." + base64url_encode(claims.dump());
-    return signing_input + "." + base64url_encode(key.sign(signing_input));
+    auto signing_input = oci::base64url(header.dump()) + "." + oci::base64url(claims.dump());
+    return signing_input + "." + oci::base64url(key.sign(signing_input));
 }
 
 std::optional<json> verify_jwt(std::string_view token, const std::vector<std::shared_ptr<JwtKey>>& keys,
@@ -145,9 +144,9 @@ std::optional<json> verify_jwt(std::string_view token, const std::vector<std::sh
         error = "malformed token";
         return std::nullopt;
     }
-    auto header_text = base64url_decode(token.substr(0, first));
-    auto claims_text = base64url_decode(token.substr(first + 1, second - first - 1));
-    auto signature = base64url_decode(token.substr(second + 1));
+    auto header_text = oci::base64url_decode(token.substr(0, first));
+    auto claims_text = oci::base64url_decode(token.substr(first + 1, second - first - 1));
+    auto signature = oci::base64url_decode(token.substr(second + 1));
     if (!header_text || !claims_text || !signature) {
         error = "malformed token";
         return std::nullopt;

@@ -200,19 +200,13 @@ void check_url(const std::string& key, const std::string& url) {
 }  // namespace
 
 void set_listen(Config& config, const std::string& address) {
-    auto colon = address.rfind(':');
-    if (colon == std::string::npos || colon + 1 == address.size())
-        throw ConfigError("listen address must be HOST:PORT, got \"" + address + "\"");
-    auto host = address.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    else if (host.find(':') != std::string::npos)
-        throw ConfigError("listen address must be HOST:PORT (IPv6 in brackets), got \"" + address + "\"");
-    auto port_text = address.substr(colon + 1);
-    if (port_text.find_first_not_of("0123456789") != std::string::npos || port_text.size() > 5 ||
-        std::stoul(port_text) > 65535)
-        throw ConfigError("listen port must be a number from 0 to 65535, got \"" + port_text + "\"");
-    config.server.host = host.empty() ? "0.0.0.0" : host;
-    config.server.port = static_cast<std::uint16_t>(std::stoul(port_text));
+    try {
+        auto listen = net::parse_listen_address(address);
+        config.server.host = listen.host;
+        config.server.port = static_cast<std::uint16_t>(std::stoul(listen.port));
+    } catch (const std::invalid_argument& error) {
+        throw ConfigError(std::string("listen: ") + error.what());
+    }
 }
 
 Config parse_config(const std::string& text, const std::filesystem::path& base) {
@@ -507,12 +501,7 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
         if (secret_file.empty()) throw ConfigError("replication.secret_file is required when peers are configured");
         std::filesystem::path secret_path(secret_file);
         if (secret_path.is_relative()) secret_path = base / secret_path;
-        std::ifstream in(secret_path);
-        if (!in) throw ConfigError("replication.secret_file: cannot read " + secret_path.string());
-        std::getline(in, config.replication.secret);
-        while (!config.replication.secret.empty() &&
-               std::isspace(static_cast<unsigned char>(config.replication.secret.back())))
-            config.replication.secret.pop_back();
+        config.replication.secret = secret_from("replication.secret_file", secret_path.string());
         if (config.replication.secret.size() < 16)
             throw ConfigError("replication.secret_file must hold a secret of at least 16 characters");
     }

@@ -16,7 +16,6 @@ struct ServerContext {
     ServerContext(ServerOptions opts, Services svc, unsigned workers)
         : options(std::move(opts)), services(svc), worker_pool(workers),
           client_limits(options.max_connections_per_client, options.requests_per_second) {
-        services.requests = &request_metrics;
         services.client = &client;
     }
 

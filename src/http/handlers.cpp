@@ -1,16 +1,16 @@
 #include "handlers.hpp"
-#include "request_metrics.hpp"
 
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "berth/auth/authorizer.hpp"
 #include "berth/oci/media_types.hpp"
+#include "berth/oci/encoding.hpp"
 #include "berth/observe/log.hpp"
-#include "berth/registry/maintenance.hpp"
+#include "berth/observe/metrics.hpp"
 #include "berth/registry/reach.hpp"
+#include "berth/registry/upload_id.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/storage/upload_appender.hpp"
 #include "berth/replication/replicator.hpp"
@@ -35,18 +35,6 @@ void audit(const Request& request, const char* action, const std::string& refere
                   {"principal", request.principal},
                   {"repository", request.target.route.name},
                   {"reference", reference}});
-}
-
-std::string method_name(Method method) {
-    switch (method) {
-        case Method::get: return "GET";
-        case Method::head: return "HEAD";
-        case Method::put: return "PUT";
-        case Method::post: return "POST";
-        case Method::patch: return "PATCH";
-        case Method::del: return "DELETE";
-        default: return "GET";
-    }
 }
 
 Response status_only(int status) { return Response{status, {}, {}, {}, {}}; }
@@ -308,10 +296,7 @@ void append_json_string(std::string& out, std::string_view text) {
             out += '\\';
             out += c;
         } else if (static_cast<unsigned char>(c) < 0x20) {
-            static constexpr char hex[] = "0123456789abcdef";
-            out += "\\u00";
-            out += hex[(c >> 4) & 0xf];
-            out += hex[c & 0xf];
+            out += "\\u00" + oci::hex(std::string_view(&c, 1));
         } else {
             out += c;
         }
@@ -531,41 +516,9 @@ Plan plan_v2(Services& services, Request& request) {
                         .dump()));
             }
             return immediate(json_response(200, R"({"status":"ready"})"));
-        case RouteKind::metrics: {
-            std::string text = services.requests ? services.requests->text() : "";
-            text +=
-                "# HELP berth_uploads_in_progress Upload sessions open.\n# TYPE berth_uploads_in_progress gauge\n"
-                "berth_uploads_in_progress " +
-                std::to_string(registry.uploads_in_progress()) + "\n";
-            text +=
-                "# HELP berth_upload_buffer_bytes Memory held by the receive buffers of uploads being appended "
-                "to.\n# TYPE berth_upload_buffer_bytes gauge\n"
-                "berth_upload_buffer_bytes " +
-                std::to_string(registry.upload_buffer_bytes()) + "\n";
-            const auto log = registry.change_log();
-            const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count();
-            const double oldest_age =
-                log.oldest_ms ? std::max<double>(0, (now_ms - static_cast<double>(log.oldest_ms)) / 1000) : 0;
-            text +=
-                "# HELP berth_changelog_entries Entries in the change log.\n# TYPE berth_changelog_entries gauge\n"
-                "berth_changelog_entries " +
-                std::to_string(log.entries) +
-                "\n"
-                "# HELP berth_changelog_bytes The change log's size (RocksDB's estimate).\n"
-                "# TYPE berth_changelog_bytes gauge\nberth_changelog_bytes " +
-                std::to_string(log.bytes) +
-                "\n"
-                "# HELP berth_changelog_oldest_entry_age_seconds Age of the oldest entry kept (0: none).\n"
-                "# TYPE berth_changelog_oldest_entry_age_seconds gauge\n"
-                "berth_changelog_oldest_entry_age_seconds " +
-                std::to_string(oldest_age) + "\n";
-            if (services.maintenance) text += services.maintenance->metrics_text();
-            if (services.replicator) text += services.replicator->metrics_text();
-            for (auto& render : services.metrics) text += render();
-            return immediate(json_response(200, std::move(text), "text/plain; version=0.0.4"));
-        }
+        case RouteKind::metrics:
+            return immediate(
+                json_response(200, services.metrics ? services.metrics->text() : "", "text/plain; version=0.0.4"));
         case RouteKind::peer:
             if (!services.replicator || !services.replicator->authorized(request.peer_secret))
                 return immediate(error_response(ErrorCode::unauthorized, "peer authentication required"));
@@ -588,13 +541,13 @@ Plan plan_v2(Services& services, Request& request) {
         case RouteKind::upload: {
             // Sessions live on the replica that opened them; others pass requests on.
             const auto& id = request.target.route.reference;
-            auto owner = id.substr(0, id.find('_'));
+            const std::string owner(registry::upload_owner(id));
             if (services.replicator && !request.forwarded && owner != services.replicator->self_id())
                 if (auto address = services.replicator->address_of(owner)) {
                     registry::reach(registry::peers_party);
                     return plan_forward(
                         *services.client, services.replicator->peer_origin(*address), services.replicator->secret(),
-                        request, method_name(request.method),
+                        request, std::string(method_name(request.method)),
                         "/v2/" + request.target.route.name + "/blobs/uploads/" + id + request.target.raw_query);
                 }
             return upload_route(registry, request);

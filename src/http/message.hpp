@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,8 +24,8 @@ class Replicator;
 namespace berth::auth {
 class Authorizer;
 }
-namespace berth::registry {
-struct MaintenanceStats;
+namespace berth::observe {
+class MetricsRegistry;
 }
 namespace berth::net {
 class Client;
@@ -33,6 +34,18 @@ class Client;
 namespace berth::http {
 
 enum class Method { get, head, put, post, patch, del, other };
+inline std::string_view method_name(Method method) {
+    switch (method) {
+        case Method::get: return "GET";
+        case Method::head: return "HEAD";
+        case Method::put: return "PUT";
+        case Method::post: return "POST";
+        case Method::patch: return "PATCH";
+        case Method::del: return "DELETE";
+        case Method::other: return "OTHER";
+    }
+    return "OTHER";
+}
 
 struct Request {
     Method method = Method::other;
@@ -57,12 +70,10 @@ struct Request {
 // What the handlers work with.
 struct Services {
     registry::Registry& registry;
-    replication::Replicator* replicator;  // null without peers
-    const auth::Authorizer* authorizer;   // null: everyone may do everything
-    registry::MaintenanceStats* maintenance = nullptr;
-    const class RequestMetrics* requests = nullptr;
+    replication::Replicator* replicator;                // null without peers
+    const auth::Authorizer* authorizer;                 // null: everyone may do everything
+    const observe::MetricsRegistry* metrics = nullptr;  // what GET /metrics writes
     net::Client* client = nullptr;  // for upload requests sent on to the replica that owns the session
-    std::vector<std::function<std::string()>> metrics;  // more /metrics text, from layers http does not know
 };
 
 // Where a streamed request body goes, chunk by chunk, as it arrives. The

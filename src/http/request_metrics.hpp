@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "berth/observe/metrics.hpp"
 #include "message.hpp"
 
 namespace berth::http {
@@ -14,7 +15,7 @@ class RequestMetrics {
 public:
     void record(RouteKind route, Method method, int status, double seconds, std::uint64_t bytes_in,
                 std::uint64_t bytes_out);
-    std::string text() const;
+    void write(observe::MetricsWriter& out) const;
     std::atomic<std::int64_t> connections{0};
     // Blob bytes a GET found outside the page cache and had a worker read in.
     std::atomic<std::uint64_t> blob_bytes_read_from_disk{0};

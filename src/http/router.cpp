@@ -121,4 +121,25 @@ std::optional<Target> parse_target(std::string_view target) {
     return out;
 }
 
+std::string_view route_label(RouteKind kind) {
+    switch (kind) {
+        case RouteKind::base: return "base";
+        case RouteKind::catalog: return "catalog";
+        case RouteKind::tags: return "tags";
+        case RouteKind::manifest: return "manifest";
+        case RouteKind::blob: return "blob";
+        case RouteKind::upload_start: return "upload_start";
+        case RouteKind::upload: return "upload";
+        case RouteKind::referrers: return "referrers";
+        case RouteKind::healthz: return "healthz";
+        case RouteKind::readyz: return "readyz";
+        case RouteKind::metrics: return "metrics";
+        case RouteKind::token: return "token";
+        case RouteKind::peer: return "peer";
+        case RouteKind::usage: return "usage";
+        case RouteKind::unknown: return "unknown";
+    }
+    return "unknown";
+}
+
 }  // namespace berth::http

@@ -54,6 +54,10 @@ struct Target {
     std::string raw_query;  // "?..." as received, or empty
 };
 
+// The route's label in berth_http_* metrics; every kind has one (the switch has no default,
+// so a new kind without a label is a compile error under -Werror).
+std::string_view route_label(RouteKind kind);
+
 // nullopt when the target is not a path (absolute-form, '*', bad escapes).
 std::optional<Target> parse_target(std::string_view target);
 

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "berth/observe/log.hpp"
+#include "berth/observe/metrics.hpp"
 #include "congestion.hpp"
 #include "context.hpp"
 #include "session.hpp"
@@ -92,9 +93,9 @@ void run_guarded(asio::io_context& io) {
 }  // namespace
 
 struct Server::Impl {
-    Impl(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator,
-         const auth::Authorizer* authorizer, registry::MaintenanceStats* maintenance)
-        : context(options, Services{registry, replicator, authorizer, maintenance, nullptr, nullptr, {}},
+    Impl(ServerOptions options, registry::Registry& registry, const observe::MetricsRegistry& metrics,
+         replication::Replicator* replicator, const auth::Authorizer* authorizer)
+        : context(options, Services{registry, replicator, authorizer, &metrics, nullptr},
                   options.worker_threads ? options.worker_threads : 4 * cores()),
           ios(make_io_contexts(options.io_threads ? options.io_threads : cores())), io(*ios.front()), acceptor(io),
           signals(io, SIGINT, SIGTERM) {
@@ -229,20 +230,13 @@ struct Server::Impl {
         });
     }
 
-    std::string task_metrics() const {
-        std::string out =
-            "# HELP berth_periodic_task_runs_total Runs of each periodic task.\n"
-            "# TYPE berth_periodic_task_runs_total counter\n";
-        for (auto& task : tasks)
-            out +=
-                "berth_periodic_task_runs_total{task=\"" + task.name + "\"} " + std::to_string(task.runs.load()) + "\n";
-        out +=
-            "# HELP berth_periodic_task_failures_total Runs of each periodic task that ended in an exception.\n"
-            "# TYPE berth_periodic_task_failures_total counter\n";
-        for (auto& task : tasks)
-            out += "berth_periodic_task_failures_total{task=\"" + task.name + "\"} " +
-                   std::to_string(task.failures.load()) + "\n";
-        return out;
+    void write_task_metrics(observe::MetricsWriter& out) const {
+        for (auto& task : tasks) {
+            out.add(observe::Metric::periodic_task_runs_total, {{"task", task.name}},
+                    static_cast<double>(task.runs.load()));
+            out.add(observe::Metric::periodic_task_failures_total, {{"task", task.name}},
+                    static_cast<double>(task.failures.load()));
+        }
     }
 
     void stop_all() {
@@ -279,10 +273,13 @@ struct Server::Impl {
     }
 };
 
-Server::Server(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator,
-               const auth::Authorizer* authorizer, registry::MaintenanceStats* maintenance)
-    : impl_(std::make_unique<Impl>(std::move(options), registry, replicator, authorizer, maintenance)) {
-    add_metrics([impl = impl_.get()] { return impl->task_metrics(); });
+Server::Server(ServerOptions options, registry::Registry& registry, observe::MetricsRegistry& metrics,
+               replication::Replicator* replicator, const auth::Authorizer* authorizer)
+    : impl_(std::make_unique<Impl>(std::move(options), registry, metrics, replicator, authorizer)) {
+    metrics.add_source([impl = impl_.get()](observe::MetricsWriter& out) {
+        impl->context.request_metrics.write(out);
+        impl->write_task_metrics(out);
+    });
 }
 
 void raise_descriptor_limit(std::size_t max_connections) {
@@ -314,10 +311,6 @@ void raise_descriptor_limit(std::size_t max_connections) {
                                  std::to_string(limit.rlim_cur) +
                                  " (RLIMIT_NOFILE hard limit): raise it (LimitNOFILE=, ulimit -Hn) or lower "
                                  "limits.max_connections");
-}
-
-void Server::add_metrics(std::function<std::string()> render) {
-    impl_->context.services.metrics.push_back(std::move(render));
 }
 
 Server::~Server() {

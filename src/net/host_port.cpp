@@ -11,12 +11,13 @@ namespace {
     throw std::invalid_argument("invalid address \"" + std::string(text) + "\": " + std::string(why));
 }
 
-void check_port(std::string_view text, std::string_view port) {
+void check_port(std::string_view text, std::string_view port, int lowest) {
+    const auto range = "port must be a number from " + std::to_string(lowest) + " to 65535";
     if (port.empty()) fail(text, "missing port");
     if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        fail(text, "port must be a number from 1 to 65535");
+        fail(text, range);
     const int value = std::stoi(std::string(port));
-    if (value < 1 || value > 65535) fail(text, "port must be a number from 1 to 65535");
+    if (value < lowest || value > 65535) fail(text, range);
 }
 
 bool valid_host_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_'; }
@@ -27,7 +28,9 @@ std::string HostPort::str() const {
     return host.find(':') == std::string::npos ? host + ":" + port : "[" + host + "]:" + port;
 }
 
-HostPort parse_host_port(std::string_view text, std::string_view default_port) {
+namespace {
+
+HostPort parse(std::string_view text, std::string_view default_port, int lowest_port) {
     HostPort out;
     std::string_view port;
     if (!text.empty() && text.front() == '[') {
@@ -58,9 +61,18 @@ HostPort parse_host_port(std::string_view text, std::string_view default_port) {
         if (out.host.empty()) fail(text, "missing host");
         if (!std::all_of(out.host.begin(), out.host.end(), valid_host_char)) fail(text, "invalid character in host");
     }
-    check_port(text, port);
+    check_port(text, port, lowest_port);
     out.port = std::string(port);
     return out;
+}
+
+}  // namespace
+
+HostPort parse_host_port(std::string_view text, std::string_view default_port) { return parse(text, default_port, 1); }
+
+HostPort parse_listen_address(std::string_view text) {
+    if (text.starts_with(':')) return parse("0.0.0.0" + std::string(text), {}, 0);
+    return parse(text, {}, 0);
 }
 
 Url parse_url(std::string_view url) {

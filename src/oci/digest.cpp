@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "berth/oci/error.hpp"
+#include "berth/oci/encoding.hpp"
 
 namespace berth::oci {
 namespace {
@@ -17,16 +18,6 @@ bool lower_hex(std::string_view text) {
     for (char c : text)
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
     return true;
-}
-
-std::string to_hex(const unsigned char* data, unsigned size) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out(size * 2, '0');
-    for (unsigned i = 0; i < size; ++i) {
-        out[2 * i] = digits[data[i] >> 4];
-        out[2 * i + 1] = digits[data[i] & 15];
-    }
-    return out;
 }
 
 }  // namespace
@@ -95,7 +86,7 @@ Digest Hasher::peek() const {
     unsigned char out[EVP_MAX_MD_SIZE];
     unsigned size = 0;
     EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(copy.ctx_), out, &size);
-    return Digest(algorithm_, to_hex(out, size));
+    return Digest(algorithm_, hex(std::string_view(reinterpret_cast<const char*>(out), size)));
 }
 
 }  // namespace berth::oci

@@ -153,46 +153,21 @@ std::size_t Proxy::trim_cache() {
     return evicted;
 }
 
-std::string Proxy::metrics_text() const {
-    struct Family {
-        const char* name;
-        const char* type;
-        const char* help;
-        std::atomic<std::uint64_t> Counters::*value;
-        double scale = 1;
-    };
-    static const Family families[] = {
-        {"berth_proxy_hits_total", "counter", "Reads of mirrored repositories answered from the cache.",
-         &Counters::hits},
-        {"berth_proxy_misses_total", "counter", "Reads of mirrored repositories that needed the upstream.",
-         &Counters::misses},
-        {"berth_proxy_stale_total", "counter", "Reads answered from the cache while the upstream was out of reach.",
-         &Counters::stale},
-        {"berth_proxy_fetched_bytes_total", "counter", "Bytes fetched from the upstream.", &Counters::fetched_bytes},
-        {"berth_proxy_coalesced_total", "counter",
-         "Reads that joined a fetch already under way instead of starting one.", &Counters::coalesced},
-        {"berth_proxy_upstream_errors_total", "counter", "Upstream requests that failed.", &Counters::errors},
-        // One summary: its header once, with the _sum line.
-        {"berth_proxy_upstream_seconds_sum", "summary", "Upstream requests and the time until their answers.",
-         &Counters::request_micros, 1e-6},
-        {"berth_proxy_upstream_seconds_count", nullptr, nullptr, &Counters::requests},
-    };
-    std::string out;
-    for (auto& family : families) {
-        if (family.type) {
-            std::string base = family.name;
-            if (base.ends_with("_sum")) base.resize(base.size() - 4);
-            out += "# HELP " + base + " " + family.help + "\n# TYPE " + base + " " + family.type + "\n";
-        }
-        for (auto& upstream : impl_->upstreams) {
-            const auto value = static_cast<double>((upstream->counters.*family.value).load()) * family.scale;
-            char number[64];
-            std::snprintf(number, sizeof number, "%.17g", value);
-            out += std::string(family.name) + "{upstream=\"" +
-                   (upstream->options.host.empty() ? "replicas" : upstream->options.host) + "\"} " + number + "\n";
-        }
+void Proxy::write_metrics(observe::MetricsWriter& out) const {
+    using observe::Metric;
+    for (auto& upstream : impl_->upstreams) {
+        const auto& c = upstream->counters;
+        const std::string name = upstream->options.host.empty() ? "replicas" : upstream->options.host;
+        const observe::Labels labels = {{"upstream", name}};
+        out.add(Metric::proxy_hits_total, labels, static_cast<double>(c.hits.load()));
+        out.add(Metric::proxy_misses_total, labels, static_cast<double>(c.misses.load()));
+        out.add(Metric::proxy_stale_total, labels, static_cast<double>(c.stale.load()));
+        out.add(Metric::proxy_fetched_bytes_total, labels, static_cast<double>(c.fetched_bytes.load()));
+        out.add(Metric::proxy_coalesced_total, labels, static_cast<double>(c.coalesced.load()));
+        out.add(Metric::proxy_upstream_errors_total, labels, static_cast<double>(c.errors.load()));
+        out.add_summary(Metric::proxy_upstream_seconds, labels, static_cast<double>(c.request_micros.load()) * 1e-6,
+                        c.requests.load());
     }
-    return out;
 }
 
 }  // namespace berth::proxy

@@ -176,23 +176,17 @@ ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint
     return report;
 }
 
-std::string MaintenanceStats::metrics_text() {
+void MaintenanceStats::write_metrics(observe::MetricsWriter& out) {
+    using observe::Metric;
     std::lock_guard lock(mutex);
-    auto line = [](const char* name, const char* type, const char* help, std::uint64_t value) {
-        return std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
-               std::to_string(value) + "\n";
-    };
-    return line("berth_storage_blob_bytes", "gauge", "Bytes of blob files kept at the last garbage collection.",
-                last_gc.bytes_kept) +
-           line("berth_storage_blobs", "gauge", "Blob files kept at the last garbage collection.", last_gc.blobs_kept) +
-           line("berth_gc_runs_total", "counter", "Garbage collections run.", gc_runs) +
-           line("berth_gc_last_removed_blobs", "gauge", "Blob files the last collection removed.", last_gc.blobs) +
-           line("berth_gc_last_freed_bytes", "gauge", "Bytes the last collection freed.", last_gc.bytes_freed) +
-           line("berth_scrub_runs_total", "counter", "Scrub passes finished.", scrub_runs) +
-           line("berth_scrub_last_checked_bytes", "gauge", "Bytes re-hashed by the last scrub pass.",
-                last_scrub.bytes_checked) +
-           line("berth_scrub_corrupt_total", "counter", "Corrupt blobs and manifests found by scrubbing.",
-                corrupt_total);
+    out.add(Metric::storage_blob_bytes, static_cast<double>(last_gc.bytes_kept));
+    out.add(Metric::storage_blobs, static_cast<double>(last_gc.blobs_kept));
+    out.add(Metric::gc_runs_total, static_cast<double>(gc_runs));
+    out.add(Metric::gc_last_removed_blobs, static_cast<double>(last_gc.blobs));
+    out.add(Metric::gc_last_freed_bytes, static_cast<double>(last_gc.bytes_freed));
+    out.add(Metric::scrub_runs_total, static_cast<double>(scrub_runs));
+    out.add(Metric::scrub_last_checked_bytes, static_cast<double>(last_scrub.bytes_checked));
+    out.add(Metric::scrub_corrupt_total, static_cast<double>(corrupt_total));
 }
 
 }  // namespace berth::registry

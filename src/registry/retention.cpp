@@ -267,26 +267,16 @@ std::vector<std::uint64_t> Retention::judge_tags(Round& round, const std::string
     return tagged;
 }
 
-std::string Retention::metrics_text() {
+void Retention::write_metrics(observe::MetricsWriter& out) {
+    using observe::Metric;
     std::lock_guard lock(stats_mutex_);
-    auto head = [](const char* name, const char* type, const char* help) {
-        return std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-    };
-    return head("berth_retention_runs_total", "counter", "Retention rounds finished on this replica.") +
-           "berth_retention_runs_total " + std::to_string(runs_) + "\n" +
-           head("berth_retention_deleted_total", "counter", "Tags and untagged manifests retention deleted.") +
-           "berth_retention_deleted_total{kind=\"tag\"} " + std::to_string(tags_deleted_) + "\n" +
-           "berth_retention_deleted_total{kind=\"manifest\"} " + std::to_string(manifests_deleted_) + "\n" +
-           head("berth_retention_last_run_seconds", "gauge", "How long the last retention round took.") +
-           "berth_retention_last_run_seconds " + std::to_string(last_.seconds) + "\n" +
-           head("berth_retention_last_run_repositories", "gauge",
-                "Repositories the last round judged (those this replica owns).") +
-           "berth_retention_last_run_repositories " + std::to_string(last_.repositories) + "\n" +
-           head("berth_retention_last_run_tags_evaluated", "gauge", "Tags the last retention round judged.") +
-           "berth_retention_last_run_tags_evaluated " + std::to_string(last_.tags_evaluated) + "\n" +
-           head("berth_retention_unpulled_skipped_total", "counter",
-                "Repositories whose unpulled rule was not judged: a replica could not be asked for its pulls.") +
-           "berth_retention_unpulled_skipped_total " + std::to_string(unpulled_skipped_) + "\n";
+    out.add(Metric::retention_runs_total, static_cast<double>(runs_));
+    out.add(Metric::retention_deleted_total, {{"kind", "tag"}}, static_cast<double>(tags_deleted_));
+    out.add(Metric::retention_deleted_total, {{"kind", "manifest"}}, static_cast<double>(manifests_deleted_));
+    out.add(Metric::retention_last_run_seconds, last_.seconds);
+    out.add(Metric::retention_last_run_repositories, static_cast<double>(last_.repositories));
+    out.add(Metric::retention_last_run_tags_evaluated, static_cast<double>(last_.tags_evaluated));
+    out.add(Metric::retention_unpulled_skipped_total, static_cast<double>(unpulled_skipped_));
 }
 
 }  // namespace berth::registry

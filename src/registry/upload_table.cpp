@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <openssl/rand.h>
 #include <system_error>
 #include <thread>
 
 #include "berth/oci/error.hpp"
+#include "berth/registry/upload_id.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 
@@ -22,31 +22,7 @@ namespace {
 using oci::Error;
 using oci::ErrorCode;
 
-// Session ids are exactly what new_upload_id makes; anything else cannot name
-// a session and must not reach the filesystem.
-bool plausible_id(const std::string& id) {
-    if (id.empty() || id.size() > 128) return false;
-    for (char c : id)
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
-    return true;
-}
-
 }  // namespace
-
-std::string new_upload_id(const std::string& replica_id) {
-    std::array<unsigned char, 16> bytes{};
-    if (RAND_bytes(bytes.data(), bytes.size()) != 1) throw std::runtime_error("RAND_bytes failed");
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;  // UUID version 4
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string uuid;
-    for (std::size_t i = 0; i < bytes.size(); ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) uuid += '-';
-        uuid += hex[bytes[i] >> 4];
-        uuid += hex[bytes[i] & 15];
-    }
-    return replica_id + "_" + uuid;
-}
 
 UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id, Limits limits,
                          Now now)
@@ -124,7 +100,7 @@ std::shared_ptr<UploadState> UploadTable::create(const std::string& repo, oci::D
 }
 
 std::shared_ptr<UploadState> UploadTable::find_locked(const std::string& repo, const std::string& id) {
-    if (!plausible_id(id)) throw Error(ErrorCode::blob_upload_unknown, "upload unknown");
+    if (!plausible_upload_id(id)) throw Error(ErrorCode::blob_upload_unknown, "upload unknown");
     auto it = sessions_.find(id);
     if (it == sessions_.end() || it->second->repo != repo)
         throw Error(ErrorCode::blob_upload_unknown, "upload unknown");

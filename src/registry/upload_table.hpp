@@ -98,8 +98,4 @@ private:
     std::shared_ptr<UploadState> state_;
 };
 
-// Upload ids name the replica that owns the session ("<replica>_<uuid>"), so
-// another replica can forward requests for it.
-std::string new_upload_id(const std::string& replica_id);
-
 }  // namespace berth::registry

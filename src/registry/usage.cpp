@@ -1,6 +1,7 @@
 // Namespace usage as the Registry reports it: the /_berth/v1/usage listing
 // and the quota metrics. The numbers are the metadata index's (MetaStore::usage).
 #include <algorithm>
+#include <chrono>
 
 #include "berth/registry/registry.hpp"
 
@@ -35,43 +36,38 @@ bool Registry::any_repository(const std::string& ns, const std::function<bool(co
     }
 }
 
-std::string Registry::quota_metrics_text() const {
-    if (options_.quotas.empty()) return {};
-    std::string used_bytes, repositories, max_bytes, max_repositories;
-    auto sample = [](std::string& out, const char* name, const std::string& ns, std::uint64_t value) {
-        out += std::string(name) + "{namespace=\"" + ns + "\"} " + std::to_string(value) + "\n";
-    };
+void Registry::write_metrics(observe::MetricsWriter& out) const {
+    using observe::Metric;
+    out.add(Metric::uploads_in_progress, static_cast<double>(uploads_in_progress()));
+    out.add(Metric::upload_buffer_bytes, static_cast<double>(upload_buffer_bytes()));
+    const auto log = change_log();
+    const auto now_ms = static_cast<double>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
+    out.add(Metric::changelog_entries, static_cast<double>(log.entries));
+    out.add(Metric::changelog_bytes, static_cast<double>(log.bytes));
+    out.add(Metric::changelog_oldest_entry_age_seconds,
+            log.oldest_ms ? std::max(0.0, (now_ms - static_cast<double>(log.oldest_ms)) / 1000) : 0.0);
+    if (options_.quotas.empty()) return;
     constexpr std::size_t piece = 1000;
     for (std::string after;;) {
         auto found = meta_.usages(after, piece);
         for (auto& [ns, usage] : found) {
             const auto* rule = quota_for(options_.quotas, ns);
             if (!rule) continue;
-            sample(used_bytes, "berth_namespace_used_bytes", ns, usage.bytes);
-            sample(repositories, "berth_namespace_repositories", ns, usage.repositories);
-            if (rule->max_bytes) sample(max_bytes, "berth_namespace_max_bytes", ns, rule->max_bytes);
+            out.add(Metric::namespace_used_bytes, {{"namespace", ns}}, static_cast<double>(usage.bytes));
+            out.add(Metric::namespace_repositories, {{"namespace", ns}}, static_cast<double>(usage.repositories));
+            if (rule->max_bytes)
+                out.add(Metric::namespace_max_bytes, {{"namespace", ns}}, static_cast<double>(rule->max_bytes));
             if (rule->max_repositories)
-                sample(max_repositories, "berth_namespace_max_repositories", ns, rule->max_repositories);
+                out.add(Metric::namespace_max_repositories, {{"namespace", ns}},
+                        static_cast<double>(rule->max_repositories));
         }
         if (found.size() < piece) break;
         after = found.back().first;
     }
-    auto family = [](const char* name, const char* type, const char* help, const std::string& samples) {
-        return std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + samples;
-    };
-    return family("berth_namespace_used_bytes", "gauge",
-                  "Bytes of the distinct blobs linked into a namespace's repositories (namespaces a quota rule "
-                  "matches).",
-                  used_bytes) +
-           family("berth_namespace_repositories", "gauge", "Repositories in a namespace a quota rule matches.",
-                  repositories) +
-           family("berth_namespace_max_bytes", "gauge", "A namespace's quota of bytes.", max_bytes) +
-           family("berth_namespace_max_repositories", "gauge", "A namespace's quota of repositories.",
-                  max_repositories) +
-           family("berth_quota_denied_total", "counter", "Pushes refused for a quota, by quota.",
-                  "berth_quota_denied_total{quota=\"bytes\"} " + std::to_string(denied_bytes_) + "\n" +
-                      "berth_quota_denied_total{quota=\"repositories\"} " + std::to_string(denied_repositories_) +
-                      "\n");
+    out.add(Metric::quota_denied_total, {{"quota", "bytes"}}, static_cast<double>(denied_bytes_));
+    out.add(Metric::quota_denied_total, {{"quota", "repositories"}}, static_cast<double>(denied_repositories_));
 }
 
 }  // namespace berth::registry

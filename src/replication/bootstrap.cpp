@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "berth/observe/log.hpp"
+#include "berth/oci/encoding.hpp"
 #include "berth/replication/protocol.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "replicator_impl.hpp"
@@ -51,7 +52,7 @@ void save_progress(storage::MetaStore& meta, const std::string& peer_id, const P
     meta.put_setting(storage::layout::setting::bootstrap(peer_id), nlohmann::json{{"epoch", p.epoch},
                                                                                   {"since", p.since},
                                                                                   {"part", part_name(p.part)},
-                                                                                  {"after", protocol::hex(p.after)},
+                                                                                  {"after", oci::hex(p.after)},
                                                                                   {"incremental", p.incremental}}
                                                                        .dump());
 }

@@ -8,6 +8,7 @@
 
 #include "berth/net/host_port.hpp"
 #include "berth/oci/digest.hpp"
+#include "berth/oci/encoding.hpp"
 
 namespace berth::replication::protocol {
 
@@ -56,31 +57,14 @@ std::optional<storage::StatePart> parse_part(std::string_view name) {
 
 std::string state_target(const StateRequest& r) {
     return std::string(prefix) + "state?part=" + part_names[static_cast<std::size_t>(r.part)] +
-           "&after=" + hex(r.after) + "&limit=" + std::to_string(r.limit) + "&session=" + r.session +
+           "&after=" + oci::hex(r.after) + "&limit=" + std::to_string(r.limit) + "&session=" + r.session +
            "&since=" + std::to_string(r.since) + (r.summary ? "&summary=1" : "");
 }
 
-std::string hex(std::string_view raw) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(raw.size() * 2);
-    for (unsigned char c : raw) {
-        out += digits[c >> 4];
-        out += digits[c & 15];
-    }
-    return out;
-}
-
 std::string unhex(std::string_view text) {
-    auto value = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        throw std::invalid_argument("not hex");
-    };
-    if (text.size() % 2) throw std::invalid_argument("odd hex");
-    std::string out;
-    for (std::size_t i = 0; i < text.size(); i += 2) out += static_cast<char>(value(text[i]) << 4 | value(text[i + 1]));
-    return out;
+    auto bytes = oci::unhex(text);
+    if (!bytes) throw std::invalid_argument("not an even run of lower-case hex digits");
+    return std::move(*bytes);
 }
 
 std::string encode_state(const StatePageAnswer& a) {
@@ -93,9 +77,10 @@ std::string encode_state(const StatePageAnswer& a) {
         if (!r.bytes.empty()) item["bytes"] = r.bytes;
         records.push_back(std::move(item));
     }
-    return nlohmann::json{{"replica", a.replica}, {"epoch", a.epoch},         {"session", a.session},
-                          {"head", a.head},       {"last", hex(a.page.last)}, {"done", a.page.done},
-                          {"hash", a.page.hash},  {"count", a.page.count},    {"records", std::move(records)}}
+    return nlohmann::json{
+        {"replica", a.replica},          {"epoch", a.epoch},    {"session", a.session}, {"head", a.head},
+        {"last", oci::hex(a.page.last)}, {"done", a.page.done}, {"hash", a.page.hash},  {"count", a.page.count},
+        {"records", std::move(records)}}
         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -4,7 +4,6 @@
 #include "berth/registry/reach.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/rand.h>
 
 #include <algorithm>
 #include <atomic>
@@ -33,18 +32,6 @@ using storage::Event;
 std::uint64_t now_ms() {
     using namespace std::chrono;
     return static_cast<std::uint64_t>(duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
-}
-
-std::string random_hex(std::size_t bytes) {
-    std::vector<unsigned char> data(bytes);
-    RAND_bytes(data.data(), static_cast<int>(bytes));
-    std::string out;
-    for (auto b : data) {
-        static constexpr char hex[] = "0123456789abcdef";
-        out += hex[b >> 4];
-        out += hex[b & 15];
-    }
-    return out;
 }
 
 void Replicator::Impl::follow(Peer& peer) {
@@ -319,39 +306,22 @@ std::string Replicator::status_json() const {
         .dump();
 }
 
-std::string Replicator::metrics_text() const {
+void Replicator::write_metrics(observe::MetricsWriter& out) const {
+    using observe::Metric;
     std::lock_guard lock(impl_->mutex);
-    std::string out =
-        "# HELP berth_replication_lag_events Change-log events of the peer not yet applied here.\n"
-        "# TYPE berth_replication_lag_events gauge\n";
-    std::string seconds =
-        "# HELP berth_replication_lag_seconds Age of the oldest peer event not yet applied.\n"
-        "# TYPE berth_replication_lag_seconds gauge\n";
-    std::string errors =
-        "# HELP berth_replication_errors_total Failed requests to the peer.\n"
-        "# TYPE berth_replication_errors_total counter\n";
-    std::string up =
-        "# HELP berth_replication_peer_up Whether the last request to the peer succeeded.\n"
-        "# TYPE berth_replication_peer_up gauge\n";
-    std::string compatible =
-        "# HELP berth_replication_peer_compatible Whether the peer speaks a protocol version this replica does.\n"
-        "# TYPE berth_replication_peer_compatible gauge\n";
     for (auto& p : impl_->peers) {
         if (p->self) continue;
-        auto label = "{peer=\"" + p->client.address() + "\"} ";
-        out += "berth_replication_lag_events" + label + std::to_string(p->head > p->cursor ? p->head - p->cursor : 0) +
-               "\n";
-        seconds += "berth_replication_lag_seconds" + label +
-                   std::to_string(p->oldest_unapplied_ms ? (now_ms() - p->oldest_unapplied_ms) / 1000.0 : 0.0) + "\n";
-        errors += "berth_replication_errors_total" + label + std::to_string(p->errors) + "\n";
-        up += "berth_replication_peer_up" + label + (p->reachable ? "1\n" : "0\n");
-        compatible += "berth_replication_peer_compatible" + label + (p->incompatible.empty() ? "1\n" : "0\n");
+        const auto address = p->client.address();
+        const observe::Labels peer = {{"peer", address}};
+        out.add(Metric::replication_lag_events, peer,
+                static_cast<double>(p->head > p->cursor ? p->head - p->cursor : 0));
+        out.add(Metric::replication_lag_seconds, peer,
+                p->oldest_unapplied_ms ? static_cast<double>(now_ms() - p->oldest_unapplied_ms) / 1000.0 : 0.0);
+        out.add(Metric::replication_errors_total, peer, static_cast<double>(p->errors));
+        out.add(Metric::replication_peer_up, peer, p->reachable ? 1 : 0);
+        out.add(Metric::replication_peer_compatible, peer, p->incompatible.empty() ? 1 : 0);
     }
-    return out + seconds + errors + up + compatible +
-           "# HELP berth_replication_fetched_bytes_total Blob bytes copied from peers.\n"
-           "# TYPE berth_replication_fetched_bytes_total counter\n"
-           "berth_replication_fetched_bytes_total " +
-           std::to_string(impl_->applier.bytes_fetched()) + "\n";
+    out.add(Metric::replication_fetched_bytes_total, static_cast<double>(impl_->applier.bytes_fetched()));
 }
 
 void Replicator::apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed) {

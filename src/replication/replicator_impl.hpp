@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "berth/storage/layout.hpp"
+#include "berth/oci/encoding.hpp"
 #include "applier.hpp"
 #include "berth/replication/options.hpp"
 #include "berth/replication/replicator.hpp"
@@ -22,7 +23,6 @@
 namespace berth::replication {
 
 std::uint64_t now_ms();
-std::string random_hex(std::size_t bytes);
 
 struct Peer {
     Peer(net::Client& http, const std::string& address, const net::TlsOptions& tls, const std::string& secret,
@@ -51,7 +51,7 @@ struct Replicator::Impl {
         : options(std::move(o)), self_id(std::move(self)), blobs(b), meta(m), clock(c), applier(b, m, c) {
         epoch = meta.setting(storage::layout::setting::log_epoch).value_or("");
         if (epoch.empty()) {
-            epoch = random_hex(8);
+            epoch = oci::random_hex(8);
             meta.put_setting(storage::layout::setting::log_epoch, epoch);
         }
         for (auto& address : options.peers) add_peer(address);

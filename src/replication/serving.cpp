@@ -60,7 +60,7 @@ std::shared_ptr<const storage::StateView> Replicator::Impl::session_view(std::st
                                        [](auto& a, auto& b) { return a.second.used < b.second.used; });
         sessions.erase(oldest);  // its reader goes on from a new moment: slower, never wrong
     }
-    id = random_hex(8);
+    id = oci::random_hex(8);
     auto view = meta.state_view();
     sessions[id] = {view, now};
     return view;

@@ -36,8 +36,8 @@ TEST_CASE("configuration errors name the key and what was expected") {
     CHECK(error_of(R"({"deletes":"yes"})") == "deletes must be true or false");
     CHECK(error_of(R"({"limits":[]})") == "limits must be an object");
     CHECK(error_of("not json") == "the configuration is not valid JSON");
-    CHECK(error_of(R"({"listen":"nohost"})").find("listen address") == 0);
-    CHECK(error_of(R"({"listen":"h:99999"})").find("listen port") == 0);
+    CHECK(error_of(R"({"listen":"nohost"})").find("listen: ") == 0);
+    CHECK(error_of(R"({"listen":"h:99999"})").find("listen: ") == 0);
     CHECK(error_of(R"({"tcp":{"same_host_congestion_control":"Reno; rm"}})").find("tcp.same_host_congestion_control") ==
           0);
     CHECK(error_of(R"({"tcp":{"same_host_congestion_control":"a_name_of_16chrs"}})").find("tcp.same_host") == 0);
@@ -51,6 +51,13 @@ TEST_CASE("listen accepts IPv6 in brackets") {
     set_listen(config, "[::1]:5001");
     CHECK(config.server.host == "::1");
     CHECK(config.server.port == 5001);
+    set_listen(config, ":5002");
+    CHECK(config.server.host == "0.0.0.0");
+    CHECK(config.server.port == 5002);
+    set_listen(config, "127.0.0.1:0");  // the kernel picks
+    CHECK(config.server.port == 0);
+    CHECK_THROWS_AS(set_listen(config, "::1:5001"), ConfigError);
+    CHECK_THROWS_AS(set_listen(config, "host"), ConfigError);
 }
 
 TEST_CASE("change-log retention and the metadata cache budget are checked at start-up") {

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "berth/oci/error.hpp"
 #include "http/handlers.hpp"
@@ -248,4 +249,12 @@ TEST_CASE("a party's pool takes what its queue holds and refuses the rest") {
         pools.stop();
         CHECK_FALSE(pools.post("upstream:a", hold));  // stopped: nothing more is taken
     }
+}
+
+TEST_CASE("every route kind has its own metrics label") {
+    std::set<std::string_view> labels;
+    for (int kind = 0; kind <= static_cast<int>(RouteKind::unknown); ++kind)
+        CHECK(labels.insert(route_label(static_cast<RouteKind>(kind))).second);
+    CHECK(route_label(RouteKind::manifest) == "manifest");
+    CHECK(route_label(RouteKind::unknown) == "unknown");
 }

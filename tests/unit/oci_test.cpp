@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "berth/oci/digest.hpp"
+#include "berth/oci/encoding.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/oci/manifest.hpp"
 #include "berth/oci/names.hpp"
@@ -166,4 +167,24 @@ TEST_CASE("repository globs: * stays in a component, ** crosses them") {
     CHECK(matches_any({"a/*", "cache/**"}, "cache/x/y"));
     CHECK_FALSE(matches_any({"a/*", "cache/**"}, "b/x"));
     CHECK_FALSE(matches_any({}, "a"));
+}
+
+TEST_CASE("hex and base64 round trip and refuse what is not theirs") {
+    for (std::string bytes : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
+        CHECK(unhex(hex(bytes)) == bytes);
+        CHECK(base64_decode(base64(bytes)) == bytes);
+        CHECK(base64url_decode(base64url(bytes)) == bytes);
+    }
+    CHECK(hex(std::string("\x01\xab", 2)) == "01ab");
+    CHECK_FALSE(unhex("abc"));
+    CHECK_FALSE(unhex("zz"));
+    CHECK_FALSE(unhex("AB"));  // lower case only, as digests and cursors are written
+    CHECK(base64("alice:pw") == "YWxpY2U6cHc=");
+    CHECK(base64_decode("YWxpY2U6cHc=") == "alice:pw");
+    CHECK(base64url(std::string("\xfb\xff", 2)) == "-_8");
+    CHECK_FALSE(base64url_decode("ab+c"));
+    CHECK_FALSE(base64_decode("ab-c"));
+    CHECK(random_bytes(16).size() == 16);
+    CHECK(random_bytes(16) != random_bytes(16));
+    CHECK(random_hex(8).size() == 16);
 }

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "berth/oci/digest.hpp"
+#include "berth/oci/encoding.hpp"
 #include "berth/replication/protocol.hpp"
 #include "berth/storage/events.hpp"
 
@@ -40,7 +41,7 @@ TEST_CASE("protocol targets and operations name each other") {
     CHECK(protocol::log_target(5, 10).ends_with("log?after=5&limit=10"));
     protocol::StateRequest state{storage::StatePart::indexes, std::string("r\0sha", 5), 10, "s1", 7, true};
     CHECK(protocol::operation_of(path_of(protocol::state_target(state))) == Operation::state);
-    CHECK(protocol::state_target(state).ends_with("state?part=indexes&after=" + protocol::hex(state.after) +
+    CHECK(protocol::state_target(state).ends_with("state?part=indexes&after=" + oci::hex(state.after) +
                                                   "&limit=10&session=s1&since=7&summary=1"));
     CHECK(protocol::operation_of(path_of(protocol::apply_target())) == Operation::apply);
     const std::string digest = "sha256:" + std::string(64, 'a');
@@ -59,7 +60,7 @@ TEST_CASE("protocol pages of state survive the wire") {
     for (auto name : {"links", "images", "indexes", "tags"}) CHECK(protocol::parse_part(name));
     CHECK_FALSE(protocol::parse_part("snapshot"));
     const std::string raw("repo\0tag\xff", 9);
-    CHECK(protocol::unhex(protocol::hex(raw)) == raw);
+    CHECK(protocol::unhex(oci::hex(raw)) == raw);
     CHECK_THROWS_AS(protocol::unhex("abc"), std::invalid_argument);
     CHECK_THROWS_AS(protocol::unhex("zz"), std::invalid_argument);
 

@@ -191,7 +191,9 @@ TEST_CASE("usage pages list every namespace with its rule, and metrics only thos
     CHECK_FALSE(f.reg->any_repository("team-a", [](const std::string& repo) { return repo == "other/app"; }));
 
     f.denial([&] { f.push_blob("team-a/app", std::string(1000, 'c')); });
-    auto text = f.reg->quota_metrics_text();
+    berth::observe::MetricsWriter writer;
+    f.reg->write_metrics(writer);
+    auto text = writer.text();
     CHECK(text.find("berth_namespace_used_bytes{namespace=\"team-a\"} 10\n") != std::string::npos);
     CHECK(text.find("berth_namespace_repositories{namespace=\"team-a\"} 2\n") != std::string::npos);
     CHECK(text.find("berth_namespace_max_bytes{namespace=\"team-a\"} 1000\n") != std::string::npos);

@@ -16,8 +16,8 @@ class Replicator;
 namespace berth::auth {
 class Authorizer;
 }
-namespace berth::registry {
-struct MaintenanceStats;
+namespace berth::observe {
+class MetricsRegistry;
 }
 
 namespace berth::http {
@@ -68,10 +68,11 @@ void raise_descriptor_limit(std::size_t max_connections);
 
 class Server {
 public:
-    // replicator may be null: a single registry without peers; authorizer
-    // null: no authentication.
-    Server(ServerOptions options, registry::Registry& registry, replication::Replicator* replicator = nullptr,
-           const auth::Authorizer* authorizer = nullptr, registry::MaintenanceStats* maintenance = nullptr);
+    // GET /metrics answers what metrics' sources write; the server adds its own (requests,
+    // connections, periodic tasks). replicator may be null: a single registry without peers;
+    // authorizer null: no authentication.
+    Server(ServerOptions options, registry::Registry& registry, observe::MetricsRegistry& metrics,
+           replication::Replicator* replicator = nullptr, const auth::Authorizer* authorizer = nullptr);
     ~Server();
 
     // Binds; after this port() is the real port (useful with port 0).
@@ -83,8 +84,6 @@ public:
     // Runs task on a worker thread every period while serving. Whatever it
     // throws is logged and counted in berth_periodic_task_failures_total{task=name}.
     void every(std::string name, std::chrono::seconds period, std::function<void()> task);
-    // Adds text to GET /metrics, rendered on each scrape.
-    void add_metrics(std::function<std::string()> render);
     // Runs when shutdown begins, so long-running tasks can stop early.
     void on_shutdown(std::function<void()> callback);
 

@@ -17,6 +17,9 @@ struct HostPort {
 // default_port is given. A bare IPv6 address ("::1:80") is ambiguous and
 // rejected. Throws std::invalid_argument naming the problem.
 HostPort parse_host_port(std::string_view text, std::string_view default_port = {});
+// An address to listen on: HOST:PORT as above, ":PORT" for every IPv4 interface, and port 0
+// for one the kernel picks.
+HostPort parse_listen_address(std::string_view text);
 
 struct Url {
     bool tls = false;

@@ -12,6 +12,7 @@
 
 #include "berth/proxy/options.hpp"
 #include "berth/registry/upstreams.hpp"
+#include "berth/observe/metrics.hpp"
 
 namespace berth::storage {
 class BlobStore;
@@ -48,7 +49,7 @@ public:
     void count(const std::string& repo, registry::Cache cache) override;
     void touched(const oci::Digest& digest) override;
 
-    std::string metrics_text() const;
+    void write_metrics(observe::MetricsWriter& out) const;
     // Evicts the least recently used blobs beyond cache.max_bytes; returns how many.
     std::size_t trim_cache();
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "berth/storage/hybrid_clock.hpp"
+#include "berth/observe/metrics.hpp"
 
 namespace berth::storage {
 class BlobStore;
@@ -56,7 +57,7 @@ struct MaintenanceStats {
     GcReport last_gc;
     ScrubReport last_scrub;
     std::uint64_t gc_runs = 0, scrub_runs = 0, corrupt_total = 0;
-    std::string metrics_text();
+    void write_metrics(observe::MetricsWriter& out);
 };
 
 }  // namespace berth::registry

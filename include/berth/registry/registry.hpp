@@ -22,6 +22,7 @@
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/records.hpp"
 #include "berth/storage/upload_appender.hpp"
+#include "berth/observe/metrics.hpp"
 
 namespace berth::storage {
 class BlobStore;
@@ -151,7 +152,8 @@ public:
     bool any_repository(const std::string& ns, const std::function<bool(const std::string& repo)>& test) const;
     // Prometheus text: usage and limits of the namespaces a quota rule
     // matches (bounded by the rules, not by every name pushed), and refusals.
-    std::string quota_metrics_text() const;
+    // Upload sessions, the change log and namespace usage under quotas.
+    void write_metrics(observe::MetricsWriter& out) const;
 
 private:
     storage::Stamp stamp();

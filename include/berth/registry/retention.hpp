@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "berth/storage/hybrid_clock.hpp"
+#include "berth/observe/metrics.hpp"
 
 namespace berth::storage {
 class MetaStore;
@@ -87,7 +88,7 @@ public:
     RetentionReport run(bool dry_run, const std::function<void(const RetentionDeletion&)>& deleted = {},
                         std::chrono::system_clock::time_point now = std::chrono::system_clock::now(),
                         const std::atomic<bool>* stop = nullptr);
-    std::string metrics_text();
+    void write_metrics(observe::MetricsWriter& out);
 
 private:
     struct Round;

@@ -126,8 +126,7 @@ struct StatePageAnswer {
 std::string encode_state(const StatePageAnswer& answer);
 // Throws nlohmann::json::exception (or std::invalid_argument for bad hex) on a malformed answer.
 StatePageAnswer parse_state(std::string_view body);
-std::string hex(std::string_view raw);
-// Throws std::invalid_argument for text that is not an even run of hex digits.
+// The bytes of a hex field (oci::unhex); throws std::invalid_argument for text that is not an even run of hex digits.
 std::string unhex(std::string_view text);
 // Names with the time each was last pulled (ms since the epoch), and whether more follow.
 struct PullsPage {

@@ -18,6 +18,7 @@
 #include "berth/replication/options.hpp"
 #include "berth/replication/protocol.hpp"
 #include "berth/storage/events.hpp"
+#include "berth/observe/metrics.hpp"
 
 namespace berth::storage {
 class BlobStore;
@@ -50,7 +51,7 @@ public:
     // Peers refused for their protocol version, and why; empty when none.
     std::string incompatible_peers() const;
     std::string status_json() const;
-    std::string metrics_text() const;
+    void write_metrics(observe::MetricsWriter& out) const;
 
     // Serving peers. These read this replica's own state only, never through
     // to other peers, so two replicas missing the same thing cannot ask each other forever.

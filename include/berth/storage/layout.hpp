@@ -7,7 +7,7 @@
 //                                          (fsync of the file, rename, fsync of the folder)
 //   uploads/                               scratch files, all on the blobs' file system so a
 //                                          commit is a rename; emptied of litter at start-up
-//     <upload id>                          an upload session's bytes so far (id: <replica>.<hex>)
+//     <upload id>                          an upload session's bytes so far (registry/upload_id.hpp)
 //     fetch-<16 hex>                       a blob being copied from a peer, committed once its
 //                                          digest is verified
 //   quarantine/<alg>-<hex>                 a blob whose bytes scrub found not to match its digest

@@ -1,0 +1,67 @@
+#pragma once
+// Every metric berth exports, declared once: M(id, type, help). Its name is
+// "berth_" followed by the id; its labels are named where it is recorded.
+// Dashboards and tests use these names: rename none.
+#define BERTH_METRICS(M)                                                                                               \
+    /* HTTP (http/request_metrics) */                                                                                  \
+    M(http_requests_total, counter, "Requests answered, by route, method and status.")                                 \
+    M(http_request_duration_seconds, histogram, "Time to answer, by route.")                                           \
+    M(http_received_bytes_total, counter, "Request body bytes received.")                                              \
+    M(http_sent_bytes_total, counter, "Response body bytes sent.")                                                     \
+    M(blob_read_from_disk_bytes_total, counter,                                                                        \
+      "Blob bytes a GET found outside the page cache and read in on a worker thread.")                                 \
+    M(tls_kernel_sent_bytes_total, counter, "Blob bytes sent over TLS with sendfile, encrypted by the kernel (kTLS).") \
+    M(http_connections, gauge, "Open client connections.")                                                             \
+    M(accept_backoffs_total, counter,                                                                                  \
+      "Times accepting a connection failed for want of descriptors or memory and the listener paused.")                \
+    M(remote_queue_refusals_total, counter,                                                                            \
+      "Requests needing an upstream or peer refused because its queue was full or its deadline passed while "          \
+      "queued.")                                                                                                       \
+    /* periodic jobs */                                                                                                \
+    M(periodic_task_runs_total, counter, "Runs of each periodic task.")                                                \
+    M(periodic_task_failures_total, counter, "Runs of each periodic task that ended in an exception.")                 \
+    /* uploads and the change log (registry) */                                                                        \
+    M(uploads_in_progress, gauge, "Upload sessions open.")                                                             \
+    M(upload_buffer_bytes, gauge, "Memory held by the receive buffers of uploads being appended to.")                  \
+    M(changelog_entries, gauge, "Entries in the change log.")                                                          \
+    M(changelog_bytes, gauge, "The change log's size (RocksDB's estimate).")                                           \
+    M(changelog_oldest_entry_age_seconds, gauge, "Age of the oldest entry kept (0: none).")                            \
+    /* garbage collection and scrub (registry/maintenance) */                                                          \
+    M(storage_blob_bytes, gauge, "Bytes of blob files kept at the last garbage collection.")                           \
+    M(storage_blobs, gauge, "Blob files kept at the last garbage collection.")                                         \
+    M(gc_runs_total, counter, "Garbage collections run.")                                                              \
+    M(gc_last_removed_blobs, gauge, "Blob files the last collection removed.")                                         \
+    M(gc_last_freed_bytes, gauge, "Bytes the last collection freed.")                                                  \
+    M(scrub_runs_total, counter, "Scrub passes finished.")                                                             \
+    M(scrub_last_checked_bytes, gauge, "Bytes re-hashed by the last scrub pass.")                                      \
+    M(scrub_corrupt_total, counter, "Corrupt blobs and manifests found by scrubbing.")                                 \
+    /* replication */                                                                                                  \
+    M(replication_lag_events, gauge, "Change-log events of the peer not yet applied here.")                            \
+    M(replication_lag_seconds, gauge, "Age of the oldest peer event not yet applied.")                                 \
+    M(replication_errors_total, counter, "Failed requests to the peer.")                                               \
+    M(replication_peer_up, gauge, "Whether the last request to the peer succeeded.")                                   \
+    M(replication_peer_compatible, gauge, "Whether the peer speaks a protocol version this replica does.")             \
+    M(replication_fetched_bytes_total, counter, "Blob bytes copied from peers.")                                       \
+    /* quotas (registry/usage) */                                                                                      \
+    M(namespace_used_bytes, gauge,                                                                                     \
+      "Bytes of the distinct blobs linked into a namespace's repositories (namespaces a quota rule matches).")         \
+    M(namespace_repositories, gauge, "Repositories in a namespace a quota rule matches.")                              \
+    M(namespace_max_bytes, gauge, "A namespace's quota of bytes.")                                                     \
+    M(namespace_max_repositories, gauge, "A namespace's quota of repositories.")                                       \
+    M(quota_denied_total, counter, "Pushes refused for a quota, by quota.")                                            \
+    /* retention (registry/retention) */                                                                               \
+    M(retention_runs_total, counter, "Retention rounds finished on this replica.")                                     \
+    M(retention_deleted_total, counter, "Tags and untagged manifests retention deleted.")                              \
+    M(retention_last_run_seconds, gauge, "How long the last retention round took.")                                    \
+    M(retention_last_run_repositories, gauge, "Repositories the last round judged (those this replica owns).")         \
+    M(retention_last_run_tags_evaluated, gauge, "Tags the last retention round judged.")                               \
+    M(retention_unpulled_skipped_total, counter,                                                                       \
+      "Repositories whose unpulled rule was not judged: a replica could not be asked for its pulls.")                  \
+    /* the pull-through cache (proxy) */                                                                               \
+    M(proxy_hits_total, counter, "Reads of mirrored repositories answered from the cache.")                            \
+    M(proxy_misses_total, counter, "Reads of mirrored repositories that needed the upstream.")                         \
+    M(proxy_stale_total, counter, "Reads answered from the cache while the upstream was out of reach.")                \
+    M(proxy_fetched_bytes_total, counter, "Bytes fetched from the upstream.")                                          \
+    M(proxy_coalesced_total, counter, "Reads that joined a fetch already under way instead of starting one.")          \
+    M(proxy_upstream_errors_total, counter, "Upstream requests that failed.")                                          \
+    M(proxy_upstream_seconds, summary, "Upstream requests and the time until their answers.")
