@@ -1,28 +1,15 @@
-// berth: wires the layers together and runs the command line.
-#include <malloc.h>
-#include <unistd.h>
-
-#include <atomic>
+// berth: the command line. node/ builds and runs what `berth serve` serves.
 #include <csignal>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "berth/auth/authorizer.hpp"
 #include "berth/config/config.hpp"
-#include "berth/http/server.hpp"
-#include "berth/net/resolve.hpp"
-#include "berth/observe/log.hpp"
-#include "berth/observe/metrics.hpp"
-#include "berth/proxy/proxy.hpp"
+#include "berth/node/node.hpp"
 #include "berth/registry/maintenance.hpp"
-#include "berth/registry/registry.hpp"
 #include "berth/registry/retention.hpp"
-#include "berth/replication/replicator.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/layout.hpp"
@@ -78,27 +65,6 @@ not known here, so the rule on unpulled tags is not applied.
 std::string retention_line(const berth::registry::RetentionDeletion& d) {
     return d.kind + " " + d.repo + (d.kind == "tag" ? ":" : "@") + d.reference + " (" + d.policy + ": " + d.reason +
            ")";
-}
-
-// Replica ids appear in upload ids and log events: [a-z0-9-], at most 63.
-std::string sanitize_replica_id(std::string text) {
-    std::string out;
-    for (char c : text) {
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-') out += c;
-        if (out.size() == 63) break;
-    }
-    return out.empty() ? "berth" : out;
-}
-
-std::string replica_id(const berth::config::Config& config, berth::storage::MetaStore& meta) {
-    if (!config.replica_id.empty()) return sanitize_replica_id(config.replica_id);
-    if (auto stored = meta.setting(layout::setting::replica_id)) return *stored;
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    auto id = sanitize_replica_id(host);
-    meta.put_setting(layout::setting::replica_id, id);
-    return id;
 }
 
 struct CommandLine {
@@ -181,136 +147,7 @@ int serve(const std::vector<std::string>& args) {
         std::cout << serve_help;
         return 0;
     }
-    auto config = load(flags);
-    // Before anything is created on disk: an address we cannot listen on is a configuration error.
-    if (berth::net::resolve({config.server.host, std::to_string(config.server.port)}).empty())
-        throw berth::config::ConfigError("listen: cannot resolve host \"" + config.server.host + "\"");
-
-    berth::storage::BlobStore blobs(config.root);
-    berth::storage::MetaStore meta(layout::meta_dir(config.root), berth::storage::MetaStore::Mode::read_write,
-                                   config.metadata_cache_bytes);
-    // Once, for a store an older berth wrote: namespace usage from its links.
-    meta.count_usage([&blobs](const std::string& digest) -> std::uint64_t {
-        auto parsed = berth::oci::Digest::parse(digest);
-        return parsed ? blobs.size(*parsed).value_or(0) : 0;
-    });
-    berth::storage::HybridClock clock(berth::storage::system_wall_clock());
-    config.registry.replica_id = replica_id(config, meta);
-    berth::registry::Registry registry(config.registry, blobs, meta, clock);
-    berth::storage::PullTimes pulls(meta);
-    registry.set_pull_times(&pulls);
-    berth::registry::Retention retention(config.retention, meta, clock, config.registry.replica_id, pulls);
-    std::unique_ptr<berth::replication::Replicator> replicator;
-    if (config.replication.enabled()) {
-        replicator = std::make_unique<berth::replication::Replicator>(config.replication, config.registry.replica_id,
-                                                                      blobs, meta, clock);
-        registry.set_peers(replicator.get());
-        replicator->set_sparse(config.registry.sparse_manifests);
-        replicator->set_pull_times(&pulls);
-        retention.set_peers(replicator.get());
-    }
-    std::unique_ptr<berth::proxy::Proxy> proxy;
-    if (config.proxy.enabled()) {
-        const berth::proxy::Limits limits{config.registry.max_manifest_bytes, config.registry.max_blob_bytes,
-                                          config.registry.min_free_bytes};
-        proxy = std::make_unique<berth::proxy::Proxy>(config.proxy, limits, blobs, meta, clock,
-                                                      config.registry.replica_id, replicator.get());
-        registry.set_upstreams(proxy.get());
-        if (replicator) replicator->set_mirrors(proxy.get());
-    }
-    berth::registry::MaintenanceStats maintenance;
-    std::unique_ptr<berth::auth::Authorizer> authorizer;
-    try {
-        if (config.auth.enabled()) authorizer = std::make_unique<berth::auth::Authorizer>(config.auth);
-    } catch (const std::exception& error) {
-        throw berth::config::ConfigError(std::string("auth: ") + error.what());
-    }
-    try {
-        berth::http::raise_descriptor_limit(config.server.max_connections);
-    } catch (const std::exception& error) {
-        throw berth::config::ConfigError(std::string("limits.max_connections: ") + error.what());
-    }
-    berth::observe::MetricsRegistry metrics;
-    berth::http::Server server(config.server, registry, metrics, replicator.get(), authorizer.get());
-    try {
-        server.bind();
-    } catch (const std::exception& error) {
-        throw berth::config::ConfigError("listen: cannot listen on " + config.server.host + ":" +
-                                         std::to_string(config.server.port) + ": " + error.what());
-    }
-    metrics.add_source([&](berth::observe::MetricsWriter& out) {
-        registry.write_metrics(out);
-        maintenance.write_metrics(out);
-        retention.write_metrics(out);
-        if (replicator) replicator->write_metrics(out);
-        if (proxy) proxy->write_metrics(out);
-    });
-    if (proxy) {
-        if (config.proxy.cache_max_bytes)
-            server.every("cache_trim", std::chrono::seconds(10), [&proxy] {
-                if (auto evicted = proxy->trim_cache())
-                    berth::observe::log("info", "cache trimmed", {{"blobs_evicted", evicted}});
-            });
-    }
-    server.every("upload_purge", config.upload_purge_interval, [&registry] {
-        if (auto purged = registry.purge_idle_uploads())
-            berth::observe::log("info", "purged idle uploads", {{"count", purged}});
-    });
-    if (config.gc_interval.count())
-        server.every("gc", config.gc_interval, [&] {
-            auto report =
-                berth::registry::collect_garbage(blobs, meta, clock, config.registry.replica_id, config.gc, false);
-            berth::observe::log("info", "garbage collected",
-                                {{"manifests", report.manifests},
-                                 {"links", report.links},
-                                 {"blobs", report.blobs},
-                                 {"bytes_freed", report.bytes_freed}});
-            std::lock_guard lock(maintenance.mutex);
-            maintenance.last_gc = std::move(report);
-            ++maintenance.gc_runs;
-        });
-    // A short retention window (tests) is honoured about as closely as a long one.
-    const auto window = config.replication.log_retention.window;
-    server.every("log_compaction",
-                 std::clamp<std::chrono::seconds>(window / 4, std::chrono::seconds(1), std::chrono::seconds(60)), [&] {
-                     berth::replication::compact_log(meta, config.replication.log_retention, replicator.get());
-                     // What a burst freed (pages of a bootstrap, large manifests, dropped
-                     // cache halves) goes back to the system instead of staying in malloc's arenas.
-                     malloc_trim(0);
-                 });
-    std::atomic<bool> stopping{false};
-    server.on_shutdown([&stopping] { stopping = true; });
-    // Pull times gathered in memory reach the index once a minute (storage/pull_times.hpp).
-    server.every("pull_times_flush", std::chrono::seconds(60), [&pulls] { pulls.flush(); });
-    if (retention.enabled() && config.retention.interval.count())
-        server.every("retention", config.retention.interval, [&] {
-            auto report = retention.run(false, {}, std::chrono::system_clock::now(), &stopping);
-            if (report.tags_deleted || report.manifests_deleted)
-                berth::observe::log("info", "retention applied",
-                                    {{"repositories", report.repositories},
-                                     {"tags_evaluated", report.tags_evaluated},
-                                     {"tags_deleted", report.tags_deleted},
-                                     {"manifests_deleted", report.manifests_deleted},
-                                     {"seconds", report.seconds}});
-        });
-    if (config.scrub_interval.count())
-        server.every("scrub", config.scrub_interval, [&] {
-            auto report = berth::registry::scrub(blobs, meta, config.scrub_rate_mib << 20, stopping);
-            for (auto& corrupt : report.corrupt)
-                berth::observe::log("error", "scrub found corrupt content; blob quarantined", {{"digest", corrupt}});
-            std::lock_guard lock(maintenance.mutex);
-            maintenance.corrupt_total += report.corrupt.size();
-            maintenance.last_scrub = std::move(report);
-            ++maintenance.scrub_runs;
-        });
-    berth::observe::log(
-        "info", "starting",
-        {{"version", BERTH_VERSION}, {"root", config.root.string()}, {"replica_id", config.registry.replica_id}});
-    if (replicator) replicator->start();
-    server.run();
-    if (replicator) replicator->stop();
-    pulls.flush();
-    return 0;
+    return berth::node::serve(load(flags));
 }
 
 }  // namespace

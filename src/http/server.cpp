@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <list>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -121,14 +120,6 @@ struct Server::Impl {
     tcp::acceptor acceptor;
     SameHostCongestion congestion;
     asio::signal_set signals;
-    std::list<asio::steady_timer> timers;
-    struct Task {
-        std::string name;
-        std::chrono::seconds period;
-        std::function<void()> run;
-        std::atomic<std::uint64_t> runs{0}, failures{0};
-    };
-    std::list<Task> tasks;  // a list: timers hold references to its elements
     // accept(2) failing for want of descriptors is retried after this, doubled up to a second.
     std::chrono::milliseconds accept_pause{0};
     asio::steady_timer accept_timer{io};
@@ -209,36 +200,6 @@ struct Server::Impl {
         });
     }
 
-    void schedule(asio::steady_timer& timer, Task& task) {
-        timer.expires_after(task.period);
-        timer.async_wait([this, &timer, &task](boost::system::error_code ec) {
-            if (ec) return;
-            asio::post(context.worker_pool, [&task] {
-                ++task.runs;
-                try {
-                    task.run();
-                } catch (const std::exception& error) {
-                    ++task.failures;
-                    observe::log("error", "periodic task failed", {{"task", task.name}, {"error", error.what()}});
-                } catch (...) {
-                    ++task.failures;
-                    observe::log("error", "periodic task failed",
-                                 {{"task", task.name}, {"error", "unknown exception"}});
-                }
-            });
-            schedule(timer, task);
-        });
-    }
-
-    void write_task_metrics(observe::MetricsWriter& out) const {
-        for (auto& task : tasks) {
-            out.add(observe::Metric::periodic_task_runs_total, {{"task", task.name}},
-                    static_cast<double>(task.runs.load()));
-            out.add(observe::Metric::periodic_task_failures_total, {{"task", task.name}},
-                    static_cast<double>(task.failures.load()));
-        }
-    }
-
     void stop_all() {
         for (auto& each : ios) each->stop();
     }
@@ -254,7 +215,6 @@ struct Server::Impl {
         acceptor.close(ec);
         signals.cancel(ec);
         accept_timer.cancel();
-        for (auto& timer : timers) timer.cancel();
         auto deadline = std::chrono::steady_clock::now() + context.options.shutdown_grace;
         auto poll = std::make_shared<asio::steady_timer>(io);
         auto check = std::make_shared<std::function<void()>>();
@@ -276,10 +236,7 @@ struct Server::Impl {
 Server::Server(ServerOptions options, registry::Registry& registry, observe::MetricsRegistry& metrics,
                replication::Replicator* replicator, const auth::Authorizer* authorizer)
     : impl_(std::make_unique<Impl>(std::move(options), registry, metrics, replicator, authorizer)) {
-    metrics.add_source([impl = impl_.get()](observe::MetricsWriter& out) {
-        impl->context.request_metrics.write(out);
-        impl->write_task_metrics(out);
-    });
+    metrics.add_source([impl = impl_.get()](observe::MetricsWriter& out) { impl->context.request_metrics.write(out); });
 }
 
 void raise_descriptor_limit(std::size_t max_connections) {
@@ -323,7 +280,6 @@ void Server::bind() {
     auto& options = impl_->context.options;
     if (options.tls()) {
         impl_->reload_tls(true);
-        every("tls_reload", std::chrono::seconds(5), [impl = impl_.get()] { impl->reload_tls(false); });
     }
     tcp::resolver resolver(impl_->io);
     tcp::endpoint endpoint = resolver.resolve(options.host, std::to_string(options.port)).begin()->endpoint();
@@ -340,12 +296,7 @@ void Server::bind() {
 
 std::uint16_t Server::port() const { return impl_->acceptor.local_endpoint().port(); }
 
-void Server::every(std::string name, std::chrono::seconds period, std::function<void()> task) {
-    auto& added = impl_->tasks.emplace_back();
-    added.name = std::move(name);
-    added.period = period;
-    added.run = std::move(task);
-}
+void Server::reload_tls() { impl_->reload_tls(false); }
 
 void Server::on_shutdown(std::function<void()> callback) { impl_->shutdown_callbacks.push_back(std::move(callback)); }
 
@@ -354,7 +305,6 @@ void Server::run() {
     impl.signals.async_wait([&impl](boost::system::error_code ec, int) {
         if (!ec) impl.begin_shutdown();
     });
-    for (auto& task : impl.tasks) impl.schedule(impl.timers.emplace_back(impl.io), task);
     impl.accept();
     observe::log("info", "listening", {{"address", impl.context.options.host}, {"port", port()}});
 

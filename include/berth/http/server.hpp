@@ -81,9 +81,9 @@ public:
     // Serves until SIGINT/SIGTERM or stop(), then drains in-flight requests.
     void run();
     void stop();
-    // Runs task on a worker thread every period while serving. Whatever it
-    // throws is logged and counted in berth_periodic_task_failures_total{task=name}.
-    void every(std::string name, std::chrono::seconds period, std::function<void()> task);
+    // With TLS: takes the certificate and key files again if they changed and are a valid pair
+    // (new connections get them); otherwise logs why and keeps the old ones.
+    void reload_tls();
     // Runs when shutdown begins, so long-running tasks can stop early.
     void on_shutdown(std::function<void()> callback);
 

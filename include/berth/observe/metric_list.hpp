@@ -20,6 +20,7 @@
     /* periodic jobs */                                                                                                \
     M(periodic_task_runs_total, counter, "Runs of each periodic task.")                                                \
     M(periodic_task_failures_total, counter, "Runs of each periodic task that ended in an exception.")                 \
+    M(periodic_task_duration_seconds, summary, "Time the runs of each periodic task took.")                            \
     /* uploads and the change log (registry) */                                                                        \
     M(uploads_in_progress, gauge, "Upload sessions open.")                                                             \
     M(upload_buffer_bytes, gauge, "Memory held by the receive buffers of uploads being appended to.")                  \

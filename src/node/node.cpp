@@ -1,0 +1,250 @@
+#include "berth/node/node.hpp"
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "berth/auth/authorizer.hpp"
+#include "berth/http/server.hpp"
+#include "berth/net/resolve.hpp"
+#include "berth/node/scheduler.hpp"
+#include "berth/observe/log.hpp"
+#include "berth/observe/metrics.hpp"
+#include "berth/proxy/proxy.hpp"
+#include "berth/registry/maintenance.hpp"
+#include "berth/registry/registry.hpp"
+#include "berth/registry/retention.hpp"
+#include "berth/replication/replicator.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/layout.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "berth/storage/pull_times.hpp"
+
+namespace berth::node {
+namespace {
+
+using config::ConfigError;
+
+// Replica ids appear in upload ids and log events: [a-z0-9-], at most 63.
+std::string sanitize_replica_id(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-') out += c;
+        if (out.size() == 63) break;
+    }
+    return out.empty() ? "berth" : out;
+}
+
+std::string replica_id(const config::Config& config, storage::MetaStore& meta) {
+    if (!config.replica_id.empty()) return sanitize_replica_id(config.replica_id);
+    if (auto stored = meta.setting(storage::layout::setting::replica_id)) return *stored;
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    auto id = sanitize_replica_id(host);
+    meta.put_setting(storage::layout::setting::replica_id, id);
+    return id;
+}
+
+// Whatever fails here is the configuration's to fix: it exits 2 naming the key.
+template <typename F>
+auto as_config_error(const std::string& key, F&& make) {
+    try {
+        return make();
+    } catch (const ConfigError&) {
+        throw;
+    } catch (const std::exception& error) {
+        throw ConfigError(key + ": " + error.what());
+    }
+}
+
+// The registry's options once the store is ready for it: the replica id known, and namespace
+// usage counted (once, for a store an older berth wrote).
+registry::Options registry_options(config::Config& config, storage::MetaStore& meta, storage::BlobStore& blobs) {
+    meta.count_usage([&blobs](const std::string& digest) -> std::uint64_t {
+        auto parsed = oci::Digest::parse(digest);
+        return parsed ? blobs.size(*parsed).value_or(0) : 0;
+    });
+    config.registry.replica_id = replica_id(config, meta);
+    return config.registry;
+}
+
+// The server's options once the process may hold as many descriptors as they ask for.
+http::ServerOptions server_options(const http::ServerOptions& options) {
+    as_config_error("limits.max_connections", [&] {
+        http::raise_descriptor_limit(options.max_connections);
+        return 0;
+    });
+    return options;
+}
+
+// The objects of one serving process, each given what it needs as it is made, in the order
+// they depend on each other (and are destroyed in reverse).
+class Node {
+public:
+    explicit Node(config::Config config);
+    int run();
+
+private:
+    void schedule_storage_jobs();
+    void schedule_other_jobs();
+    void write_metrics(observe::MetricsWriter& out);
+
+    config::Config config_;
+    storage::BlobStore blobs_;
+    storage::MetaStore meta_;
+    storage::HybridClock clock_;
+    storage::PullTimes pulls_;
+    registry::Registry registry_;
+    registry::Retention retention_;
+    std::unique_ptr<replication::Replicator> replicator_;
+    std::unique_ptr<proxy::Proxy> proxy_;
+    registry::MaintenanceStats maintenance_;
+    std::unique_ptr<auth::Authorizer> authorizer_;
+    observe::MetricsRegistry metrics_;
+    http::Server server_;
+    Scheduler scheduler_;
+    std::atomic<bool> stopping_{false};
+};
+
+Node::Node(config::Config config)
+    : config_(std::move(config)), blobs_(config_.root),
+      meta_(storage::layout::meta_dir(config_.root), storage::MetaStore::Mode::read_write,
+            config_.metadata_cache_bytes),
+      clock_(storage::system_wall_clock()), pulls_(meta_),
+      registry_(registry_options(config_, meta_, blobs_), blobs_, meta_, clock_),
+      retention_(config_.retention, meta_, clock_, config_.registry.replica_id, pulls_),
+      replicator_(config_.replication.enabled()
+                      ? std::make_unique<replication::Replicator>(config_.replication, config_.registry.replica_id,
+                                                                  blobs_, meta_, clock_)
+                      : nullptr),
+      proxy_(config_.proxy.enabled()
+                 ? std::make_unique<proxy::Proxy>(
+                       config_.proxy,
+                       proxy::Limits{config_.registry.max_manifest_bytes, config_.registry.max_blob_bytes,
+                                     config_.registry.min_free_bytes},
+                       blobs_, meta_, clock_, config_.registry.replica_id, replicator_.get())
+                 : nullptr),
+      authorizer_(as_config_error(
+          "auth", [&] { return config_.auth.enabled() ? std::make_unique<auth::Authorizer>(config_.auth) : nullptr; })),
+      server_(server_options(config_.server), registry_, metrics_, replicator_.get(), authorizer_.get()),
+      scheduler_(metrics_) {
+    registry_.set_pull_times(&pulls_);
+    if (replicator_) {
+        registry_.set_peers(replicator_.get());
+        replicator_->set_sparse(config_.registry.sparse_manifests);
+        replicator_->set_pull_times(&pulls_);
+        retention_.set_peers(replicator_.get());
+    }
+    if (proxy_) {
+        registry_.set_upstreams(proxy_.get());
+        if (replicator_) replicator_->set_mirrors(proxy_.get());
+    }
+    as_config_error("listen: cannot listen on " + config_.server.host + ":" + std::to_string(config_.server.port), [&] {
+        server_.bind();
+        return 0;
+    });
+    metrics_.add_source([this](observe::MetricsWriter& out) { write_metrics(out); });
+    server_.on_shutdown([this] { stopping_ = true; });
+    schedule_storage_jobs();
+    schedule_other_jobs();
+}
+
+void Node::write_metrics(observe::MetricsWriter& out) {
+    registry_.write_metrics(out);
+    maintenance_.write_metrics(out);
+    retention_.write_metrics(out);
+    if (replicator_) replicator_->write_metrics(out);
+    if (proxy_) proxy_->write_metrics(out);
+}
+
+void Node::schedule_storage_jobs() {
+    scheduler_.every("upload_purge", config_.upload_purge_interval, [this] {
+        if (auto purged = registry_.purge_idle_uploads())
+            observe::log("info", "purged idle uploads", {{"count", purged}});
+    });
+    if (config_.gc_interval.count())
+        scheduler_.every("gc", config_.gc_interval, [this] {
+            auto report =
+                registry::collect_garbage(blobs_, meta_, clock_, config_.registry.replica_id, config_.gc, false);
+            observe::log("info", "garbage collected",
+                         {{"manifests", report.manifests},
+                          {"links", report.links},
+                          {"blobs", report.blobs},
+                          {"bytes_freed", report.bytes_freed}});
+            std::lock_guard lock(maintenance_.mutex);
+            maintenance_.last_gc = std::move(report);
+            ++maintenance_.gc_runs;
+        });
+    if (config_.scrub_interval.count())
+        scheduler_.every("scrub", config_.scrub_interval, [this] {
+            auto report = registry::scrub(blobs_, meta_, config_.scrub_rate_mib << 20, stopping_);
+            for (auto& corrupt : report.corrupt)
+                observe::log("error", "scrub found corrupt content; blob quarantined", {{"digest", corrupt}});
+            std::lock_guard lock(maintenance_.mutex);
+            maintenance_.corrupt_total += report.corrupt.size();
+            maintenance_.last_scrub = std::move(report);
+            ++maintenance_.scrub_runs;
+        });
+    // A short retention window (tests) is honoured about as closely as a long one.
+    const auto window = config_.replication.log_retention.window;
+    scheduler_.every("log_compaction",
+                     std::clamp<std::chrono::seconds>(window / 4, std::chrono::seconds(1), std::chrono::seconds(60)),
+                     [this] {
+                         replication::compact_log(meta_, config_.replication.log_retention, replicator_.get());
+                         // What a burst freed (pages of a bootstrap, large manifests, dropped cache
+                         // halves) goes back to the system instead of staying in malloc's arenas.
+                         malloc_trim(0);
+                     });
+    // Pull times gathered in memory reach the index once a minute (storage/pull_times.hpp).
+    scheduler_.every("pull_times_flush", std::chrono::seconds(60), [this] { pulls_.flush(); });
+}
+
+void Node::schedule_other_jobs() {
+    if (retention_.enabled() && config_.retention.interval.count())
+        scheduler_.every("retention", config_.retention.interval, [this] {
+            auto report = retention_.run(false, {}, std::chrono::system_clock::now(), &stopping_);
+            if (report.tags_deleted || report.manifests_deleted)
+                observe::log("info", "retention applied",
+                             {{"repositories", report.repositories},
+                              {"tags_evaluated", report.tags_evaluated},
+                              {"tags_deleted", report.tags_deleted},
+                              {"manifests_deleted", report.manifests_deleted},
+                              {"seconds", report.seconds}});
+        });
+    if (proxy_ && config_.proxy.cache_max_bytes)
+        scheduler_.every("cache_trim", std::chrono::seconds(10), [this] {
+            if (auto evicted = proxy_->trim_cache())
+                observe::log("info", "cache trimmed", {{"blobs_evicted", evicted}});
+        });
+    if (config_.server.tls()) scheduler_.every("tls_reload", std::chrono::seconds(5), [this] { server_.reload_tls(); });
+}
+
+int Node::run() {
+    observe::log(
+        "info", "starting",
+        {{"version", BERTH_VERSION}, {"root", config_.root.string()}, {"replica_id", config_.registry.replica_id}});
+    if (replicator_) replicator_->start();
+    scheduler_.start();
+    server_.run();
+    scheduler_.stop();
+    if (replicator_) replicator_->stop();
+    pulls_.flush();
+    return 0;
+}
+
+}  // namespace
+
+int serve(config::Config config) {
+    // Before anything is created on disk: an address we cannot listen on is a configuration error.
+    if (net::resolve({config.server.host, std::to_string(config.server.port)}).empty())
+        throw ConfigError("listen: cannot resolve host \"" + config.server.host + "\"");
+    return Node(std::move(config)).run();
+}
+
+}  // namespace berth::node
