@@ -195,6 +195,15 @@ class InterruptedTest(UploadTestCase):
 
 
 class ConcurrentSessionUseTest(UploadTestCase):
+    def start_patch(self, s, loc, data, first):
+        """A PATCH of data on socket s, sent up to `first` bytes; returns the reader of its answers."""
+        reader = bt.RawReader(s)
+        s.sendall(f"PATCH {loc} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n"
+                  f"Expect: 100-continue\r\n\r\n".encode())
+        self.assertEqual(reader.read_response()[0], 100)
+        s.sendall(data[:first])
+        return reader
+
     def test_second_writer_refused_while_busy(self):
         # While one PATCH is streaming into a session, another PATCH or PUT on it is refused
         # and does not disturb it.
@@ -203,11 +212,7 @@ class ConcurrentSessionUseTest(UploadTestCase):
         data = os.urandom(400_000)
         loc = b.upload_location(repo)
         with bt.connect(b.port) as s:
-            reader = bt.RawReader(s)
-            s.sendall(f"PATCH {loc} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n"
-                      f"Expect: 100-continue\r\n\r\n".encode())
-            self.assertEqual(reader.read_response()[0], 100)
-            s.sendall(data[:100_000])
+            reader = self.start_patch(s, loc, data, first=100_000)
             r = b.request("PATCH", loc, body=b"intruder")
             self.assertTrue(400 <= r.status < 500, r)
             r = b.request("PUT", bt.with_query(loc, digest=bt.sha256_digest(b"intruder")), body=b"intruder")
@@ -228,11 +233,7 @@ class ConcurrentSessionUseTest(UploadTestCase):
         data = os.urandom(400_000)
         loc = b.upload_location(repo)
         with bt.connect(b.port) as s:
-            reader = bt.RawReader(s)
-            s.sendall(f"PATCH {loc} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n"
-                      f"Expect: 100-continue\r\n\r\n".encode())
-            self.assertEqual(reader.read_response()[0], 100)
-            s.sendall(data[:100_000])
+            reader = self.start_patch(s, loc, data, first=100_000)
             r = b.request("DELETE", loc)
             self.assertEqual(r.status, 204, r)
             self.assertEqual(b.get(loc).status, 404)
