@@ -178,6 +178,28 @@ std::optional<ApplyRequest> parse_apply(std::string_view body) {
     return out;
 }
 
+std::string encode_log_page(const LogPage& page) {
+    auto entries = nlohmann::json::array();
+    for (auto& [sequence, event] : page.entries) entries.push_back({{"seq", sequence}, {"event", event}});
+    return nlohmann::json{{"replica", page.replica}, {"epoch", page.epoch},     {"head", page.head},
+                          {"first", page.first},     {"filling", page.filling}, {"entries", std::move(entries)}}
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+LogPage parse_log_page(std::string_view body) {
+    auto doc = oci::parse_json_or_throw(body, "a log page");
+    try {
+        LogPage page{doc.at("replica").get<std::string>(), doc.at("epoch").get<std::string>(),
+                     doc.at("head").get<std::uint64_t>(),  doc.value("first", std::uint64_t{0}),
+                     doc.value("filling", false),          {}};
+        for (auto& entry : doc.at("entries"))
+            page.entries.emplace_back(entry.at("seq").get<std::uint64_t>(), entry.at("event").get<std::string>());
+        return page;
+    } catch (const nlohmann::json::exception& error) {
+        throw std::invalid_argument(std::string("a log page: ") + error.what());
+    }
+}
+
 std::string encode_pulls(const PullsPage& page) {
     return nlohmann::json{{"pulls", page.pulls}, {"more", page.more}}.dump();
 }

@@ -34,6 +34,27 @@ std::uint64_t now_ms() {
     return static_cast<std::uint64_t>(duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
 }
 
+bool Replicator::Impl::apply_entries(Peer& peer, const std::vector<std::pair<std::uint64_t, std::string>>& entries) {
+    bool applied_all = true;
+    for (auto& [sequence, text] : entries) {
+        auto event = Event::parse(text);
+        if (event && applier.apply(*event, sources(&peer)) == ApplyResult::unavailable) {
+            applied_all = false;  // its content is out of reach for now: again from here later
+            break;
+        }
+        peer.cursor = sequence;
+        std::lock_guard lock(mutex);
+        ++peer.applied;
+    }
+    meta.sync();
+    save_cursor(peer);
+    std::lock_guard lock(mutex);
+    if (peer.target && peer.cursor >= *peer.target) peer.holds_readiness = false;
+    peer.oldest_unapplied_ms =
+        peer.cursor >= peer.head ? 0 : (peer.oldest_unapplied_ms ? peer.oldest_unapplied_ms : now_ms());
+    return applied_all;
+}
+
 void Replicator::Impl::follow(Peer& peer) {
     constexpr auto startup_grace = std::chrono::seconds(10);
     const auto started_at = std::chrono::steady_clock::now();
@@ -50,10 +71,10 @@ void Replicator::Impl::follow(Peer& peer) {
                 sleep_for(std::chrono::seconds(5));
                 continue;
             }
-            auto doc = oci::parse_json_or_throw(response.body, "a peer's answer");
-            const auto id = doc.at("replica").get<std::string>();
-            const auto peer_epoch = doc.at("epoch").get<std::string>();
-            const auto head = doc.at("head").get<std::uint64_t>();
+            const auto page = protocol::parse_log_page(response.body);
+            const auto& id = page.replica;
+            const auto& peer_epoch = page.epoch;
+            const auto head = page.head;
             if (id == self_id) {
                 std::lock_guard lock(mutex);
                 peer.self = true;
@@ -74,7 +95,7 @@ void Replicator::Impl::follow(Peer& peer) {
                 save_cursor(peer);
                 continue;
             }
-            if (doc.value("filling", false)) {
+            if (page.filling) {
                 // An empty peer copying the others: nothing to wait for or take from it yet.
                 {
                     std::lock_guard lock(mutex);
@@ -107,26 +128,7 @@ void Replicator::Impl::follow(Peer& peer) {
                 bootstrap(peer);
                 continue;
             }
-            bool stalled = false;
-            for (auto& entry : doc.at("entries")) {
-                auto event = Event::parse(entry.at("event").get<std::string>());
-                const auto sequence = entry.at("seq").get<std::uint64_t>();
-                if (event && applier.apply(*event, sources(&peer)) == ApplyResult::unavailable) {
-                    stalled = true;
-                    break;
-                }
-                peer.cursor = sequence;
-                std::lock_guard lock(mutex);
-                ++peer.applied;
-            }
-            meta.sync();
-            save_cursor(peer);
-            {
-                std::lock_guard lock(mutex);
-                if (peer.target && peer.cursor >= *peer.target) peer.holds_readiness = false;
-                peer.oldest_unapplied_ms =
-                    peer.cursor >= peer.head ? 0 : (peer.oldest_unapplied_ms ? peer.oldest_unapplied_ms : now_ms());
-            }
+            const bool stalled = !apply_entries(peer, page.entries);
             if (stalled) sleep_for(std::chrono::seconds(1));
             else if (peer.cursor >= head) sleep_for(options.poll_interval);
         } catch (const std::exception& error) {

@@ -147,6 +147,8 @@ struct Replicator::Impl {
     void save_peer_cursors();
 
     void follow(Peer& peer);
+    // Applies a log page's entries in order and saves the cursor; false when one's content was out of reach.
+    bool apply_entries(Peer& peer, const std::vector<std::pair<std::uint64_t, std::string>>& entries);
     bool check_protocol(Peer& peer, const std::string& versions_header);
     // Copies the peer's whole state, page by page; where this replica holds
     // anything, only the ranges where its records differ. Resumes where a

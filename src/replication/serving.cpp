@@ -30,20 +30,12 @@ std::pair<int, std::string> Replicator::log_json(std::uint64_t after, std::size_
     impl_->note_peer_cursor(caller, after);
     const auto first = impl_->meta.log_first();
     const auto head = impl_->meta.log_head();
-    json doc{{"replica", impl_->self_id},
-             {"epoch", impl_->epoch},
-             {"head", head},
-             {"first", first},
-             {"filling", impl_->filling.load()}};
-    if (after + 1 < first && after < head) {  // entries it has not read are gone
-        doc["entries"] = json::array();
-        return {410, doc.dump()};
-    }
-    json entries = json::array();
+    protocol::LogPage page{impl_->self_id, impl_->epoch, head, first, impl_->filling.load(), {}};
+    if (after + 1 < first && after < head)
+        return {410, protocol::encode_log_page(page)};  // entries it has not read are gone
     for (auto& entry : impl_->meta.read_log(after, std::min<std::size_t>(limit, 1000)))
-        entries.push_back({{"seq", entry.sequence}, {"event", entry.event}});
-    doc["entries"] = std::move(entries);
-    return {200, doc.dump()};
+        page.entries.emplace_back(entry.sequence, entry.event);
+    return {200, protocol::encode_log_page(page)};
 }
 
 std::shared_ptr<const storage::StateView> Replicator::Impl::session_view(std::string& id) {

@@ -129,3 +129,18 @@ TEST_CASE("pull times travel as [name, ms] pairs, paged", "[retention]") {
     CHECK(protocol::pulls_target("a/b", 5, "sha256+x:1").find("&after=sha256%2Bx:1") != std::string::npos);
     CHECK(protocol::operation_of("pulls") == protocol::Operation::pulls);
 }
+
+TEST_CASE("a log page round-trips and a broken one is refused") {
+    protocol::LogPage page{"r1", "e1", 7, 3, true, {{4, "event-4"}, {5, "event-5"}}};
+    auto back = protocol::parse_log_page(protocol::encode_log_page(page));
+    CHECK(back.replica == "r1");
+    CHECK(back.epoch == "e1");
+    CHECK(back.head == 7);
+    CHECK(back.first == 3);
+    CHECK(back.filling);
+    CHECK(back.entries == page.entries);
+    CHECK_THROWS_AS(protocol::parse_log_page(R"({"replica":"r1"})"), std::invalid_argument);
+    CHECK_THROWS_AS(protocol::parse_log_page(R"({"replica":"r1","epoch":"e","head":1,"entries":[{"seq":"x"}]})"),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(protocol::parse_log_page(std::string(4000, '[')), std::invalid_argument);
+}

@@ -128,6 +128,19 @@ std::string encode_state(const StatePageAnswer& answer);
 StatePageAnswer parse_state(std::string_view body);
 // The bytes of a hex field (oci::unhex); throws std::invalid_argument for text that is not an even run of hex digits.
 std::string unhex(std::string_view text);
+// A page of a replica's change log (GET log_target): who answers, its log's epoch, head and
+// first kept entry, whether it is an empty replica still filling from its peers, and the
+// entries after the cursor asked for (sequence, the event's text).
+struct LogPage {
+    std::string replica, epoch;
+    std::uint64_t head = 0, first = 0;
+    bool filling = false;
+    std::vector<std::pair<std::uint64_t, std::string>> entries;
+};
+std::string encode_log_page(const LogPage& page);
+// Throws std::invalid_argument on a body that is not one.
+LogPage parse_log_page(std::string_view body);
+
 // Names with the time each was last pulled (ms since the epoch), and whether more follow.
 struct PullsPage {
     std::vector<std::pair<std::string, std::uint64_t>> pulls;
