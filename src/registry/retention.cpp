@@ -149,6 +149,40 @@ void Retention::judge(Round& round, const std::string& repo, const RetentionPoli
         });
 }
 
+// Names (tags, digests) pulled since the policy's cutoff, here or on any other replica, by
+// fingerprint (a collision can only keep a tag), with the last time each was pulled. known:
+// false when a replica could not be asked, and unpulled tags are then kept.
+std::unordered_map<std::uint64_t, std::uint64_t> Retention::last_pulls(Round& round, const std::string& repo,
+                                                                       const RetentionPolicy& policy,
+                                                                       bool& pulls_known) {
+    std::unordered_map<std::uint64_t, std::uint64_t> pulled;
+    const auto since = before(round.now_ms, *policy.expire_unpulled);
+    auto note = [&](const std::pair<std::string, std::uint64_t>& pull) {
+        auto& ms = pulled[fingerprint(pull.first)];
+        ms = std::max(ms, pull.second);
+    };
+    if (peers_unreachable_) {
+        pulls_known = false;
+    } else if (peers_) {
+        auto elsewhere = peers_->pulls_elsewhere(repo, since);
+        pulls_known = elsewhere.has_value();
+        if (elsewhere) std::for_each(elsewhere->begin(), elsewhere->end(), note);
+    }
+    if (pulls_known) {
+        for (std::string after;;) {
+            auto page = pulls_.since(repo, since, after, pulls_page);
+            std::for_each(page.begin(), page.end(), note);
+            if (page.size() < pulls_page) break;
+            after = page.back().first;
+        }
+    } else {
+        ++round.report.unpulled_skipped;
+        observe::log("warn", "retention: not every replica could be asked for pull times; unpulled tags are kept",
+                     {{"repository", repo}, {"policy", policy.name}});
+    }
+    return pulled;
+}
+
 // Two passes over the repository's tags, neither holding more than keep_last
 // of them: the first finds the keep_last-th newest, the second judges every
 // tag and deletes a chunk at a time. Returns the fingerprints of the digests
@@ -173,36 +207,9 @@ std::vector<std::uint64_t> Retention::judge_tags(Round& round, const std::string
         else threshold = newest.top();
     }
 
-    // Names (tags, digests) pulled since the cutoff, here or on any other
-    // replica, by fingerprint: a collision can only keep a tag.
-    std::unordered_map<std::uint64_t, std::uint64_t> pulled;
     bool pulls_known = true;
-    if (policy.expire_unpulled) {
-        const auto since = before(round.now_ms, *policy.expire_unpulled);
-        auto note = [&](const std::pair<std::string, std::uint64_t>& pull) {
-            auto& ms = pulled[fingerprint(pull.first)];
-            ms = std::max(ms, pull.second);
-        };
-        if (peers_unreachable_) {
-            pulls_known = false;
-        } else if (peers_) {
-            auto elsewhere = peers_->pulls_elsewhere(repo, since);
-            pulls_known = elsewhere.has_value();
-            if (elsewhere) std::for_each(elsewhere->begin(), elsewhere->end(), note);
-        }
-        if (pulls_known) {
-            for (std::string after;;) {
-                auto page = pulls_.since(repo, since, after, pulls_page);
-                std::for_each(page.begin(), page.end(), note);
-                if (page.size() < pulls_page) break;
-                after = page.back().first;
-            }
-        } else {
-            ++round.report.unpulled_skipped;
-            observe::log("warn", "retention: not every replica could be asked for pull times; unpulled tags are kept",
-                         {{"repository", repo}, {"policy", policy.name}});
-        }
-    }
+    const auto pulled = policy.expire_unpulled ? last_pulls(round, repo, policy, pulls_known)
+                                               : std::unordered_map<std::uint64_t, std::uint64_t>{};
     auto last_pull = [&](const std::string& name) -> std::uint64_t {
         auto it = pulled.find(fingerprint(name));
         return it == pulled.end() ? 0 : it->second;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "berth/storage/hybrid_clock.hpp"
@@ -94,6 +95,8 @@ private:
     struct Round;
     void judge(Round& round, const std::string& repo, const RetentionPolicy& policy);
     std::vector<std::uint64_t> judge_tags(Round& round, const std::string& repo, const RetentionPolicy& policy);
+    std::unordered_map<std::uint64_t, std::uint64_t> last_pulls(Round& round, const std::string& repo,
+                                                                const RetentionPolicy& policy, bool& pulls_known);
 
     RetentionOptions options_;
     storage::MetaStore& meta_;
