@@ -371,6 +371,13 @@ class ServerKilledTest(BootstrapTestCase):
         a.kill()
         self.assertTrue(b.alive())
         self.assertEqual(b.readyz(), 503, "B ready with its bootstrap unfinished and its peer gone")
+        # B may be applying a page for longer than A stays down (seconds under ASan): had A come
+        # back first, B's next page would have come from it with no error in between, and so no
+        # "resuming" (the sanitizer run's failure). So A comes back only once B found it gone.
+        def found_gone():
+            now = self.peer_status(b)
+            return now is not None and now["errors"] > p["errors"]
+        bt.poll(found_gone, CONVERGE, what="B to find A gone")
 
         a.restart()
         mutate(self, a, self.store, self.rng, "after-restart", 5)
