@@ -11,7 +11,6 @@
 #include <string>
 #include <string_view>
 
-#include "berth/oci/json.hpp"
 #include "berth/storage/layout.hpp"
 #include "berth/storage/records.hpp"
 

@@ -1,5 +1,11 @@
 #include "berth/storage/meta_store.hpp"
 
+#include <rocksdb/cache.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_buffer_manager.h>
+
 #include "meta_store_impl.hpp"
 
 namespace berth::storage {

@@ -1,30 +1,26 @@
 #pragma once
 // MetaStore's insides, shared by the files that implement it: meta_store.cpp (opening, commits,
 // records), change_log.cpp, state_pages.cpp and usage_records.cpp.
-#include <optional>
-#include <string>
-#include <vector>
-
-#include "berth/storage/meta_store.hpp"
-#include "berth/storage/hybrid_clock.hpp"
-#include "berth/storage/layout.hpp"
-#include "berth/oci/media_types.hpp"
-#include "usage_tally.hpp"
 #include <rocksdb/db.h>
-#include <rocksdb/cache.h>
-#include <rocksdb/filter_policy.h>
-#include <rocksdb/options.h>
-#include <rocksdb/table.h>
-#include <rocksdb/write_buffer_manager.h>
 #include <rocksdb/write_batch.h>
-#include <deque>
+
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <mutex>
-#include <set>
-#include <unordered_map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "berth/oci/media_types.hpp"
+#include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/layout.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "usage_tally.hpp"
 #include "meta_codec.hpp"
 #include "record_cache.hpp"
 
