@@ -120,8 +120,8 @@ int gc(const std::vector<std::string>& args) {
     berth::storage::HybridClock clock(berth::storage::system_wall_clock());
     const auto replica = meta->setting(layout::setting::replica_id).value_or("berth");
     berth::storage::PullTimes pulls(*meta);
-    berth::registry::Retention retention(config.retention, *meta, clock, replica, pulls);
-    if (config.replication.enabled()) retention.set_peers_unreachable();
+    berth::registry::Retention retention(config.retention, *meta, clock, replica, pulls,
+                                         {.unreachable = config.replication.enabled()});
     if (retention.enabled()) {
         auto applied = retention.run(flags.dry_run, [&](const berth::registry::RetentionDeletion& deletion) {
             std::cout << (flags.dry_run ? "would delete " : "deleted ") << retention_line(deletion) << "\n";

@@ -13,7 +13,8 @@
 #include "berth/registry/upload_id.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/storage/upload_appender.hpp"
-#include "berth/replication/replicator.hpp"
+#include "berth/replication/cluster.hpp"
+#include "berth/replication/peer_service.hpp"
 
 namespace berth::http {
 namespace {
@@ -478,8 +479,7 @@ Plan plan_v2(Services& services, Request& request) {
     const bool v2 =
         kind == RouteKind::base || kind == RouteKind::catalog || kind == RouteKind::usage || has_repository(kind);
     // A request forwarded by a peer was authorized where it arrived.
-    const bool from_peer =
-        request.forwarded && services.replicator && services.replicator->authorized(request.peer_secret);
+    const bool from_peer = request.forwarded && services.peers && services.peers->authorized(request.peer_secret);
     if (from_peer) require_compatible_peer(request);
     if (v2 && services.authorizer && services.authorizer->enabled() && !from_peer) {
         auto decision =
@@ -507,8 +507,8 @@ Plan plan_v2(Services& services, Request& request) {
             return immediate(json_response(200, "{}"));
         case RouteKind::healthz: return immediate(json_response(200, R"({"status":"ok"})"));
         case RouteKind::readyz:
-            if (services.replicator && !services.replicator->ready()) {
-                auto problem = services.replicator->incompatible_peers();
+            if (services.peers && !services.peers->ready()) {
+                auto problem = services.peers->incompatible_peers();
                 return immediate(json_response(
                     503,
                     nlohmann::json{{"status", problem.empty() ? "catching up with peers"
@@ -520,11 +520,11 @@ Plan plan_v2(Services& services, Request& request) {
             return immediate(
                 json_response(200, services.metrics ? services.metrics->text() : "", "text/plain; version=0.0.4"));
         case RouteKind::peer:
-            if (!services.replicator || !services.replicator->authorized(request.peer_secret))
+            if (!services.peers || !services.peers->authorized(request.peer_secret))
                 return immediate(error_response(ErrorCode::unauthorized, "peer authentication required"));
             require_compatible_peer(request);
             {
-                auto plan = plan_peer_request(*services.replicator, request);
+                auto plan = plan_peer_request(*services.peers, request);
                 plan.finish = [finish = std::move(plan.finish)](std::string& body, std::uint64_t offset) {
                     auto response = finish(body, offset);
                     response.set(protocol::header::versions, protocol::versions_text());
@@ -542,12 +542,12 @@ Plan plan_v2(Services& services, Request& request) {
             // Sessions live on the replica that opened them; others pass requests on.
             const auto& id = request.target.route.reference;
             const std::string owner(registry::upload_owner(id));
-            if (services.replicator && !request.forwarded && owner != services.replicator->self_id())
-                if (auto address = services.replicator->address_of(owner)) {
+            if (services.cluster && !request.forwarded && owner != services.cluster->self_id())
+                if (auto address = services.cluster->address_of(owner)) {
                     registry::reach(registry::peers_party);
                     return plan_forward(
-                        *services.client, services.replicator->peer_origin(*address), services.replicator->secret(),
-                        request, std::string(method_name(request.method)),
+                        *services.client, services.cluster->peer_origin(*address), services.cluster->secret(), request,
+                        std::string(method_name(request.method)),
                         "/v2/" + request.target.route.name + "/blobs/uploads/" + id + request.target.raw_query);
                 }
             return upload_route(registry, request);

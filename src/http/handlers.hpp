@@ -11,7 +11,7 @@ Plan plan_request(Services& services, Request& request);
 Plan immediate(Response response);
 Response json_response(int status, std::string body, std::string content_type = "application/json");
 // The peer API (replication/protocol.hpp); the caller has checked the peer secret.
-Plan plan_peer_request(replication::Replicator& replicator, Request& request);
+Plan plan_peer_request(replication::PeerService& peers, Request& request);
 // Sends an upload request on to the replica that owns the session.
 Plan plan_forward(net::Client& client, const net::Origin& owner, const std::string& secret, Request& request,
                   const std::string& method, const std::string& target);

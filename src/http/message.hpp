@@ -19,8 +19,9 @@ namespace berth::registry {
 class Registry;
 }
 namespace berth::replication {
-class Replicator;
-}
+class Cluster;
+class PeerService;
+}  // namespace berth::replication
 namespace berth::auth {
 class Authorizer;
 }
@@ -70,7 +71,8 @@ struct Request {
 // What the handlers work with.
 struct Services {
     registry::Registry& registry;
-    replication::Replicator* replicator;                // null without peers
+    replication::PeerService* peers;                    // null without peers
+    const replication::Cluster* cluster;                // null without peers
     const auth::Authorizer* authorizer;                 // null: everyone may do everything
     const observe::MetricsRegistry* metrics = nullptr;  // what GET /metrics writes
     net::Client* client = nullptr;  // for upload requests sent on to the replica that owns the session

@@ -63,15 +63,15 @@ auto as_config_error(const std::string& key, F&& make) {
     }
 }
 
-// The registry's options once the store is ready for it: the replica id known, and namespace
-// usage counted (once, for a store an older berth wrote).
-registry::Options registry_options(config::Config& config, storage::MetaStore& meta, storage::BlobStore& blobs) {
+// The store made ready for the objects over it: namespace usage counted (once, for a store an
+// older berth wrote), and this replica's id known (returned, and kept in the registry's options).
+std::string prepare_store(config::Config& config, storage::MetaStore& meta, storage::BlobStore& blobs) {
     meta.count_usage([&blobs](const std::string& digest) -> std::uint64_t {
         auto parsed = oci::Digest::parse(digest);
         return parsed ? blobs.size(*parsed).value_or(0) : 0;
     });
     config.registry.replica_id = replica_id(config, meta);
-    return config.registry;
+    return config.registry.replica_id;
 }
 
 // The server's options once the process may hold as many descriptors as they ask for.
@@ -98,12 +98,13 @@ private:
     config::Config config_;
     storage::BlobStore blobs_;
     storage::MetaStore meta_;
+    const std::string replica_id_;
     storage::HybridClock clock_;
     storage::PullTimes pulls_;
-    registry::Registry registry_;
-    registry::Retention retention_;
     std::unique_ptr<replication::Replicator> replicator_;
     std::unique_ptr<proxy::Proxy> proxy_;
+    registry::Registry registry_;
+    registry::Retention retention_;
     registry::MaintenanceStats maintenance_;
     std::unique_ptr<auth::Authorizer> authorizer_;
     observe::MetricsRegistry metrics_;
@@ -116,35 +117,28 @@ Node::Node(config::Config config)
     : config_(std::move(config)), blobs_(config_.root),
       meta_(storage::layout::meta_dir(config_.root), storage::MetaStore::Mode::read_write,
             config_.metadata_cache_bytes),
-      clock_(storage::system_wall_clock()), pulls_(meta_),
-      registry_(registry_options(config_, meta_, blobs_), blobs_, meta_, clock_),
-      retention_(config_.retention, meta_, clock_, config_.registry.replica_id, pulls_),
+      replica_id_(prepare_store(config_, meta_, blobs_)), clock_(storage::system_wall_clock()), pulls_(meta_),
       replicator_(config_.replication.enabled()
-                      ? std::make_unique<replication::Replicator>(config_.replication, config_.registry.replica_id,
-                                                                  blobs_, meta_, clock_)
+                      ? std::make_unique<replication::Replicator>(
+                            config_.replication, replica_id_, blobs_, meta_, clock_, pulls_,
+                            replication::ContentRules{
+                                [this](const std::string& repo) { return proxy::mirrors(config_.proxy, repo); },
+                                config_.registry.sparse_manifests})
                       : nullptr),
       proxy_(config_.proxy.enabled()
                  ? std::make_unique<proxy::Proxy>(
                        config_.proxy,
                        proxy::Limits{config_.registry.max_manifest_bytes, config_.registry.max_blob_bytes,
                                      config_.registry.min_free_bytes},
-                       blobs_, meta_, clock_, config_.registry.replica_id, replicator_.get())
+                       blobs_, meta_, clock_, replica_id_, replicator_.get())
                  : nullptr),
+      registry_(config_.registry, blobs_, meta_, clock_, {replicator_.get(), proxy_.get(), &pulls_}),
+      retention_(config_.retention, meta_, clock_, replica_id_, pulls_, {.peers = replicator_.get()}),
       authorizer_(as_config_error(
           "auth", [&] { return config_.auth.enabled() ? std::make_unique<auth::Authorizer>(config_.auth) : nullptr; })),
-      server_(server_options(config_.server), registry_, metrics_, replicator_.get(), authorizer_.get()),
+      server_(server_options(config_.server), registry_, metrics_, replicator_.get(), replicator_.get(),
+              authorizer_.get()),
       scheduler_(metrics_) {
-    registry_.set_pull_times(&pulls_);
-    if (replicator_) {
-        registry_.set_peers(replicator_.get());
-        replicator_->set_sparse(config_.registry.sparse_manifests);
-        replicator_->set_pull_times(&pulls_);
-        retention_.set_peers(replicator_.get());
-    }
-    if (proxy_) {
-        registry_.set_upstreams(proxy_.get());
-        if (replicator_) replicator_->set_mirrors(proxy_.get());
-    }
     as_config_error("listen: cannot listen on " + config_.server.host + ":" + std::to_string(config_.server.port), [&] {
         server_.bind();
         return 0;
@@ -170,8 +164,7 @@ void Node::schedule_storage_jobs() {
     });
     if (config_.gc_interval.count())
         scheduler_.every("gc", config_.gc_interval, [this] {
-            auto report =
-                registry::collect_garbage(blobs_, meta_, clock_, config_.registry.replica_id, config_.gc, false);
+            auto report = registry::collect_garbage(blobs_, meta_, clock_, replica_id_, config_.gc, false);
             observe::log("info", "garbage collected",
                          {{"manifests", report.manifests},
                           {"links", report.links},
@@ -226,9 +219,8 @@ void Node::schedule_other_jobs() {
 }
 
 int Node::run() {
-    observe::log(
-        "info", "starting",
-        {{"version", BERTH_VERSION}, {"root", config_.root.string()}, {"replica_id", config_.registry.replica_id}});
+    observe::log("info", "starting",
+                 {{"version", BERTH_VERSION}, {"root", config_.root.string()}, {"replica_id", replica_id_}});
     if (replicator_) replicator_->start();
     scheduler_.start();
     server_.run();

@@ -9,7 +9,7 @@
 
 #include "berth/observe/log.hpp"
 #include "berth/registry/reach.hpp"
-#include "berth/replication/replicator.hpp"
+#include "berth/replication/cluster.hpp"
 #include "berth/storage/layout.hpp"
 #include "proxy_impl.hpp"
 

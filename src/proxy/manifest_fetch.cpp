@@ -6,7 +6,7 @@
 #include "berth/oci/media_types.hpp"
 #include "berth/oci/names.hpp"
 #include "berth/registry/reach.hpp"
-#include "berth/replication/replicator.hpp"
+#include "berth/replication/cluster.hpp"
 #include "answers.hpp"
 #include "proxy_impl.hpp"
 

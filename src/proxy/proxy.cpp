@@ -5,7 +5,7 @@
 
 #include "berth/observe/log.hpp"
 #include "berth/replication/protocol.hpp"
-#include "berth/replication/replicator.hpp"
+#include "berth/replication/cluster.hpp"
 
 namespace berth::proxy {
 namespace {
@@ -42,21 +42,27 @@ RemoteConfig remote_config(const Upstream& upstream) {
 }  // namespace
 
 Proxy::Impl::Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, storage::HybridClock& c,
-                  std::string id, replication::Replicator* r)
+                  std::string id, const replication::Cluster* r)
     : options(std::move(o)), limits(l), client(upstream_client_options(options)), blobs(b), meta(m), clock(c),
       replica_id(std::move(id)), cluster(r) {
     for (auto& upstream : options.upstreams)
         upstreams.push_back(std::make_unique<UpstreamState>(client, upstream, remote_config(upstream)));
 }
 
-std::pair<UpstreamState*, std::string> Proxy::Impl::find(const std::string& repo) const {
-    for (auto& upstream : upstreams) {
-        const auto& host = upstream->options.host;
-        if (host.empty()) return {upstream.get(), repo};
+std::optional<std::pair<std::size_t, std::string>> mirrored_name(const Options& options, const std::string& repo) {
+    for (std::size_t i = 0; i < options.upstreams.size(); ++i) {
+        const auto& host = options.upstreams[i].host;
+        if (host.empty()) return std::pair{i, repo};
         if (repo.size() > host.size() + 1 && repo.starts_with(host) && repo[host.size()] == '/')
-            return {upstream.get(), repo.substr(host.size() + 1)};
+            return std::pair{i, repo.substr(host.size() + 1)};
     }
-    return {nullptr, {}};
+    return std::nullopt;
+}
+
+std::pair<UpstreamState*, std::string> Proxy::Impl::find(const std::string& repo) const {
+    auto found = mirrored_name(options, repo);
+    if (!found) return {nullptr, {}};
+    return {upstreams[found->first].get(), std::move(found->second)};
 }
 
 std::unique_ptr<Remote> Proxy::Impl::owner_remote(const std::string& address, const net::Headers& extra) {
@@ -82,7 +88,7 @@ void Proxy::Impl::log_failure(UpstreamState& upstream, const std::string& what, 
 }
 
 Proxy::Proxy(Options options, Limits limits, storage::BlobStore& blobs, storage::MetaStore& meta,
-             storage::HybridClock& clock, std::string replica_id, replication::Replicator* cluster)
+             storage::HybridClock& clock, std::string replica_id, const replication::Cluster* cluster)
     : impl_(std::make_unique<Impl>(std::move(options), limits, blobs, meta, clock, std::move(replica_id), cluster)) {}
 
 Proxy::~Proxy() {

@@ -19,7 +19,7 @@
 #include "remote.hpp"
 
 namespace berth::replication {
-class Replicator;
+class Cluster;
 }
 
 namespace berth::proxy {
@@ -59,7 +59,7 @@ struct ManifestFlight {
 
 struct Proxy::Impl {
     Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, storage::HybridClock& c, std::string id,
-         replication::Replicator* r);
+         const replication::Cluster* r);
 
     // The upstream repo mirrors and the name it has there; null when none.
     std::pair<UpstreamState*, std::string> find(const std::string& repo) const;
@@ -84,7 +84,7 @@ struct Proxy::Impl {
     storage::MetaStore& meta;
     storage::HybridClock& clock;
     std::string replica_id;
-    replication::Replicator* cluster;
+    const replication::Cluster* cluster;
     std::vector<std::unique_ptr<UpstreamState>> upstreams;
 
     std::mutex flights_mutex;

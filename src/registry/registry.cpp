@@ -17,12 +17,13 @@ using oci::Error;
 using oci::ErrorCode;
 
 Registry::Registry(Options options, storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock,
-                   storage::HybridClock::WallClock wall)
+                   Collaborators with, storage::HybridClock::WallClock wall)
     : options_(std::move(options)), blobs_(blobs), meta_(meta), clock_(clock),
       uploads_(std::make_unique<UploadTable>(
           blobs, meta, options_.replica_id,
           UploadTable::Limits{options_.max_uploads, options_.max_uploads_per_client, options_.min_free_bytes},
-          std::move(wall))) {}
+          std::move(wall))),
+      peers_(with.peers), upstreams_(with.upstreams), pulls_(with.pulls) {}
 
 Registry::~Registry() = default;
 

@@ -89,8 +89,9 @@ struct Retention::Round {
 };
 
 Retention::Retention(RetentionOptions options, storage::MetaStore& meta, storage::HybridClock& clock,
-                     std::string replica_id, const storage::PullTimes& pulls)
-    : options_(std::move(options)), meta_(meta), clock_(clock), replica_id_(std::move(replica_id)), pulls_(pulls) {}
+                     std::string replica_id, const storage::PullTimes& pulls, RetentionPeers peers)
+    : options_(std::move(options)), meta_(meta), clock_(clock), replica_id_(std::move(replica_id)), pulls_(pulls),
+      peers_(peers) {}
 
 RetentionReport Retention::run(bool dry_run, const std::function<void(const RetentionDeletion&)>& deleted,
                                std::chrono::system_clock::time_point now, const std::atomic<bool>* stop) {
@@ -107,7 +108,7 @@ RetentionReport Retention::run(bool dry_run, const std::function<void(const Rete
         for (auto& repo : page) {
             if (stopped()) break;
             auto* policy = options_.policy_for(repo);
-            if (!policy || (peers_ && !peers_->evaluates(repo))) continue;
+            if (!policy || (peers_.peers && !peers_.peers->evaluates(repo))) continue;
             try {
                 judge(round, repo, *policy);
                 ++round.report.repositories;
@@ -161,10 +162,10 @@ std::unordered_map<std::uint64_t, std::uint64_t> Retention::last_pulls(Round& ro
         auto& ms = pulled[fingerprint(pull.first)];
         ms = std::max(ms, pull.second);
     };
-    if (peers_unreachable_) {
+    if (peers_.unreachable) {
         pulls_known = false;
-    } else if (peers_) {
-        auto elsewhere = peers_->pulls_elsewhere(repo, since);
+    } else if (peers_.peers) {
+        auto elsewhere = peers_.peers->pulls_elsewhere(repo, since);
         pulls_known = elsewhere.has_value();
         if (elsewhere) std::for_each(elsewhere->begin(), elsewhere->end(), note);
     }

@@ -27,8 +27,8 @@ struct Outcome {
 
 }  // namespace
 
-Applier::Applier(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock)
-    : blobs_(blobs), meta_(meta), clock_(clock) {}
+Applier::Applier(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock, ContentRules rules)
+    : blobs_(blobs), meta_(meta), clock_(clock), rules_(std::move(rules)) {}
 
 ApplyResult Applier::ensure_blob(const oci::Digest& digest, const std::vector<PeerClient*>& sources) {
     if (blobs_.touch(digest)) return ApplyResult::skipped;  // renewed: garbage collection leaves it to be linked
@@ -169,9 +169,9 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
     std::vector<oci::Digest> digests;
     for (auto& blob : blobs) digests.push_back(blob.digest);
     constexpr unsigned parallel_fetches = 4;
-    const bool mirrored = mirrors_ && mirrors_->mirrors(repo);
+    const bool mirrored = is_mirrored(repo);
     // A sparse repository's manifest stands without what no replica holds.
-    const bool sparse = oci::matches_any(sparse_, repo);
+    const bool sparse = oci::matches_any(rules_.sparse, repo);
     auto fatal = [sparse](ApplyResult result) {
         return result == ApplyResult::unavailable || (result == ApplyResult::gone && !sparse);
     };

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "berth/registry/upstreams.hpp"
+#include "berth/replication/options.hpp"
 #include "berth/storage/events.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "peer_client.hpp"
@@ -41,12 +41,9 @@ struct ManifestContent {
 
 class Applier {
 public:
-    Applier(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock);
-    // Manifests of mirrored repositories are applied without their blobs,
-    // which every replica fetches when first read (registry proxying).
-    void set_mirrors(const registry::Upstreams* mirrors) { mirrors_ = mirrors; }
-    // Repository globs whose manifests may lack blobs and child manifests (registry::Options).
-    void set_sparse(std::vector<std::string> globs) { sparse_ = std::move(globs); }
+    // Manifests of mirrored repositories are applied without their blobs, and
+    // those of sparse ones without all their content (ContentRules).
+    Applier(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock, ContentRules rules);
 
     // sources: the peer the event came from first, then any other peer.
     // content: a manifest event's bytes when they came with it.
@@ -83,12 +80,13 @@ private:
                                 unsigned parallelism, const std::atomic<bool>* stop);
     ApplyResult apply_tags(std::vector<storage::StateRecord*>& records, const std::vector<PeerClient*>& sources);
 
+    bool is_mirrored(const std::string& repo) const { return rules_.mirrored && rules_.mirrored(repo); }
+
     storage::BlobStore& blobs_;
     storage::MetaStore& meta_;
     storage::HybridClock& clock_;
     std::atomic<std::uint64_t> bytes_fetched_{0};
-    const registry::Upstreams* mirrors_ = nullptr;
-    std::vector<std::string> sparse_;
+    const ContentRules rules_;
     // Blobs being fetched now: a second fetch of the same digest (two peers'
     // bootstraps, a follower and a read) waits for the first instead.
     std::mutex fetching_mutex_;

@@ -105,7 +105,7 @@ ApplyResult Applier::apply_manifests(std::vector<StateRecord*>& records, const s
             single.push_back(r);
             continue;
         }
-        if (!(mirrors_ && mirrors_->mirrors(r->repo)))
+        if (!is_mirrored(r->repo))
             for (auto& blob : parsed.local_blobs()) {
                 auto text = blob.digest.str();
                 if (present.count(text) || queued.count(text)) continue;
@@ -132,12 +132,12 @@ ApplyResult Applier::apply_manifests(std::vector<StateRecord*>& records, const s
                 batch.tombstone_manifest(r->repo, r->key, current && !current->deleted ? &*current : nullptr, r->stamp);
                 continue;
             }
-            const bool mirrored = mirrors_ && mirrors_->mirrors(r->repo);
+            const bool mirrored = is_mirrored(r->repo);
             const auto blobs = parsed.local_blobs();
             const bool complete = mirrored || std::all_of(blobs.begin(), blobs.end(),
                                                           [&](auto& b) { return present.count(b.digest.str()) > 0; });
             // Blobs before references; a sparse repository's manifest stands without them.
-            if (!complete && !oci::matches_any(sparse_, r->repo)) continue;
+            if (!complete && !oci::matches_any(rules_.sparse, r->repo)) continue;
             for (auto& blob : blobs) {
                 auto text = blob.digest.str();
                 if (!present.count(text) || linked.count(r->repo + '\0' + text) || meta_.has_link(r->repo, text))

@@ -21,40 +21,14 @@ namespace {
 
 using storage::StatePart;
 
-struct Progress {
-    std::string epoch;
-    std::uint64_t since = 0;  // the peer's head at the first moment read
-    StatePart part = StatePart::links;
-    std::string after;  // raw key
-    bool incremental = false;
-};
+using Progress = protocol::BootstrapProgress;
 
 std::optional<Progress> load_progress(const storage::MetaStore& meta, const std::string& peer_id) {
-    auto text = meta.setting(storage::layout::setting::bootstrap(peer_id)).value_or("");
-    if (text.empty()) return std::nullopt;
-    try {
-        auto doc = nlohmann::json::parse(text);
-        auto part = protocol::parse_part(doc.at("part").get<std::string>());
-        if (!part) return std::nullopt;
-        return Progress{doc.at("epoch").get<std::string>(), doc.at("since").get<std::uint64_t>(), *part,
-                        protocol::unhex(doc.at("after").get<std::string>()), doc.at("incremental").get<bool>()};
-    } catch (const std::exception&) {
-        return std::nullopt;  // unreadable: start over, which is only slower
-    }
-}
-
-const char* part_name(StatePart part) {
-    static constexpr const char* names[] = {"links", "images", "indexes", "tags"};
-    return names[static_cast<int>(part)];
+    return protocol::parse_progress(meta.setting(storage::layout::setting::bootstrap(peer_id)).value_or(""));
 }
 
 void save_progress(storage::MetaStore& meta, const std::string& peer_id, const Progress& p) {
-    meta.put_setting(storage::layout::setting::bootstrap(peer_id), nlohmann::json{{"epoch", p.epoch},
-                                                                                  {"since", p.since},
-                                                                                  {"part", part_name(p.part)},
-                                                                                  {"after", oci::hex(p.after)},
-                                                                                  {"incremental", p.incremental}}
-                                                                       .dump());
+    meta.put_setting(storage::layout::setting::bootstrap(peer_id), protocol::encode_progress(p));
 }
 
 }  // namespace
@@ -116,7 +90,7 @@ void Replicator::Impl::bootstrap(Peer& peer) {
         records += answer.page.records.size();
         {
             std::lock_guard lock(mutex);
-            peer.bootstrap_part = part_name(progress->part);
+            peer.bootstrap_part = protocol::part_name(progress->part);
             peer.bootstrap_records = records;
         }
         if (applier.apply_state(progress->part, answer.page.records, src, options.bootstrap_parallelism, &stopping) ==

@@ -55,10 +55,12 @@ std::optional<storage::StatePart> parse_part(std::string_view name) {
     return std::nullopt;
 }
 
+const char* part_name(storage::StatePart part) { return part_names[static_cast<std::size_t>(part)]; }
+
 std::string state_target(const StateRequest& r) {
-    return std::string(prefix) + "state?part=" + part_names[static_cast<std::size_t>(r.part)] +
-           "&after=" + oci::hex(r.after) + "&limit=" + std::to_string(r.limit) + "&session=" + r.session +
-           "&since=" + std::to_string(r.since) + (r.summary ? "&summary=1" : "");
+    return std::string(prefix) + "state?part=" + part_name(r.part) + "&after=" + oci::hex(r.after) +
+           "&limit=" + std::to_string(r.limit) + "&session=" + r.session + "&since=" + std::to_string(r.since) +
+           (r.summary ? "&summary=1" : "");
 }
 
 std::string unhex(std::string_view text) {

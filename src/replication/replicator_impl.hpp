@@ -47,8 +47,10 @@ struct Peer {
 };
 
 struct Replicator::Impl {
-    Impl(Options o, std::string self, storage::BlobStore& b, storage::MetaStore& m, storage::HybridClock& c)
-        : options(std::move(o)), self_id(std::move(self)), blobs(b), meta(m), clock(c), applier(b, m, c) {
+    Impl(Options o, std::string self, storage::BlobStore& b, storage::MetaStore& m, storage::HybridClock& c,
+         const storage::PullTimes& p, ContentRules rules)
+        : options(std::move(o)), self_id(std::move(self)), blobs(b), meta(m), clock(c), pulls(p),
+          applier(b, m, c, std::move(rules)) {
         epoch = meta.setting(storage::layout::setting::log_epoch).value_or("");
         if (epoch.empty()) {
             epoch = oci::random_hex(8);
@@ -63,8 +65,8 @@ struct Replicator::Impl {
     storage::BlobStore& blobs;
     storage::MetaStore& meta;
     storage::HybridClock& clock;
+    const storage::PullTimes& pulls;  // served to peers
     Applier applier;
-    const storage::PullTimes* pulls = nullptr;  // served to peers; none: nothing pulled here
     std::string epoch;
     // Every peer request goes through it: pooled connections, timeouts.
     net::Client http;

@@ -3,6 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include "berth/observe/log.hpp"
+#include "berth/oci/error.hpp"
+
+#include <openssl/crypto.h>
 
 #include "berth/replication/protocol.hpp"
 #include "berth/replication/replicator.hpp"
@@ -15,9 +18,10 @@
 
 namespace berth::replication {
 
+using storage::Event;
+
 namespace {
 
-using nlohmann::json;
 constexpr auto session_idle = std::chrono::minutes(2);
 constexpr std::size_t max_sessions = 8;      // bootstraps served at once; each pins old versions
 constexpr std::size_t page_bytes = 4 << 20;  // of manifests, per page of state
@@ -25,8 +29,8 @@ constexpr std::size_t max_page_records = 5000;
 
 }  // namespace
 
-std::pair<int, std::string> Replicator::log_json(std::uint64_t after, std::size_t limit,
-                                                 const std::string& caller) const {
+std::pair<int, std::string> Replicator::log_json(const protocol::LogRequest& request, const std::string& caller) const {
+    const auto [after, limit] = request;
     impl_->note_peer_cursor(caller, after);
     const auto first = impl_->meta.log_first();
     const auto head = impl_->meta.log_head();
@@ -77,12 +81,7 @@ void Replicator::Impl::note_peer_cursor(const std::string& replica, std::uint64_
 }
 
 void Replicator::Impl::load_peer_cursors() {
-    auto text = meta.setting(storage::layout::setting::peer_cursors).value_or("");
-    if (text.empty()) return;
-    auto doc = json::parse(text, nullptr, false);
-    if (!doc.is_object()) return;
-    for (auto& [replica, sequence] : doc.items())
-        if (sequence.is_number_unsigned()) peer_cursors[replica] = sequence.get<std::uint64_t>();
+    peer_cursors = protocol::parse_cursors(meta.setting(storage::layout::setting::peer_cursors).value_or(""));
 }
 
 void Replicator::Impl::save_peer_cursors() {
@@ -90,7 +89,7 @@ void Replicator::Impl::save_peer_cursors() {
     {
         std::lock_guard lock(serving_mutex);
         if (!peer_cursors_changed) return;
-        text = json(peer_cursors).dump();
+        text = protocol::encode_cursors(peer_cursors);
         peer_cursors_changed = false;
     }
     meta.put_setting(storage::layout::setting::peer_cursors, text);
@@ -137,40 +136,56 @@ std::optional<std::pair<std::string, std::string>> Replicator::manifest_content(
     return std::pair{record->media_type, std::move(record->bytes)};
 }
 
-std::optional<std::string> Replicator::record_json(const std::string& repo, protocol::RecordKind kind,
-                                                   const std::string& key) const {
+std::optional<std::string> Replicator::record_json(const protocol::RecordRequest& request) const {
+    const auto& [repo, kind, key] = request;
     if (kind == protocol::RecordKind::link) {
         auto record = impl_->meta.link(repo, key);
         auto digest = oci::Digest::parse(key);
         if (!record || record->deleted || !digest || !impl_->blobs.size(*digest)) return std::nullopt;
-        return protocol::stamp_json(record->stamp).dump();
+        return protocol::encode_record({record->stamp, {}});
     }
     if (kind == protocol::RecordKind::manifest) {
         auto record = impl_->meta.manifest(repo, key);
         if (!record || record->deleted) return std::nullopt;
-        return protocol::stamp_json(record->stamp).dump();
+        return protocol::encode_record({record->stamp, {}});
     }
-    if (kind == protocol::RecordKind::tag) {
-        auto record = impl_->meta.tag(repo, key);
-        if (!record || record->deleted()) return std::nullopt;
-        auto out = protocol::stamp_json(record->stamp);
-        out["digest"] = record->digest;
-        return out.dump();
-    }
-    return std::nullopt;
+    auto record = impl_->meta.tag(repo, key);
+    if (!record || record->deleted()) return std::nullopt;
+    return protocol::encode_record({record->stamp, record->digest});
 }
 
-void Replicator::set_pull_times(const storage::PullTimes* pulls) { impl_->pulls = pulls; }
-
-std::string Replicator::pulls_json(const std::string& repo, std::uint64_t since_ms, const std::string& after) const {
+std::string Replicator::pulls_json(const protocol::PullsRequest& request) const {
     protocol::PullsPage page;
-    if (impl_->pulls) {
-        // One more than a page tells whether more follow.
-        page.pulls = impl_->pulls->since(repo, since_ms, after, protocol::pulls_page + 1);
-        page.more = page.pulls.size() > protocol::pulls_page;
-        if (page.more) page.pulls.pop_back();
-    }
+    // One more than a page tells whether more follow.
+    page.pulls = impl_->pulls.since(request.repo, request.since_ms, request.after, protocol::pulls_page + 1);
+    page.more = page.pulls.size() > protocol::pulls_page;
+    if (page.more) page.pulls.pop_back();
     return protocol::encode_pulls(page);
+}
+
+bool Replicator::authorized(std::string_view secret) const {
+    const auto& expected = impl_->options.secret;
+    return !expected.empty() && secret.size() == expected.size() &&
+           CRYPTO_memcmp(secret.data(), expected.data(), expected.size()) == 0;
+}
+
+void Replicator::apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed) {
+    Peer* source = nullptr;
+    {
+        std::lock_guard lock(impl_->mutex);
+        for (auto& peer : impl_->peers)
+            if (peer->id == origin) source = peer.get();
+    }
+    auto src = impl_->sources(source);
+    for (auto& event : pushed.events) {
+        std::optional<ManifestContent> content;
+        for (auto& m : pushed.manifests)
+            if (event.type == Event::Type::manifest && m.repo == event.repo && m.digest == event.digest)
+                content = ManifestContent{m.media_type, m.bytes};
+        if (impl_->applier.apply(event, src, std::move(content)) == ApplyResult::unavailable)
+            throw oci::Error(oci::ErrorCode::unavailable, "content for a replicated write could not be fetched");
+    }
+    impl_->meta.sync();  // one fsync for the lot, before the writer counts this replica
 }
 
 }  // namespace berth::replication

@@ -18,6 +18,7 @@
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "berth/storage/pull_times.hpp"
 #include "error_code.hpp"
 #include "temp_dir.hpp"
 
@@ -116,13 +117,14 @@ struct Writer {
         options.secret = "a-secret-of-enough-characters";
         options.write_quorum = quorum;
         options.quorum_timeout = std::chrono::milliseconds(300);
-        replicator = std::make_unique<replication::Replicator>(options, "writer", blobs, meta, clock);
+        replicator = std::make_unique<replication::Replicator>(options, "writer", blobs, meta, clock, pulls);
     }
 
     TempDir dir;
     storage::BlobStore blobs{dir.path()};
     storage::MetaStore meta{dir.path() / "meta"};
     storage::HybridClock clock{storage::system_wall_clock()};
+    storage::PullTimes pulls{meta};
     std::unique_ptr<replication::Replicator> replicator;
 };
 

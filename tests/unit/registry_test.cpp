@@ -31,7 +31,7 @@ struct Fixture {
     storage::BlobStore blobs{dir.path()};
     storage::MetaStore meta{dir.path() / "meta"};
     storage::HybridClock clock{[this] { return now_ms; }};
-    registry::Registry reg{options(), blobs, meta, clock, [this] { return now_ms; }};
+    registry::Registry reg{options(), blobs, meta, clock, {}, [this] { return now_ms; }};
 
     static registry::Options options() {
         registry::Options o;
@@ -363,7 +363,7 @@ TEST_CASE("repositories set sparse accept manifests without their blobs and chil
     auto options = Fixture::options();
     options.sparse_manifests = {"cache/**"};
     Fixture f;
-    registry::Registry reg(options, f.blobs, f.meta, f.clock, [&f] { return f.now_ms; });
+    registry::Registry reg(options, f.blobs, f.meta, f.clock, {}, [&f] { return f.now_ms; });
     auto absent = "sha256:" + std::string(64, 'e');
     auto image = [](const std::string& layer, std::size_t size) {
         return R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"

@@ -71,7 +71,8 @@ std::string index_manifest(const std::string& child_digest, std::size_t child_si
 
 // One replica: real stores in a temp dir and a registry over them.
 struct Replica {
-    explicit Replica(const std::string& id) : reg(options(id), blobs, meta, clock, [this] { return now_ms; }) {}
+    explicit Replica(const std::string& id, registry::Peers* peers = nullptr)
+        : reg(options(id), blobs, meta, clock, {.peers = peers}, [this] { return now_ms; }) {}
 
     static registry::Options options(const std::string& id) {
         registry::Options o;
@@ -182,7 +183,7 @@ struct ApplierFixture {
     storage::BlobStore blobs{dir.path()};
     storage::MetaStore meta{dir.path() / "meta"};
     storage::HybridClock clock{[] { return wall_ms; }};
-    replication::Applier applier{blobs, meta, clock};
+    replication::Applier applier{blobs, meta, clock, {}};
     const std::vector<replication::PeerClient*> no_sources;
 
     ApplyResult apply(const Event& event) { return applier.apply(event, no_sources); }
@@ -216,9 +217,8 @@ Event tag_event(const std::string& digest, const std::string& tag, Stamp stamp) 
 // Registry with peers
 
 TEST_CASE("a blob missing here is read through from a peer, once, and only if the peer has it", "[replication]") {
-    Replica local("local"), other("other");
     FakePeers peers;
-    local.reg.set_peers(&peers);
+    Replica local("local", &peers), other("other");
     auto digest = other.push_blob("r", "layer bytes");
 
     SECTION("the peer copies it in: it is served from here") {
@@ -248,12 +248,11 @@ TEST_CASE("a blob missing here is read through from a peer, once, and only if th
 }
 
 TEST_CASE("an unlinked blob is not read through again", "[replication]") {
-    Replica local("local"), other("other");
     FakePeers peers;
+    Replica local("local", &peers), other("other");
     auto digest = local.push_blob("r", "content");
     other.push_blob("r", "content");  // the peer has not seen the unlink yet
     local.reg.delete_blob("r", digest);
-    local.reg.set_peers(&peers);
     peers.on_fetch_blob = [&](const std::string& repo, const oci::Digest& d) {
         return copy_blob(other, local, repo, d);
     };
@@ -263,9 +262,8 @@ TEST_CASE("an unlinked blob is not read through again", "[replication]") {
 }
 
 TEST_CASE("a manifest missing here is read through by tag and by digest", "[replication]") {
-    Replica local("local"), other("other");
     FakePeers peers;
-    local.reg.set_peers(&peers);
+    Replica local("local", &peers), other("other");
     auto body = other.image("r", "1");
     auto pushed = other.reg.put_manifest("r", "v1", image_type, body);
     const auto digest = pushed.digest.str();
@@ -306,16 +304,16 @@ TEST_CASE("a manifest missing here is read through by tag and by digest", "[repl
 }
 
 TEST_CASE("a tombstone here is an answer, not a gap to read through", "[replication]") {
-    Replica local("local"), other("other");
     FakePeers peers;
+    Replica local("local", &peers), other("other");
     // Both replicas hold the same manifest; only this one has seen its delete.
     auto pushed = local.reg.put_manifest("r", "v1", image_type, local.image("r", "1"));
     other.reg.put_manifest("r", "v1", image_type, other.image("r", "1"));
-    local.reg.set_peers(&peers);
     peers.on_fetch_manifest = [&](const std::string& repo, const std::string& reference) {
         return copy_manifest(other, local, repo, reference);  // would bring it back
     };
     const auto digest = pushed.digest.str();
+    peers.replicated.clear();  // the pushes above
     local.reg.delete_manifest("r", digest);
 
     // The delete waited for the quorum with its tag and manifest tombstones.
@@ -333,9 +331,8 @@ TEST_CASE("a tombstone here is an answer, not a gap to read through", "[replicat
 }
 
 TEST_CASE("a manifest push waits for the write quorum with its manifest and tag events", "[replication]") {
-    Replica local("local");
     FakePeers peers;
-    local.reg.set_peers(&peers);
+    Replica local("local", &peers);
     auto body = local.image("r", "q");
     const auto digest = sha256(body).str();
 
@@ -380,9 +377,8 @@ TEST_CASE("a manifest push waits for the write quorum with its manifest and tag 
 }
 
 TEST_CASE("a manifest whose blob may be on a replica out of reach is a retry, not a refusal", "[replication]") {
-    Replica local("local"), other("other");
     FakePeers peers;
-    local.reg.set_peers(&peers);
+    Replica local("local", &peers), other("other");
     auto body = other.image("r", "q");  // its blobs acknowledged by the other replica only
 
     SECTION("a replica could not be asked: unavailable (503, retryable)") {
@@ -398,9 +394,8 @@ TEST_CASE("a manifest whose blob may be on a replica out of reach is a retry, no
 }
 
 TEST_CASE("an index whose child manifest is missing here asks the peers for the child", "[replication]") {
-    Replica local("local"), other("other");
     FakePeers peers;
-    local.reg.set_peers(&peers);
+    Replica local("local", &peers), other("other");
     auto child_body = other.image("r", "child");
     const auto child = sha256(child_body).str();
     other.reg.put_manifest("r", child, image_type, child_body);  // by digest: no tag

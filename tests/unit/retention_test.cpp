@@ -26,10 +26,8 @@ struct Fixture {
     storage::BlobStore blobs{dir.path()};
     storage::MetaStore meta{dir.path() / "meta"};
     storage::HybridClock clock{[this] { return now_ms; }};
-    registry::Registry reg{options(), blobs, meta, clock, [this] { return now_ms; }};
     storage::PullTimes pulls{meta};
-
-    Fixture() { reg.set_pull_times(&pulls); }
+    registry::Registry reg{options(), blobs, meta, clock, {.pulls = &pulls}, [this] { return now_ms; }};
 
     static registry::Options options() {
         registry::Options o;
@@ -94,8 +92,7 @@ struct Fixture {
         policy.name = "test";
         registry::RetentionOptions options;
         options.policies = {policy};
-        registry::Retention retention(options, meta, clock, "test", pulls);
-        retention.set_peers(peers);
+        registry::Retention retention(options, meta, clock, "test", pulls, {.peers = peers});
         std::vector<std::string> went;
         auto result = retention.run(
             dry_run,

@@ -11,8 +11,9 @@ namespace berth::registry {
 class Registry;
 }
 namespace berth::replication {
-class Replicator;
-}
+class Cluster;
+class PeerService;
+}  // namespace berth::replication
 namespace berth::auth {
 class Authorizer;
 }
@@ -69,10 +70,11 @@ void raise_descriptor_limit(std::size_t max_connections);
 class Server {
 public:
     // GET /metrics answers what metrics' sources write; the server adds its own (requests,
-    // connections, periodic tasks). replicator may be null: a single registry without peers;
+    // connections). peers and cluster may be null: a single registry without peers;
     // authorizer null: no authentication.
     Server(ServerOptions options, registry::Registry& registry, observe::MetricsRegistry& metrics,
-           replication::Replicator* replicator = nullptr, const auth::Authorizer* authorizer = nullptr);
+           replication::PeerService* peers = nullptr, const replication::Cluster* cluster = nullptr,
+           const auth::Authorizer* authorizer = nullptr);
     ~Server();
 
     // Binds; after this port() is the real port (useful with port 0).

@@ -3,8 +3,11 @@
 // main: the `ns` query parameter), and the node-local agent, whose one
 // upstream is the registry's own replicas.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace berth::proxy {
@@ -41,5 +44,12 @@ struct Options {
 
     bool enabled() const { return !upstreams.empty(); }
 };
+
+// The upstream that repo (HOST/NAME) mirrors, as an index into options.upstreams, and NAME;
+// nullopt when none. An upstream without a host (the agent's) takes every name.
+std::optional<std::pair<std::size_t, std::string>> mirrored_name(const Options& options, const std::string& repo);
+inline bool mirrors(const Options& options, const std::string& repo) {
+    return mirrored_name(options, repo).has_value();
+}
 
 }  // namespace berth::proxy

@@ -20,7 +20,7 @@ class MetaStore;
 class HybridClock;
 }  // namespace berth::storage
 namespace berth::replication {
-class Replicator;
+class Cluster;
 }
 
 namespace berth::proxy {
@@ -35,7 +35,7 @@ class Proxy : public registry::Upstreams {
 public:
     // cluster may be null (a single registry, or the agent).
     Proxy(Options options, Limits limits, storage::BlobStore& blobs, storage::MetaStore& meta,
-          storage::HybridClock& clock, std::string replica_id, replication::Replicator* cluster);
+          storage::HybridClock& clock, std::string replica_id, const replication::Cluster* cluster);
     ~Proxy() override;
 
     bool mirrors(const std::string& repo) const override;

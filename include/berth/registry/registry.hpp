@@ -79,22 +79,26 @@ struct UsagePage {
     bool more = false;
 };
 
+// What a registry works with besides its own store; each may be absent.
+struct Collaborators {
+    // Content missing here is fetched from them on read, and manifest writes
+    // wait for the configured write quorum. None: a single registry.
+    Peers* peers = nullptr;
+    // Repositories named after an upstream's host mirror it. None: no proxying.
+    Upstreams* upstreams = nullptr;
+    // A client's manifest GET or HEAD notes when the tag or digest it named
+    // was pulled, for retention. None: pulls are not noted.
+    storage::PullTimes* pulls = nullptr;
+};
+
 class Registry {
 public:
     // wall gives milliseconds for upload idle times and pull times; tests pass their own.
     Registry(Options options, storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock,
-             storage::HybridClock::WallClock wall = storage::system_wall_clock());
+             Collaborators with = {}, storage::HybridClock::WallClock wall = storage::system_wall_clock());
     ~Registry();
 
     const Options& options() const { return options_; }
-    // With peers, content missing here is fetched from them on read, and
-    // manifest writes wait for the configured write quorum.
-    void set_peers(Peers* peers) { peers_ = peers; }
-    // With pull times, a client's manifest GET or HEAD notes when the tag or
-    // digest it named was pulled, for retention.
-    void set_pull_times(storage::PullTimes* pulls) { pulls_ = pulls; }
-    // With upstreams, repositories named after an upstream's host mirror it.
-    void set_upstreams(Upstreams* upstreams) { upstreams_ = upstreams; }
 
     // The repository a request names: its name, or HOST/NAME when it came
     // with ns=HOST (throws NAME_INVALID for a malformed ns, NAME_UNKNOWN for
@@ -180,9 +184,9 @@ private:
     storage::MetaStore& meta_;
     storage::HybridClock& clock_;
     std::unique_ptr<UploadTable> uploads_;
-    Peers* peers_ = nullptr;
-    Upstreams* upstreams_ = nullptr;
-    storage::PullTimes* pulls_ = nullptr;
+    Peers* const peers_;
+    Upstreams* const upstreams_;
+    storage::PullTimes* const pulls_;
     std::atomic<std::uint64_t> denied_bytes_{0}, denied_repositories_{0};
 };
 

@@ -69,17 +69,21 @@ struct RetentionReport {
     double seconds = 0;
 };
 
+// The other replicas as retention sees them.
+struct RetentionPeers {
+    // Replicated: the replica owning a repository judges it, with every
+    // replica's pull times. None: a single registry judges everything.
+    Peers* peers = nullptr;
+    // Replicated, with no way to ask the others (`berth gc`, offline): every
+    // repository is judged here, and the unpulled rule nowhere.
+    bool unreachable = false;
+};
+
 class Retention {
 public:
     Retention(RetentionOptions options, storage::MetaStore& meta, storage::HybridClock& clock, std::string replica_id,
-              const storage::PullTimes& pulls);
+              const storage::PullTimes& pulls, RetentionPeers peers = {});
 
-    // Replicated: the replica owning a repository judges it, with every
-    // replica's pull times.
-    void set_peers(Peers* peers) { peers_ = peers; }
-    // Replicated, with no way to ask the others (`berth gc`, offline): every
-    // repository is judged here, and the unpulled rule nowhere.
-    void set_peers_unreachable() { peers_unreachable_ = true; }
     bool enabled() const { return !options_.policies.empty(); }
 
     // One round over the repositories with a policy, a repository at a time;
@@ -103,8 +107,7 @@ private:
     storage::HybridClock& clock_;
     std::string replica_id_;
     const storage::PullTimes& pulls_;
-    Peers* peers_ = nullptr;
-    bool peers_unreachable_ = false;
+    const RetentionPeers peers_;
     std::atomic<bool> running_{false};
 
     std::mutex stats_mutex_;  // for /metrics

@@ -1,6 +1,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,15 @@ struct Options {
     net::TlsOptions tls;
 
     bool enabled() const { return !peers.empty() || !peer_dns.empty(); }
+};
+
+// What other layers' configuration says about repositories' content.
+struct ContentRules {
+    // Repositories mirroring an upstream (proxy::mirrors): their manifests
+    // replicate without blobs, which every replica fetches when first read.
+    std::function<bool(const std::string& repo)> mirrored;
+    // Repository globs that accept manifests without all their content (registry::Options).
+    std::vector<std::string> sparse;
 };
 
 }  // namespace berth::replication

@@ -39,6 +39,8 @@
 // ranges do not overlap refuse each other's requests and events, so a rolling
 // upgrade never has one replica misapply what another sends.
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -79,8 +81,17 @@ bool compatible(const Versions& peer);
 // For logs and errors: why a peer is refused.
 std::string incompatibility(const Versions& peer);
 
-// Request targets (path and query).
+// Request targets (path and query), and the queries parsed back by the replica answering. A
+// query's values come from `Query` (the serving side's decoded parameter by that name).
+using Query = std::function<std::optional<std::string>(std::string_view name)>;
+
+struct LogRequest {
+    std::uint64_t after = 0;
+    std::size_t limit = 500;
+};
 std::string log_target(std::uint64_t after, std::size_t limit);
+LogRequest parse_log_query(const Query& query);
+
 struct StateRequest {
     storage::StatePart part = storage::StatePart::links;
     std::string after;  // raw key
@@ -90,12 +101,41 @@ struct StateRequest {
     bool summary = false;
 };
 std::string state_target(const StateRequest& request);
+// Throws std::invalid_argument naming what is wrong (no part, a key that is not hex).
+StateRequest parse_state_query(const Query& query);
+
 std::string blob_target(const std::string& digest);
 std::string manifest_target(const std::string& repo, const std::string& digest);
+// The repository of manifests/<digest>?repo=R.
+std::string manifest_repository(const Query& query);
+
 enum class RecordKind { link, manifest, tag };
+struct RecordRequest {
+    std::string repo;
+    RecordKind kind = RecordKind::link;
+    std::string key;
+};
 std::string record_target(const std::string& repo, RecordKind kind, const std::string& key);
+// nullopt when the query names no link, manifest or tag.
+std::optional<RecordRequest> parse_record_query(const Query& query);
+// The answer: the live record's stamp, and a tag's digest.
+struct RecordAnswer {
+    storage::Stamp stamp;
+    std::string digest;  // tags only
+};
+std::string encode_record(const RecordAnswer& answer);
+// Throws std::invalid_argument on a body that is not one (a tag's without its digest).
+RecordAnswer parse_record(std::string_view body, RecordKind kind);
+
 std::string apply_target();
+
+struct PullsRequest {
+    std::string repo;
+    std::uint64_t since_ms = 0;
+    std::string after;
+};
 std::string pulls_target(const std::string& repo, std::uint64_t since_ms, const std::string& after);
+PullsRequest parse_pulls_query(const Query& query);
 inline constexpr std::size_t pulls_page = 10000;
 
 // What the peer API serves, from the path after the prefix.
@@ -118,6 +158,7 @@ std::optional<ApplyRequest> parse_apply(std::string_view body);
 
 // nullopt for a part name that is none.
 std::optional<storage::StatePart> parse_part(std::string_view name);
+const char* part_name(storage::StatePart part);
 struct StatePageAnswer {
     std::string replica, epoch, session;
     std::uint64_t head = 0;
@@ -149,6 +190,42 @@ struct PullsPage {
 std::string encode_pulls(const PullsPage& page);
 // nullopt for a body that is not one.
 std::optional<PullsPage> parse_pulls(std::string_view body);
+
+// GET status: this replica's replication state, for operators and the cluster page.
+struct PeerState {
+    std::string address, id;
+    bool reachable = false, caught_up = false;
+    std::uint64_t cursor = 0, head = 0, applied = 0, errors = 0;
+    double lag_seconds = 0;
+    std::string last_error, incompatible;
+    std::string bootstrap_part;  // while bootstrapping from it; empty otherwise
+    std::uint64_t bootstrap_records = 0;
+};
+struct Status {
+    std::string replica, epoch;
+    std::uint64_t log_head = 0;
+    bool ready = false;
+    std::uint64_t bytes_fetched = 0;
+    std::vector<PeerState> peers;
+};
+std::string encode_status(const Status& status);
+
+// What a replica keeps of its peers between runs (settings, storage/layout.hpp), in the
+// protocol's terms: where an unfinished bootstrap from a peer stands, so it resumes there,
+// and how far each peer has read this replica's log.
+struct BootstrapProgress {
+    std::string epoch;
+    std::uint64_t since = 0;  // the peer's head at the first moment read
+    storage::StatePart part = storage::StatePart::links;
+    std::string after;  // raw key
+    bool incremental = false;
+};
+std::string encode_progress(const BootstrapProgress& progress);
+// nullopt for text that is not one: the bootstrap starts over, which is only slower.
+std::optional<BootstrapProgress> parse_progress(std::string_view text);
+std::string encode_cursors(const std::map<std::string, std::uint64_t>& cursors);
+// What of the text is well-formed.
+std::map<std::string, std::uint64_t> parse_cursors(std::string_view text);
 
 // A stamp on the wire: {"clock","origin"}, to which a record adds its own
 // fields. stamp_of throws nlohmann::json::exception when they are missing or mistyped.

@@ -5,6 +5,7 @@
 // the shared secret.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,9 +14,10 @@
 
 #include "berth/oci/digest.hpp"
 #include "berth/registry/peers.hpp"
-#include "berth/registry/upstreams.hpp"
-#include "berth/storage/blob_store.hpp"
+#include "berth/replication/cluster.hpp"
 #include "berth/replication/options.hpp"
+#include "berth/replication/peer_service.hpp"
+#include "berth/storage/blob_store.hpp"
 #include "berth/replication/protocol.hpp"
 #include "berth/storage/events.hpp"
 #include "berth/observe/metrics.hpp"
@@ -29,51 +31,56 @@ class PullTimes;
 
 namespace berth::replication {
 
-class Replicator : public registry::Peers {
+// Following the other replicas' logs (bootstrap, applying): what the node
+// starts and stops.
+class Follower {
 public:
+    virtual ~Follower() = default;
+    virtual void start() = 0;
+    // Ends following, and waits for quorum pushes still talking to peers.
+    virtual void stop() = 0;
+    virtual void write_metrics(observe::MetricsWriter& out) const = 0;
+};
+
+// One replica's part in the cluster. Its audiences each see it through their own interface:
+// the proxy and upload forwarding as Cluster (membership, ownership; membership.cpp), the
+// node as Follower (follower.cpp, bootstrap.cpp), the HTTP layer as PeerService (serving.cpp),
+// and the registry and retention as registry::Peers (quorum.cpp, pulls.cpp). They share one
+// state: the peers, their reachability and cursors (replicator_impl.hpp).
+class Replicator final : public Cluster, public Follower, public PeerService, public registry::Peers {
+public:
+    // pulls: this replica's pull times, which it serves to the replica judging a repository's retention.
     Replicator(Options options, std::string self_id, storage::BlobStore& blobs, storage::MetaStore& meta,
-               storage::HybridClock& clock);
+               storage::HybridClock& clock, const storage::PullTimes& pulls, ContentRules rules = {});
     ~Replicator() override;
 
-    // Repositories mirroring an upstream replicate their manifests without blobs.
-    void set_mirrors(const registry::Upstreams* mirrors);
-    // Repository globs that accept manifests without all their content (registry::Options).
-    void set_sparse(std::vector<std::string> globs);
-    // This replica's pull times, which it serves to the replica judging a repository's retention.
-    void set_pull_times(const storage::PullTimes* pulls);
-    void start();
-    void stop();
+    // Cluster
+    const std::string& self_id() const override;
+    std::optional<std::string> owner_of(std::string_view key) const override;
+    net::Origin peer_origin(const std::string& address) const override;
+    std::optional<std::string> address_of(const std::string& replica_id) const override;
+    const std::string& secret() const override;
 
-    const std::string& self_id() const;
-    bool authorized(std::string_view secret) const;
-    // True once this replica has caught up with every peer it could reach.
-    bool ready() const;
-    // Peers refused for their protocol version, and why; empty when none.
-    std::string incompatible_peers() const;
-    std::string status_json() const;
-    void write_metrics(observe::MetricsWriter& out) const;
+    // Follower
+    void start() override;
+    void stop() override;
+    void write_metrics(observe::MetricsWriter& out) const override;
 
-    // Serving peers. These read this replica's own state only, never through
-    // to other peers, so two replicas missing the same thing cannot ask each other forever.
-    // caller: the asking replica's id, whose cursor `after` is. Status 200, or
-    // 410 when entries after `after` were compacted away.
-    std::pair<int, std::string> log_json(std::uint64_t after, std::size_t limit, const std::string& caller) const;
-    std::string state_json(const protocol::StateRequest& request, const std::string& caller) const;
-    // The last sequence each known peer has read of this replica's log.
-    std::vector<std::uint64_t> peer_cursors() const;
-    std::optional<storage::OpenBlob> blob_file(const std::string& digest) const;
-    // (media type, bytes) of a live manifest.
+    // PeerService
+    bool authorized(std::string_view secret) const override;
+    bool ready() const override;
+    std::string incompatible_peers() const override;
+    std::string status_json() const override;
+    std::pair<int, std::string> log_json(const protocol::LogRequest& request, const std::string& caller) const override;
+    std::string state_json(const protocol::StateRequest& request, const std::string& caller) const override;
+    std::optional<storage::OpenBlob> blob_file(const std::string& digest) const override;
     std::optional<std::pair<std::string, std::string>> manifest_content(const std::string& repo,
-                                                                        const std::string& digest) const;
-    // {"clock","origin"[,"digest"]} of a live record: kind is link, manifest or tag.
-    std::optional<std::string> record_json(const std::string& repo, protocol::RecordKind kind,
-                                           const std::string& key) const;
-    // A page of repo's pull times at or after since_ms (protocol.hpp: pulls).
-    std::string pulls_json(const std::string& repo, std::uint64_t since_ms, const std::string& after) const;
-    // Applies events another replica pushed for its write quorum, fetching
-    // content from it (or any peer); returns once they are durable here.
-    void apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed);
+                                                                        const std::string& digest) const override;
+    std::optional<std::string> record_json(const protocol::RecordRequest& request) const override;
+    std::string pulls_json(const protocol::PullsRequest& request) const override;
+    void apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed) override;
 
+    // registry::Peers: read-through, the write quorum, and retention's questions.
     registry::Lookup fetch_blob(const std::string& repo, const oci::Digest& digest) override;
     bool fetch_manifest(const std::string& repo, const std::string& reference) override;
     void replicate(const std::vector<storage::Event>& events) override;
@@ -83,15 +90,8 @@ public:
     std::optional<std::vector<std::pair<std::string, std::uint64_t>>> pulls_elsewhere(const std::string& repo,
                                                                                       std::uint64_t since_ms) override;
 
-    // HOST:PORT of the replica that fetches `key` from upstream registries for
-    // the whole cluster (rendezvous hashing over the replicas reachable now);
-    // nullopt when that is this one.
-    std::optional<std::string> owner_of(std::string_view key) const;
-    // How to reach a replica at HOST:PORT (TLS when replicas serve it).
-    net::Origin peer_origin(const std::string& address) const;
-    // HOST:PORT of the replica with that id, when known.
-    std::optional<std::string> address_of(const std::string& replica_id) const;
-    const std::string& secret() const;
+    // The last sequence each known peer has read of this replica's log (log compaction).
+    std::vector<std::uint64_t> peer_cursors() const;
 
 private:
     struct Impl;

@@ -1,0 +1,47 @@
+#pragma once
+// What the HTTP layer asks of replication: the peer API's answers
+// (replication/protocol.hpp), the secret that admits a peer, and readiness.
+// Every answer reads this replica's own state only, never through to other
+// peers, so two replicas missing the same thing cannot ask each other forever.
+// replication::Replicator implements it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "berth/replication/protocol.hpp"
+#include "berth/storage/blob_store.hpp"
+
+namespace berth::replication {
+
+class PeerService {
+public:
+    virtual ~PeerService() = default;
+    // Whether a request's secret is the cluster's.
+    virtual bool authorized(std::string_view secret) const = 0;
+    // True once this replica has caught up with every peer it could reach.
+    virtual bool ready() const = 0;
+    // Peers refused for their protocol version, and why; empty when none.
+    virtual std::string incompatible_peers() const = 0;
+    virtual std::string status_json() const = 0;
+
+    // caller: the asking replica's id, whose cursor the request's `after` is. Status 200, or
+    // 410 when entries after it were compacted away.
+    virtual std::pair<int, std::string> log_json(const protocol::LogRequest& request,
+                                                 const std::string& caller) const = 0;
+    virtual std::string state_json(const protocol::StateRequest& request, const std::string& caller) const = 0;
+    virtual std::optional<storage::OpenBlob> blob_file(const std::string& digest) const = 0;
+    // (media type, bytes) of a live manifest.
+    virtual std::optional<std::pair<std::string, std::string>> manifest_content(const std::string& repo,
+                                                                                const std::string& digest) const = 0;
+    // The stamp of a live record (protocol::RecordAnswer); nullopt when none is held.
+    virtual std::optional<std::string> record_json(const protocol::RecordRequest& request) const = 0;
+    // A page of a repository's pull times, for the replica judging its retention.
+    virtual std::string pulls_json(const protocol::PullsRequest& request) const = 0;
+    // Applies events another replica pushed for its write quorum, fetching
+    // content from it (or any peer); returns once they are durable here.
+    virtual void apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed) = 0;
+};
+
+}  // namespace berth::replication

@@ -1,0 +1,55 @@
+// Who is in the cluster and who owns what: the replica that fetches a key from
+// upstream registries for everyone, and how to reach a replica.
+#include "berth/net/host_port.hpp"
+#include "replicator_impl.hpp"
+
+namespace berth::replication {
+
+const std::string& Replicator::self_id() const { return impl_->self_id; }
+const std::string& Replicator::secret() const { return impl_->options.secret; }
+
+namespace {
+
+// FNV-1a: the same on every replica and build, unlike std::hash.
+std::uint64_t rendezvous_score(std::string_view replica, std::string_view key) {
+    std::uint64_t h = 14695981039346656037ull;
+    auto mix = [&](std::string_view text) {
+        for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    };
+    mix(replica);
+    mix(std::string_view("\0", 1));
+    mix(key);
+    h ^= h >> 33;  // FNV's low bits alone spread poorly across few replicas
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+}  // namespace
+
+std::optional<std::string> Replicator::owner_of(std::string_view key) const {
+    std::lock_guard lock(impl_->mutex);
+    auto best = rendezvous_score(impl_->self_id, key);
+    std::optional<std::string> owner;
+    for (auto& peer : impl_->peers) {
+        if (peer->self || !peer->reachable || peer->id.empty() || !peer->incompatible.empty()) continue;
+        if (auto score = rendezvous_score(peer->id, key); score > best) {
+            best = score;
+            owner = peer->client.address();
+        }
+    }
+    return owner;
+}
+
+net::Origin Replicator::peer_origin(const std::string& address) const {
+    return {net::parse_host_port(address), impl_->options.tls};
+}
+
+std::optional<std::string> Replicator::address_of(const std::string& replica_id) const {
+    std::lock_guard lock(impl_->mutex);
+    for (auto& peer : impl_->peers)
+        if (!peer->self && peer->id == replica_id) return peer->client.address();
+    return std::nullopt;
+}
+
+}  // namespace berth::replication

@@ -1,0 +1,71 @@
+// The status answer, and what a replica keeps of its peers between runs.
+#include <nlohmann/json.hpp>
+
+#include "berth/oci/encoding.hpp"
+#include "berth/replication/protocol.hpp"
+
+namespace berth::replication::protocol {
+
+std::string encode_status(const Status& status) {
+    auto peers = nlohmann::json::array();
+    for (auto& p : status.peers) {
+        peers.push_back({{"address", p.address},
+                         {"id", p.id},
+                         {"reachable", p.reachable},
+                         {"caught_up", p.caught_up},
+                         {"cursor", p.cursor},
+                         {"head", p.head},
+                         {"lag_events", p.head > p.cursor ? p.head - p.cursor : 0},
+                         {"lag_seconds", p.lag_seconds},
+                         {"applied", p.applied},
+                         {"errors", p.errors},
+                         {"last_error", p.last_error},
+                         {"incompatible", p.incompatible}});
+        if (!p.bootstrap_part.empty())
+            peers.back()["bootstrap"] = {{"part", p.bootstrap_part}, {"records", p.bootstrap_records}};
+    }
+    return nlohmann::json{{"replica", status.replica},
+                          {"epoch", status.epoch},
+                          {"log_head", status.log_head},
+                          {"ready", status.ready},
+                          {"bytes_fetched", status.bytes_fetched},
+                          {"peers", std::move(peers)}}
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string encode_progress(const BootstrapProgress& p) {
+    return nlohmann::json{{"epoch", p.epoch},
+                          {"since", p.since},
+                          {"part", part_name(p.part)},
+                          {"after", oci::hex(p.after)},
+                          {"incremental", p.incremental}}
+        .dump();
+}
+
+std::optional<BootstrapProgress> parse_progress(std::string_view text) {
+    if (text.empty()) return std::nullopt;
+    try {
+        auto doc = nlohmann::json::parse(text);
+        auto part = parse_part(doc.at("part").get<std::string>());
+        if (!part) return std::nullopt;
+        return BootstrapProgress{doc.at("epoch").get<std::string>(), doc.at("since").get<std::uint64_t>(), *part,
+                                 unhex(doc.at("after").get<std::string>()), doc.at("incremental").get<bool>()};
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+std::string encode_cursors(const std::map<std::string, std::uint64_t>& cursors) {
+    return nlohmann::json(cursors).dump();
+}
+
+std::map<std::string, std::uint64_t> parse_cursors(std::string_view text) {
+    std::map<std::string, std::uint64_t> out;
+    auto doc = nlohmann::json::parse(text, nullptr, false);
+    if (!doc.is_object()) return out;
+    for (auto& [replica, sequence] : doc.items())
+        if (sequence.is_number_unsigned()) out[replica] = sequence.get<std::uint64_t>();
+    return out;
+}
+
+}  // namespace berth::replication::protocol
