@@ -1,12 +1,36 @@
 #pragma once
-// One function per API route: parse what the route needs, call the registry,
+// A planner per route: parse what the route needs, call the registry,
 // render the answer. Errors thrown here become the spec's error JSON.
+// handlers.cpp routes and authorizes; each resource has a file of its own.
 #include "berth/net/client.hpp"
 #include "message.hpp"
+
+namespace berth::auth {
+class Authorizer;
+}
+namespace berth::registry {
+class Registry;
+}
 
 namespace berth::http {
 
 Plan plan_request(Services& services, Request& request);
+
+// from_peer: a replica reading through on behalf of its client.
+Plan plan_blob(registry::Registry& registry, Request& request, bool from_peer);      // blob_handlers.cpp
+Plan plan_upload_start(registry::Registry& registry, Request& request);              // upload_handlers.cpp
+Plan plan_upload(registry::Registry& registry, Request& request);                    // upload_handlers.cpp
+Plan plan_manifest(registry::Registry& registry, Request& request, bool from_peer);  // manifest_handlers.cpp
+Plan plan_tags(registry::Registry& registry, Request& request);                      // tag_handlers.cpp
+Plan plan_referrers(registry::Registry& registry, Request& request);                 // referrer_handlers.cpp
+// authorizer may be null; the listing is filtered to what the caller may pull.
+Plan plan_catalog(registry::Registry& registry, const auth::Authorizer* authorizer, Request& request);
+Plan plan_token(const auth::Authorizer* authorizer, Request& request);  // token_handlers.cpp
+// operation_handlers.cpp: liveness, readiness, metrics, namespace usage.
+Plan plan_healthz();
+Plan plan_readyz(const replication::PeerService* peers);
+Plan plan_metrics(const observe::MetricsRegistry* metrics);
+Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer, Request& request);
 // A plan that answers at once, on the I/O thread.
 Plan immediate(Response response);
 Response json_response(int status, std::string body, std::string content_type = "application/json");

@@ -121,25 +121,40 @@ std::optional<Target> parse_target(std::string_view target) {
     return out;
 }
 
-std::string_view route_label(RouteKind kind) {
-    switch (kind) {
-        case RouteKind::base: return "base";
-        case RouteKind::catalog: return "catalog";
-        case RouteKind::tags: return "tags";
-        case RouteKind::manifest: return "manifest";
-        case RouteKind::blob: return "blob";
-        case RouteKind::upload_start: return "upload_start";
-        case RouteKind::upload: return "upload";
-        case RouteKind::referrers: return "referrers";
-        case RouteKind::healthz: return "healthz";
-        case RouteKind::readyz: return "readyz";
-        case RouteKind::metrics: return "metrics";
-        case RouteKind::token: return "token";
-        case RouteKind::peer: return "peer";
-        case RouteKind::usage: return "usage";
-        case RouteKind::unknown: return "unknown";
-    }
-    return "unknown";
+namespace {
+
+using enum Needs;
+using K = RouteKind;
+// clang-format off
+constexpr RouteSpec routes[] = {
+    // kind             label           repository authenticated quick_reads read  del   write
+    {K::base,           "base",         false,     true,         true,       none, none, none},
+    {K::catalog,        "catalog",      false,     true,         true,       pull, pull, pull},
+    {K::tags,           "tags",         true,      true,         true,       pull, pull, pull},
+    {K::manifest,       "manifest",     true,      true,         true,       pull, del,  push},
+    {K::blob,           "blob",         true,      true,         true,       pull, del,  push},
+    {K::upload_start,   "upload_start", true,      true,         true,       push, push, push},
+    {K::upload,         "upload",       true,      true,         true,       push, push, push},
+    {K::referrers,      "referrers",    true,      true,         true,       pull, pull, pull},
+    {K::healthz,        "healthz",      false,     false,        true,       none, none, none},
+    {K::readyz,         "readyz",       false,     false,        true,       none, none, none},
+    {K::metrics,        "metrics",      false,     false,        true,       none, none, none},
+    {K::token,          "token",        false,     false,        false,      none, none, none},
+    {K::peer,           "peer",         false,     false,        false,      none, none, none},
+    {K::usage,          "usage",        false,     true,         false,      pull, pull, pull},
+    {K::unknown,        "unknown",      false,     false,        true,       none, none, none},
+};
+// clang-format on
+
+constexpr bool in_enum_order() {
+    for (std::size_t i = 0; i < std::size(routes); ++i)
+        if (static_cast<std::size_t>(routes[i].kind) != i) return false;
+    return std::size(routes) == static_cast<std::size_t>(RouteKind::unknown) + 1;
 }
+static_assert(in_enum_order(), "one row per RouteKind, in the enum's order");
+
+}  // namespace
+
+const RouteSpec& route_spec(RouteKind kind) { return routes[static_cast<std::size_t>(kind)]; }
 
 }  // namespace berth::http

@@ -54,9 +54,23 @@ struct Target {
     std::string raw_query;  // "?..." as received, or empty
 };
 
-// The route's label in berth_http_* metrics; every kind has one (the switch has no default,
-// so a new kind without a label is a compile error under -Werror).
-std::string_view route_label(RouteKind kind);
+// What the authorization rules must allow (auth::Action), or none: authentication at most.
+enum class Needs { none, pull, push, del };
+
+// The route table: one row per kind, in the enum's order (checked at compile time).
+struct RouteSpec {
+    RouteKind kind;
+    std::string_view label;  // the route label of berth_http_* metrics
+    bool repository;         // names a repository: ?ns= applies, and the rules are asked about it
+    bool authenticated;      // authenticated like /v2/ (usage too, though it lives under /_berth/v1/)
+    // A GET or HEAD is planned on the I/O thread: no peer, token or scan of repositories behind it.
+    bool quick_reads;
+    // For a GET or HEAD, a DELETE, and any other method. Without a repository, pull means
+    // pull on the catalog: the answer is filtered to what the caller may pull.
+    Needs read, del, write;
+};
+const RouteSpec& route_spec(RouteKind kind);
+inline std::string_view route_label(RouteKind kind) { return route_spec(kind).label; }
 
 // nullopt when the target is not a path (absolute-form, '*', bad escapes).
 std::optional<Target> parse_target(std::string_view target);

@@ -176,15 +176,12 @@ private:
         // a password on a worker. A plan that would wait on an upstream or a
         // peer is made again on that party's own pool (party_pools.hpp).
         const bool read = request_.method == Method::get || request_.method == Method::head;
-        const auto kind = request_.target.route.kind;
         // Basic credentials may cost a bcrypt check, and peers or upstreams a
         // round trip: never on an I/O thread.
         const bool basic =
             request_.authorization.size() > 5 && beast::iequals(request_.authorization.substr(0, 6), "basic ");
-        // The usage listing may scan a namespace's repositories for one the caller may see.
         original_ = request_;
-        if (read && kind != RouteKind::peer && kind != RouteKind::token && kind != RouteKind::usage && !basic)
-            return planned(make_plan(true));
+        if (read && route_spec(request_.target.route.kind).quick_reads && !basic) return planned(make_plan(true));
         asio::post(context_.worker_pool, [self = shared_from_this()] {
             auto planning = self->make_plan(true);
             asio::post(self->stream_.get_executor(),

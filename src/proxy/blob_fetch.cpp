@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "berth/oci/paths.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/registry/reach.hpp"
 #include "berth/replication/cluster.hpp"
@@ -76,7 +77,7 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
             if (auto owner = cluster->owner_of(key)) {
                 try {
                     auto peer = owner_remote(*owner);
-                    auto opened = peer->open("GET", repo + "/blobs/" + key, {}, {}, peer->deadline());
+                    auto opened = peer->open("GET", oci::path::blob(repo, key), {}, {}, peer->deadline());
                     if (opened.head->status == 200) {
                         receive(upstream, opened, digest, *flight, false);
                         done = true;
@@ -90,7 +91,7 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
         if (!done) {
             Remote::Slot slot(upstream.remote, upstream.remote.deadline());
             const auto started = Clock::now();
-            const auto target = name + "/blobs/" + key;
+            const auto target = oci::path::blob(name, key);
             const auto scope = "repository:" + name + ":pull";
             // Stored for another repository already: the upstream need only say this one has it too.
             if (auto size = blobs.size(digest)) {

@@ -2,6 +2,7 @@
 // time on this replica, delegated to the owning replica when there are several.
 #include <nlohmann/json.hpp>
 
+#include "berth/oci/paths.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/oci/media_types.hpp"
 #include "berth/oci/names.hpp"
@@ -105,7 +106,7 @@ std::optional<registry::TagPage> Proxy::list_tags(const std::string& repo, std::
     if (!upstream) return std::nullopt;
     registry::reach(registry::upstream_party(upstream->options.host));
     try {
-        auto target = name + "/tags/list?n=" + std::to_string(limit);
+        auto target = oci::path::tags(name) + "?n=" + std::to_string(limit);
         if (!last.empty()) target += "&last=" + net::query_escape(last);
         auto response = upstream->remote.request("GET", target, scope_of(name), answers::max_list_bytes);
         if (response.status != 200) return std::nullopt;
@@ -135,14 +136,14 @@ registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, cons
             try {
                 auto peer = owner_remote(*owner, accept_manifests());
                 return answer_from(
-                    peer->request("GET", repo + "/manifests/" + reference, {}, limits.max_manifest_bytes));
+                    peer->request("GET", oci::path::manifest(repo, reference), {}, limits.max_manifest_bytes));
             } catch (const std::exception& error) {
                 observe::log("info", "owner replica did not answer; asking the upstream",
                              {{"owner", *owner}, {"error", error.what()}});
             }
         }
     }
-    const auto target = name + "/manifests/" + reference;
+    const auto target = oci::path::manifest(name, reference);
     Remote::Slot slot(upstream.remote, upstream.remote.deadline());
     const auto started = Clock::now();
     struct Timing {

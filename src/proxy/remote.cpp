@@ -197,7 +197,7 @@ bool Remote::answer_challenge(const std::string& text, const std::string& scope,
 Opened Remote::open_at(Address& address, const std::string& method, const std::string& path, const std::string& scope,
                        const net::Headers& headers, Clock::time_point deadline) {
     net::Origin origin = address.origin;
-    std::string target = address.prefix + "/v2/" + path;
+    std::string target = address.prefix + path;
     bool same_host = true, challenged = false;
     for (int hop = 0;; ++hop) {
         net::RequestHead head{method, target, config_.headers, std::nullopt, false, head_timeout(deadline)};

@@ -40,7 +40,7 @@ public:
 
     using Clock = std::chrono::steady_clock;
 
-    // `path` follows /v2/ ("library/nginx/manifests/1.25"). Throws net::Error
+    // `path` is the whole API path (oci/paths.hpp: "/v2/library/nginx/manifests/1.25"). Throws net::Error
     // when no address answers, or not by `deadline` (redirects and token
     // requests included); any status is returned as it came.
     Opened open(const std::string& method, const std::string& path, const std::string& scope,

@@ -1,0 +1,69 @@
+// What several handlers answer with: plain answers, errors, pages, who asked.
+#include <charconv>
+#include "berth/net/host_port.hpp"
+#include "berth/observe/log.hpp"
+#include "responses.hpp"
+#include <nlohmann/json.hpp>
+
+namespace berth::http {
+
+using oci::Error;
+using oci::ErrorCode;
+using registry::Registry;
+
+Plan immediate(Response response) {
+    Plan plan;
+    plan.blocking = false;
+    plan.finish = [response = std::move(response)](std::string&, std::uint64_t) mutable { return std::move(response); };
+    return plan;
+}
+
+Response json_response(int status, std::string body, std::string content_type) {
+    Response response{status, {}, std::move(body), {}, {}};
+    response.set("Content-Type", std::move(content_type));
+    return response;
+}
+
+Response error_response(oci::ErrorCode code, const std::string& message, const std::string& detail) {
+    auto response = json_response(oci::http_status(code), oci::error_json(code, message, detail));
+    // A rate limit refills, sessions end and replicas come back: worth trying again soon (spec main).
+    if (response.status == 429 || response.status == 503) response.set("Retry-After", "1");
+    return response;
+}
+
+Response error_response(const oci::Error& error) { return error_response(error.code(), error.what(), error.detail()); }
+
+std::string client_of(const Request& request) {
+    return request.principal.empty() ? "ip:" + request.peer_address : "user:" + request.principal;
+}
+
+void audit(const Request& request, const char* action, const std::string& reference) {
+    observe::log("info", "audit",
+                 {{"action", action},
+                  {"principal", request.principal},
+                  {"repository", request.target.route.name},
+                  {"reference", reference}});
+}
+
+Response status_only(int status) { return Response{status, {}, {}, {}, {}}; }
+
+void not_allowed() { throw Error(ErrorCode::unsupported, "method not allowed on this route"); }
+
+std::optional<std::size_t> page_size(const Query& query) {
+    auto n = query.get("n");
+    if (!n) return std::nullopt;
+    if (n->empty() || n->find_first_not_of("0123456789") != std::string::npos)
+        throw Error(ErrorCode::bad_request, "n must be a non-negative integer");
+    std::size_t value = 0;
+    auto [end, ec] = std::from_chars(n->data(), n->data() + n->size(), value);
+    if (ec == std::errc::result_out_of_range) return SIZE_MAX;  // clamped by the registry
+    return value;
+}
+
+std::string next_link(const std::string& path, std::size_t n, const std::string& last) {
+    return "<" + path + "?n=" + std::to_string(n) + "&last=" + net::query_escape(last) + ">; rel=\"next\"";
+}
+
+registry::Asker asker_of(bool from_peer) { return from_peer ? registry::Asker::replica : registry::Asker::client; }
+
+}  // namespace berth::http
