@@ -24,7 +24,7 @@ trap cleanup EXIT
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/peer-secret"
 node "$here/extract-config.mjs" "$repo/k8s/configmap.yaml" "$work/peer-secret" > "$work/config.json"
 # a port outside the ephemeral range, as the integration tests pick theirs
-port="$(PYTHONPATH="$repo/tests/integration" python3 -c 'import berthtest; print(berthtest.free_port())')"
+port="$(PYTHONPATH="$repo/tests/lib" python3 -c 'import berthtest; print(berthtest.free_port())')"
 
 "$berth" serve --config "$work/config.json" --listen "127.0.0.1:$port" --root "$work/data" \
     > "$work/berth.log" 2>&1 &

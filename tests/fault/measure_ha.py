@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import berthtest as bt  # noqa: E402
 
 ACCEPT = bt.OCI_MANIFEST
@@ -312,7 +312,18 @@ def measure_rolling(args, rng):
         threads.append(threading.Thread(target=pusher, daemon=True))
         for t in threads:
             t.start()
-        time.sleep(1)
+
+        def pulls_and_pushes():
+            with lock:
+                return stats["pulls"], stats["pushed"] + stats["push_failed"]
+
+        def load_ran(pulls, pushes):
+            """Since (pulls, pushes): as many pulls as one round of every puller over the three
+            replicas, and another push attempt."""
+            now_pulls, now_pushes = pulls_and_pushes()
+            return now_pulls >= pulls + 3 * args.pullers and now_pushes >= pushes + 1
+
+        bt.poll(lambda: load_ran(0, 0), 60, 0.05, "the pullers and the pusher under way")
         t0 = time.monotonic()
         sig = signal.SIGKILL if args.rolling_kill else signal.SIGTERM
         timings = []
@@ -327,7 +338,8 @@ def measure_rolling(args, rng):
             r.wait_readyz(120)
             timeline.append((time.monotonic(), f"{r.replica_id} ready"))
             timings.append(time.monotonic() - s0)
-        time.sleep(1)
+        after_last = pulls_and_pushes()
+        bt.poll(lambda: load_ran(*after_last), 60, 0.05, "the load to go on past the last restart")
         stop.set()
         for t in threads:
             t.join(30)

@@ -12,6 +12,7 @@
 3. the LRU cache stays within cache.max_bytes.
 """
 
+import http.client
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import berthtest as bt  # noqa: E402
 
 
@@ -78,7 +79,7 @@ class AgentFailover(unittest.TestCase):
         # The test itself is a client without a certificate.
         context = ssl.create_default_context(cafile=self.ca)
         for replica in self.cluster:
-            replica.conn = (lambda r: lambda timeout=bt.REQUEST_TIMEOUT: bt.http.client.HTTPSConnection(
+            replica.conn = (lambda r: lambda timeout=bt.REQUEST_TIMEOUT: http.client.HTTPSConnection(
                 "127.0.0.1", r.port, timeout=timeout, context=context))(replica)
         self.cluster.start()
 

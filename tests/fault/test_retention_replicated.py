@@ -17,7 +17,7 @@ import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import berthtest as bt  # noqa: E402
 
 CONVERGE = 60  # seconds: a restarted replica waits 10 s for a peer that is down before it is ready

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import berthtest as bt  # noqa: E402
 
 POINTS = ["upload.verified", "blob.synced", "blob.renamed", "blob.dir_synced", "upload.committed"]

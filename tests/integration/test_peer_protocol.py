@@ -19,7 +19,7 @@ import sys
 import threading
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import berthtest as bt  # noqa: E402
 
 SECRET = "s3cret-peer-secret-0123456789"
@@ -60,19 +60,19 @@ class StandInPeer:
 
 
 class PeerProtocolTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.peer = StandInPeer()
-        cls.addClassCleanup(cls.peer.stop)
-        cls.b = bt.Berth()
-        cls.addClassCleanup(cls.b.cleanup)
-        secret_file = os.path.join(cls.b.tmp, "peer-secret")
+    def setUp(self):
+        # Each test its own stand-in peer (speaking 9-9) and berth: none depends on another's run.
+        self.peer = StandInPeer()
+        self.addCleanup(self.peer.stop)
+        self.b = bt.Berth()
+        self.addCleanup(self.b.cleanup)
+        secret_file = os.path.join(self.b.tmp, "peer-secret")
         with open(secret_file, "w") as f:
             f.write(SECRET + "\n")
-        cls.b.config = {"replica_id": "berth-a", "replication": {
-            "peers": [f"127.0.0.1:{cls.peer.port}"], "secret_file": secret_file,
+        self.b.config = {"replica_id": "berth-a", "replication": {
+            "peers": [f"127.0.0.1:{self.peer.port}"], "secret_file": secret_file,
             "write_quorum": "local", "poll_interval_ms": 100}}
-        cls.b.start()
+        self.b.start()
 
     def peer_get(self, path, versions=None):
         headers = {"Berth-Peer-Secret": SECRET}
@@ -80,14 +80,14 @@ class PeerProtocolTest(unittest.TestCase):
             headers[VERSIONS] = versions
         return self.b.request("GET", "/_berth/v1/" + path, headers=headers)
 
-    def test_1_requests_carry_the_secret_and_versions(self):
+    def test_requests_carry_the_secret_and_versions(self):
         bt.poll(lambda: self.peer.seen, 10, 0.05, "berth to ask the stand-in peer for its log")
         path, headers = self.peer.seen[0]
         self.assertTrue(path.startswith("/_berth/v1/log?after="), path)
         self.assertEqual(headers.get("Berth-Peer-Secret"), SECRET)
         self.assertEqual(headers.get(VERSIONS), OURS)
 
-    def test_2_incompatible_requests_are_refused(self):
+    def test_incompatible_requests_are_refused(self):
         ok = self.peer_get("status", "1-1")
         self.assertEqual(ok.status, 200, ok)
         self.assertEqual(ok.header(VERSIONS), OURS)
@@ -111,7 +111,7 @@ class PeerProtocolTest(unittest.TestCase):
         r = self.b.request("GET", "/_berth/v1/status", headers={VERSIONS: "9-9"})
         self.assertEqual(r.status, 401, r)
 
-    def test_3_an_incompatible_peer_keeps_the_replica_unready_until_it_is_compatible(self):
+    def test_an_incompatible_peer_keeps_the_replica_unready_until_it_is_compatible(self):
         label = f'berth_replication_peer_compatible{{peer="127.0.0.1:{self.peer.port}"}}'
 
         def unready_for_the_peer():

@@ -42,6 +42,17 @@ READY_TIMEOUT = 20
 ACCESS_LINE = re.compile(r'^(\S+) \S+ (\S+) \[[^\]]+\] "(\S+) (\S+) [^"]*" (\d{3}) (\d+|-)')
 
 
+def port_bindable(port):
+    """Whether a listener could bind 127.0.0.1:port now (SO_REUSEADDR, as Go's net.Listen sets it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
 def available():
     return os.path.isfile(BIN) and os.access(BIN, os.X_OK)
 
@@ -135,8 +146,8 @@ class Distribution:
                 self.kill()
                 if not in_use or attempt == 4:
                     raise
-                if fixed:  # the port is someone else's for now: wait a little for it
-                    time.sleep(0.5)
+                if fixed:  # the port is someone else's for now: wait until it can be bound again
+                    bt.poll(lambda: port_bindable(self.port), 10, 0.05, f"port {self.port} to be free again")
         raise AssertionError("could not start docker-registry")
 
     def wait_ready(self, timeout=READY_TIMEOUT):
