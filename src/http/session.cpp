@@ -1,9 +1,7 @@
-#include "berth/replication/protocol.hpp"
 #include "session.hpp"
 
 #include "berth/registry/reach.hpp"
 
-#include <sys/sendfile.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,8 +19,9 @@
 #include "berth/observe/log.hpp"
 #include "context.hpp"
 #include "handlers.hpp"
+#include "file_sender.hpp"
+#include "request_head.hpp"
 #include "tls_stream.hpp"
-#include "berth/storage/page_cache.hpp"
 
 namespace berth::http {
 namespace {
@@ -31,7 +30,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
-namespace protocol = replication::protocol;
 
 // Large enough that hashing and writing dominate, small enough that 32
 // concurrent uploads cost a few MiB.
@@ -39,13 +37,6 @@ constexpr std::size_t body_chunk_bytes = 256 * 1024;
 // A body the route does not want is read and dropped up to this size, so the
 // connection can stay open; larger ones close it.
 constexpr std::size_t unwanted_body_limit = 64 * 1024;
-// A blob is sent in windows of this size, each checked for being in the page
-// cache before it is sent and read in by a worker if not; while one window is
-// sent, the kernel reads the next.
-constexpr std::uint64_t send_window_bytes = 4 << 20;
-// What a TLS blob GET reads, encrypts and sends at a time: small enough to
-// stay in the CPU's cache from read to send.
-constexpr std::size_t tls_piece_bytes = TlsStream::max_write_bytes;
 // After answering a request whose body (or head) is still arriving, what is
 // read and dropped before the connection closes, so the client reads the
 // answer instead of a reset (nginx's lingering close).
@@ -54,18 +45,6 @@ constexpr std::chrono::seconds linger_time{3};
 // A request waiting this long for its party's pool (every thread held by a
 // hung upstream, say) is answered 504 rather than made to wait on.
 constexpr std::chrono::seconds party_queue_wait{30};
-
-Method method_of(bhttp::verb verb) {
-    switch (verb) {
-        case bhttp::verb::get: return Method::get;
-        case bhttp::verb::head: return Method::head;
-        case bhttp::verb::put: return Method::put;
-        case bhttp::verb::post: return Method::post;
-        case bhttp::verb::patch: return Method::patch;
-        case bhttp::verb::delete_: return Method::del;
-        default: return Method::other;
-    }
-}
 
 template <typename Work>
 Response guarded(Work&& work) {
@@ -91,7 +70,7 @@ public:
     template <typename... StreamArgs>
     Session(ServerContext& context, std::shared_ptr<void> tls_context, StreamArgs&&... args)
         : tls_context_(std::move(tls_context)), stream_(std::forward<StreamArgs>(args)...), context_(context),
-          wait_timer_(stream_.get_executor()) {
+          file_sender_(stream_, context_) {
         ++context_.connections;
         ++context_.request_metrics.connections;
         beast::error_code ec;
@@ -151,24 +130,14 @@ private:
         party_.clear();
         method_text_ = std::string(head.method_string());
         target_text_ = std::string(head.target().substr(0, 1024));
-        request_ = Request{};
-        request_.method = method_of(head.method());
-        auto target = parse_target(head.target());
-        if (!target) return reject(400, oci::ErrorCode::bad_request, "malformed request target");
-        request_.target = std::move(*target);
-        request_.content_type = std::string(head[bhttp::field::content_type]);
-        request_.content_range = std::string(head[bhttp::field::content_range]);
-        request_.range = std::string(head[bhttp::field::range]);
-        if (auto length = parser_->content_length()) request_.content_length = *length;
-        request_.has_body = !parser_->is_done();
-        request_.authorization = std::string(head[bhttp::field::authorization]);
-        request_.host = std::string(head[bhttp::field::host]);
-        request_.peer_address = peer_;
-        request_.secure = tls;
-        request_.peer_secret = std::string(head[protocol::header::secret]);
-        request_.peer_origin = std::string(head[protocol::header::replica]);
-        request_.peer_versions = std::string(head[protocol::header::versions]);
-        request_.forwarded = !head[protocol::header::forwarded].empty();
+        std::optional<std::uint64_t> length;
+        if (auto known = parser_->content_length()) length = *known;
+        auto request = request_from_head(head, length, !parser_->is_done(), peer_, tls);
+        if (!request) {
+            request_ = Request{};
+            return reject(400, oci::ErrorCode::bad_request, "malformed request target");
+        }
+        request_ = std::move(*request);
         expect_continue_ = beast::iequals(head[bhttp::field::expect], "100-continue");
 
         // Every request is planned first with nothing remote allowed: a read
@@ -462,19 +431,23 @@ private:
         };
         lowest().expires_after(context_.options.body_timeout);
         if (response.file) {
-            file_ = *response.file;
-            bytes_out_ = file_->length;
+            bytes_out_ = response.file->length;
             auto& message = head_response_.emplace();
             fill(message);
-            message.content_length(file_->length);
+            message.content_length(response.file->length);
             head_serializer_.emplace(message);
-            bhttp::async_write_header(stream_, *head_serializer_,
-                                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                                          if (ec) return self->close();
-                                          if constexpr (tls)
-                                              if (!self->stream_.kernel_encrypts()) return self->copy_file();
-                                          self->send_file();
-                                      });
+            bhttp::async_write_header(
+                stream_, *head_serializer_,
+                [self = shared_from_this(), file = *response.file](beast::error_code ec, std::size_t) {
+                    if (ec) {
+                        if (file.fd >= 0) ::close(file.fd);
+                        return self->close();
+                    }
+                    self->file_sender_.send(file, self, [self = self.get()](bool sent) {
+                        if (!sent) return self->close();
+                        self->on_written({}, 0);
+                    });
+                });
         } else if (response.head_length) {
             auto& message = head_response_.emplace();
             fill(message);
@@ -491,105 +464,6 @@ private:
             bhttp::async_write(stream_, message,
                                beast::bind_front_handler(&Session<Stream>::on_written, shared_from_this()));
         }
-    }
-
-    // TLS encrypts in user space: a piece is read, then encrypted and sent
-    // while it is still in the CPU's cache.
-    void copy_file() {
-        if (file_->length == 0) return on_written({}, 0);
-        if (!file_window_cached(&Session::copy_file)) return;
-        if (chunk_.size() < tls_piece_bytes) chunk_.resize(tls_piece_bytes);
-        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(cached_until_ - file_->offset, tls_piece_bytes));
-        auto n = ::pread(file_->fd, chunk_.data(), want, static_cast<off_t>(file_->offset));
-        if (n <= 0) return close();
-        file_->offset += static_cast<std::uint64_t>(n);
-        file_->length -= static_cast<std::uint64_t>(n);
-        lowest().expires_after(context_.options.body_timeout);
-        // One write_some takes the whole piece (asio::async_write would cut it into 64 KiB writes).
-        stream_.async_write_some(asio::buffer(chunk_.data(), static_cast<std::size_t>(n)),
-                                 [self = shared_from_this(), n](beast::error_code ec, std::size_t written) {
-                                     if (ec || written != static_cast<std::size_t>(n)) return self->close();
-                                     self->copy_file();
-                                 });
-    }
-
-    // Plain TCP: the kernel copies file pages straight to the socket.
-    void send_file() {
-        auto& sock = socket();
-        beast::error_code ec;
-        sock.native_non_blocking(true, ec);
-        while (file_->length > 0) {
-            if (!file_window_cached(&Session::send_file)) return;
-            off_t offset = static_cast<off_t>(file_->offset);
-            auto n = ::sendfile(sock.native_handle(), file_->fd, &offset,
-                                static_cast<std::size_t>(std::min(file_->length, cached_until_ - file_->offset)));
-            if (n > 0) {
-                file_->offset += static_cast<std::uint64_t>(n);
-                file_->length -= static_cast<std::uint64_t>(n);
-                if constexpr (tls)
-                    context_.request_metrics.blob_bytes_sent_by_kernel_tls += static_cast<std::uint64_t>(n);
-                continue;
-            }
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return wait_writable();
-            return close();  // 0: the file is shorter than promised; or a socket error
-        }
-        on_written({}, 0);
-    }
-
-    // True when the file's next bytes are in the page cache, so sending them
-    // cannot wait for the disk. Otherwise a worker reads the next window in
-    // and `resume` runs on this connection's thread once it is there.
-    bool file_window_cached(void (Session::*resume)()) {
-        if (file_->offset < cached_until_) return true;
-        if (file_->filling) return filling_window(resume);
-        const auto window = std::min(file_->length, send_window_bytes);
-        if (storage::in_page_cache(file_->fd, file_->offset, window)) {
-            cached_until_ = file_->offset + window;
-            return true;
-        }
-        context_.request_metrics.blob_bytes_read_from_disk += window;
-        asio::post(context_.worker_pool,
-                   [self = shared_from_this(), fd = file_->fd, offset = file_->offset, window, resume] {
-                       storage::load_into_page_cache(fd, offset, window, send_window_bytes);
-                       asio::post(self->stream_.get_executor(), [self, until = offset + window, resume] {
-                           self->cached_until_ = until;
-                           (self.get()->*resume)();
-                       });
-                   });
-        return false;
-    }
-
-    // A blob still arriving: send what is there (just written, so in the page
-    // cache), else wait for more; a failed fetch cuts the body short.
-    bool filling_window(void (Session::*resume)()) {
-        auto& filling = *file_->filling;
-        if (auto readable = filling.readable(); file_->offset < readable) {
-            cached_until_ = readable;
-            return true;
-        }
-        if (filling.failed()) {
-            close();
-            return false;
-        }
-        filling.when_readable(file_->offset, [self = shared_from_this(), resume] {
-            asio::post(self->stream_.get_executor(), [self, resume] {
-                if (self->file_) (self.get()->*resume)();
-            });
-        });
-        return false;
-    }
-
-    void wait_writable() {
-        wait_timer_.expires_after(context_.options.body_timeout);
-        wait_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-            if (!ec) self->socket().cancel();
-        });
-        socket().async_wait(tcp::socket::wait_write, [self = shared_from_this()](beast::error_code ec) {
-            self->wait_timer_.cancel();
-            if (ec) return self->close();
-            self->send_file();
-        });
     }
 
     void on_written(beast::error_code ec, std::size_t) {
@@ -664,10 +538,8 @@ private:
 
     void close_file() {
         // A body cut short (the client left) counts what was sent, not what was promised.
-        if (file_) bytes_out_ -= std::min(bytes_out_, file_->length);
-        if (file_ && file_->fd >= 0) ::close(file_->fd);
-        file_.reset();
-        cached_until_ = 0;
+        bytes_out_ -= std::min(bytes_out_, file_sender_.unsent());
+        file_sender_.close();
     }
 
     void close() {
@@ -683,7 +555,6 @@ private:
     std::shared_ptr<void> tls_context_;  // the ssl::context this connection was accepted with
     Stream stream_;
     ServerContext& context_;
-    asio::steady_timer wait_timer_;
     beast::flat_buffer buffer_;  // bounded by the parser's header limit and the body chunk size
     std::optional<bhttp::request_parser<bhttp::buffer_body>> parser_;
     std::vector<char> chunk_;
@@ -702,8 +573,7 @@ private:
     std::optional<bhttp::response<bhttp::empty_body>> head_response_;
     std::optional<bhttp::response_serializer<bhttp::empty_body>> head_serializer_;
     std::optional<bhttp::response<bhttp::string_body>> string_response_;
-    std::optional<FileBody> file_;
-    std::uint64_t cached_until_ = 0;  // file_ is known to be in the page cache up to here
+    FileSender<Stream> file_sender_;
 
     // For the access log.
     std::string peer_, method_text_, target_text_, principal_;
