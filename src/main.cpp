@@ -92,7 +92,7 @@ CommandLine parse_flags(const std::vector<std::string>& args, const std::string&
 
 berth::config::Config load(const CommandLine& flags) {
     auto config = flags.config_file ? berth::config::load_config(*flags.config_file) : berth::config::Config{};
-    if (flags.listen) berth::config::set_listen(config, *flags.listen);
+    if (flags.listen) berth::config::apply_listen(config, *flags.listen);
     if (flags.root) config.root = *flags.root;
     return config;
 }

@@ -199,7 +199,7 @@ void check_url(const std::string& key, const std::string& url) {
 
 }  // namespace
 
-void set_listen(Config& config, const std::string& address) {
+void apply_listen(Config& config, const std::string& address) {
     try {
         auto listen = net::parse_listen_address(address);
         config.server.host = listen.host;
@@ -482,7 +482,7 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
     Section top(doc, "");
     std::string listen, root;
     top.string("listen", listen, false);
-    if (!listen.empty()) set_listen(config, listen);
+    if (!listen.empty()) apply_listen(config, listen);
     top.string("root", root, false);
     if (!root.empty()) config.root = root;
     top.string("replica_id", config.replica_id);

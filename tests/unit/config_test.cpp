@@ -48,16 +48,16 @@ TEST_CASE("configuration errors name the key and what was expected") {
 
 TEST_CASE("listen accepts IPv6 in brackets") {
     Config config;
-    set_listen(config, "[::1]:5001");
+    apply_listen(config, "[::1]:5001");
     CHECK(config.server.host == "::1");
     CHECK(config.server.port == 5001);
-    set_listen(config, ":5002");
+    apply_listen(config, ":5002");
     CHECK(config.server.host == "0.0.0.0");
     CHECK(config.server.port == 5002);
-    set_listen(config, "127.0.0.1:0");  // the kernel picks
+    apply_listen(config, "127.0.0.1:0");  // the kernel picks
     CHECK(config.server.port == 0);
-    CHECK_THROWS_AS(set_listen(config, "::1:5001"), ConfigError);
-    CHECK_THROWS_AS(set_listen(config, "host"), ConfigError);
+    CHECK_THROWS_AS(apply_listen(config, "::1:5001"), ConfigError);
+    CHECK_THROWS_AS(apply_listen(config, "host"), ConfigError);
 }
 
 TEST_CASE("change-log retention and the metadata cache budget are checked at start-up") {

@@ -44,6 +44,6 @@ public:
 Config parse_config(const std::string& json_text, const std::filesystem::path& base = ".");
 Config load_config(const std::filesystem::path& file);
 // "HOST:PORT" or "[v6]:PORT" into server.host and server.port.
-void set_listen(Config& config, const std::string& address);
+void apply_listen(Config& config, const std::string& address);
 
 }  // namespace berth::config
