@@ -10,6 +10,7 @@
 #include "berth/oci/encoding.hpp"
 #include "berth/oci/names.hpp"
 #include "htpasswd.hpp"
+#include "issuers.hpp"
 #include "jwt.hpp"
 #include "rules.hpp"
 
@@ -80,9 +81,29 @@ std::optional<Action> parse_action(std::string_view text) {
     return std::nullopt;
 }
 
+// A password that is a JWT (three base64url parts) is tried as a token first:
+// docker login, podman login and kubelet credential providers send a service
+// account token as the password of Basic credentials.
+// Who a token this registry issued was issued to: its subject, with the groups and namespace
+// an issuer's token gave it (the catalog is filtered by them).
+Principal principal_of(const json& claims) {
+    Principal principal{claims.value("sub", std::string()), {}, claims.value("namespace", std::string())};
+    if (auto groups = claims.find("groups"); groups != claims.end() && groups->is_array())
+        for (auto& group : *groups)
+            if (group.is_string()) principal.groups.push_back(group.get<std::string>());
+    return principal;
+}
+
+bool looks_like_jwt(std::string_view text) {
+    return text.size() > 16 && std::count(text.begin(), text.end(), '.') == 2 &&
+           text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.") ==
+               std::string_view::npos;
+}
+
 struct Authorizer::Impl {
     Options options;
     std::unique_ptr<Htpasswd> htpasswd;
+    std::unique_ptr<TrustedIssuers> issuers;
     std::shared_ptr<JwtKey> signing_key;
     std::vector<std::shared_ptr<JwtKey>> verify_keys;
 
@@ -103,7 +124,7 @@ struct Authorizer::Impl {
             }
         }
         std::string error;
-        auto claims = verify_jwt(token, verify_keys, {options.token_issuer, options.token_service, now}, error);
+        auto claims = verify_jwt(token, verify_keys, {options.token_issuer, {options.token_service}, now}, error);
         if (!claims) return std::nullopt;
         std::lock_guard lock(cache_mutex);
         if (verified.size() > 10000) verified.clear();
@@ -131,9 +152,20 @@ struct Authorizer::Impl {
         return false;
     }
 
-    bool rules_grant(const std::string& user, const Need& need) const {
-        if (need.catalog) return !user.empty();
-        return allowed_actions(options, user, need.repository).count(need.action) > 0;
+    bool rules_grant(const Principal& principal, const Need& need) const {
+        if (need.catalog) return !principal.anonymous();
+        return allowed_actions(options, principal, need.repository).count(need.action) > 0;
+    }
+
+    // Who Basic credentials stand for: a trusted issuer's token given as the password, or an
+    // htpasswd user; nullopt when neither checks out.
+    std::optional<Principal> login(const std::string& user, const std::string& password) const {
+        if (issuers && looks_like_jwt(password)) {
+            std::string error;
+            if (auto principal = issuers->verify(password, error)) return principal;
+        }
+        if (htpasswd && htpasswd->verify(user, password)) return Principal{user, {}, {}};
+        return std::nullopt;
     }
 
     std::string challenge(const std::vector<Need>& needs, std::string_view host, bool secure, bool insufficient) const {
@@ -167,12 +199,17 @@ Authorizer::Authorizer(Options options) : impl_(std::make_unique<Impl>()) {
         impl_->verify_keys.push_back(impl_->signing_key);
     }
     for (auto& file : o.token_verify_key_files) impl_->verify_keys.push_back(JwtKey::load_public(file));
+    if (!o.oidc.empty()) impl_->issuers = std::make_unique<TrustedIssuers>(o.oidc);
 }
 
 Authorizer::~Authorizer() = default;
 
 bool Authorizer::enabled() const { return impl_->options.enabled(); }
 bool Authorizer::issues_tokens() const { return impl_->signing_key != nullptr; }
+
+void Authorizer::refresh_keys() {
+    if (impl_->issuers) impl_->issuers->refresh();
+}
 
 Decision Authorizer::check(std::string_view authorization, const std::vector<Need>& needs, std::string_view host,
                            bool secure) const {
@@ -191,19 +228,26 @@ Decision Authorizer::check(std::string_view authorization, const std::vector<Nee
     using Kind = Credentials::Kind;
     if (credentials.kind == Kind::malformed) return refuse(401, "malformed Authorization header");
     if (credentials.kind == Kind::basic) {
-        if (!impl_->htpasswd || !impl_->htpasswd->verify(credentials.user, credentials.password))
-            return refuse(401, "invalid username or password");
-        decision.principal.name = credentials.user;
+        auto principal = impl_->login(credentials.user, credentials.password);
+        if (!principal) return refuse(401, "invalid username or password");
+        decision.principal = std::move(*principal);
     }
     std::optional<json> claims;
     if (credentials.kind == Kind::bearer) {
-        if (impl_->verify_keys.empty()) return refuse(401, "bearer tokens are not accepted here");
-        claims = impl_->claims_of(credentials.token);
-        if (!claims) return refuse(401, "invalid or expired token");
-        decision.principal.name = claims->value("sub", std::string());
+        if (impl_->verify_keys.empty() && !impl_->issuers) return refuse(401, "bearer tokens are not accepted here");
+        // This registry's own tokens carry their access; an issuer's token is an identity the rules judge.
+        if (!impl_->verify_keys.empty()) claims = impl_->claims_of(credentials.token);
+        if (claims) {
+            decision.principal = principal_of(*claims);
+        } else {
+            std::string error = "invalid or expired token";
+            auto principal = impl_->issuers ? impl_->issuers->verify(credentials.token, error) : std::nullopt;
+            if (!principal) return refuse(401, error);
+            decision.principal = std::move(*principal);
+        }
     }
     for (auto& need : needs) {
-        bool granted = claims ? Impl::token_grants(*claims, need) : impl_->rules_grant(decision.principal.name, need);
+        bool granted = claims ? Impl::token_grants(*claims, need) : impl_->rules_grant(decision.principal, need);
         if (granted) continue;
         if (claims) return refuse(401, "token does not grant this access", true);
         if (decision.principal.anonymous()) return refuse(401, "authentication required");
@@ -216,7 +260,7 @@ Decision Authorizer::check(std::string_view authorization, const std::vector<Nee
 }
 
 bool Authorizer::may_pull(const Principal& principal, const std::string& repository) const {
-    return !enabled() || impl_->rules_grant(principal.name, {repository, Action::pull, false});
+    return !enabled() || impl_->rules_grant(principal, {repository, Action::pull, false});
 }
 
 std::pair<int, std::string> Authorizer::issue_token(std::string_view authorization, const std::string& service,
@@ -228,11 +272,11 @@ std::pair<int, std::string> Authorizer::issue_token(std::string_view authorizati
     if (!service.empty() && service != impl_->options.token_service)
         return error(400, "UNSUPPORTED", "unknown service");
     auto credentials = parse_authorization(authorization);
-    std::string user;
+    Principal principal;
     if (credentials.kind == Credentials::Kind::basic) {
-        if (!impl_->htpasswd || !impl_->htpasswd->verify(credentials.user, credentials.password))
-            return error(401, "UNAUTHORIZED", "invalid username or password");
-        user = credentials.user;
+        auto login = impl_->login(credentials.user, credentials.password);
+        if (!login) return error(401, "UNAUTHORIZED", "invalid username or password");
+        principal = std::move(*login);
     } else if (credentials.kind != Credentials::Kind::none) {
         return error(401, "UNAUTHORIZED", "token requests take Basic credentials");
     }
@@ -247,9 +291,10 @@ std::pair<int, std::string> Authorizer::issue_token(std::string_view authorizati
         std::string actions = scope.substr(last + 1) + ",";
         for (std::size_t start = 0, comma; (comma = actions.find(',', start)) != std::string::npos; start = comma + 1) {
             auto action = actions.substr(start, comma - start);
-            if (type == "registry" && name == "catalog" && action == "*" && !user.empty()) granted.push_back("*");
+            if (type == "registry" && name == "catalog" && action == "*" && !principal.anonymous())
+                granted.push_back("*");
             if (type != "repository" || !oci::valid_repository_name(name)) continue;
-            auto allowed = allowed_actions(impl_->options, user, name);
+            auto allowed = allowed_actions(impl_->options, principal, name);
             for (auto candidate : {Action::pull, Action::push, Action::del})
                 if ((action == "*" || action == action_name(candidate)) && allowed.count(candidate) &&
                     std::find(granted.begin(), granted.end(), action_name(candidate)) == granted.end())
@@ -261,13 +306,15 @@ std::pair<int, std::string> Authorizer::issue_token(std::string_view authorizati
     using namespace std::chrono;
     const auto now = duration_cast<seconds>(system_clock::now().time_since_epoch()).count();
     json claims = {{"iss", impl_->options.token_issuer},
-                   {"sub", user},
+                   {"sub", principal.name},
                    {"aud", impl_->options.token_service},
                    {"iat", now},
                    {"nbf", now - 1},
                    {"exp", now + impl_->options.token_ttl.count()},
                    {"jti", oci::base64url(oci::random_bytes(12))},
                    {"access", access}};
+    if (!principal.groups.empty()) claims["groups"] = principal.groups;
+    if (!principal.ns.empty()) claims["namespace"] = principal.ns;
     auto token = sign_jwt(*impl_->signing_key, claims);
     std::time_t issued = now;
     char issued_at[32];

@@ -59,7 +59,7 @@ std::optional<std::string> raw_to_der(std::string_view raw) {
 
 }  // namespace
 
-JwtKey::JwtKey(void* key) : pkey_(key) {
+JwtKey::JwtKey(void* key, std::string kid) : pkey_(key), kid_(std::move(kid)) {
     const int type = EVP_PKEY_get_base_id(pkey(key));
     if (type == EVP_PKEY_RSA && EVP_PKEY_get_bits(pkey(key)) >= 2048) algorithm_ = "RS256";
     else if (type == EVP_PKEY_EC && EVP_PKEY_get_bits(pkey(key)) == 256) algorithm_ = "ES256";
@@ -67,6 +67,7 @@ JwtKey::JwtKey(void* key) : pkey_(key) {
         EVP_PKEY_free(pkey(key));
         throw std::runtime_error("token keys must be RSA (2048 bits or more) or EC P-256");
     }
+    if (!kid_.empty()) return;
     // kid: a fingerprint of the public key, so a verifier can tell keys apart.
     unsigned char* der = nullptr;
     int size = i2d_PUBKEY(pkey(key), &der);
@@ -133,39 +134,66 @@ std::string sign_jwt(const JwtKey& key, const json& claims) {
     return signing_input + "." + oci::base64url(key.sign(signing_input));
 }
 
+namespace {
+
+struct Parts {
+    json header, claims;
+    std::string signature;
+    std::string_view signing_input;
+};
+
+// A token's three parts decoded, bounded like all untrusted JSON; nullopt for anything else.
+std::optional<Parts> split_jwt(std::string_view token) {
+    if (token.size() > max_token_bytes) return std::nullopt;
+    auto first = token.find('.'), second = token.rfind('.');
+    if (first == std::string_view::npos || first == second) return std::nullopt;
+    auto header_text = oci::base64url_decode(token.substr(0, first));
+    auto claims_text = oci::base64url_decode(token.substr(first + 1, second - first - 1));
+    auto signature = oci::base64url_decode(token.substr(second + 1));
+    if (!header_text || !claims_text || !signature) return std::nullopt;
+    Parts parts{oci::parse_json(*header_text), oci::parse_json(*claims_text), std::move(*signature),
+                token.substr(0, second)};
+    if (!parts.header.is_object() || !parts.claims.is_object() || !parts.header.contains("alg") ||
+        !parts.header["alg"].is_string())
+        return std::nullopt;
+    return parts;
+}
+
+std::string string_field(const json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::optional<UnverifiedToken> peek_jwt(std::string_view token) {
+    auto parts = split_jwt(token);
+    if (!parts) return std::nullopt;
+    return UnverifiedToken{string_field(parts->header, "alg"), string_field(parts->header, "kid"),
+                           string_field(parts->claims, "iss")};
+}
+
 std::optional<json> verify_jwt(std::string_view token, const std::vector<std::shared_ptr<JwtKey>>& keys,
                                const TokenCheck& check, std::string& error) {
     if (token.size() > max_token_bytes) {
         error = "token too large";
         return std::nullopt;
     }
-    auto first = token.find('.'), second = token.rfind('.');
-    if (first == std::string_view::npos || first == second) {
+    auto parts = split_jwt(token);
+    if (!parts) {
         error = "malformed token";
         return std::nullopt;
     }
-    auto header_text = oci::base64url_decode(token.substr(0, first));
-    auto claims_text = oci::base64url_decode(token.substr(first + 1, second - first - 1));
-    auto signature = oci::base64url_decode(token.substr(second + 1));
-    if (!header_text || !claims_text || !signature) {
-        error = "malformed token";
-        return std::nullopt;
-    }
-    auto header = oci::parse_json(*header_text);
-    auto claims = oci::parse_json(*claims_text);
-    if (!header.is_object() || !claims.is_object() || !header.contains("alg") || !header["alg"].is_string()) {
-        error = "malformed token";
-        return std::nullopt;
-    }
+    auto& [header, claims, signature, signing_input] = *parts;
     const auto alg = header["alg"].get<std::string>();
-    // kid is not consulted: every configured key is trusted, and trying each
-    // costs less than agreeing on one fingerprint format with every issuer.
-    const auto signing_input = token.substr(0, second);
+    // kid is not consulted here: every key given is trusted (callers that
+    // pick by kid pass only that key), and trying each costs less than agreeing
+    // on one fingerprint format with every issuer.
     bool verified = false;
     for (auto& key : keys) {
         // The algorithm must be the key's own: no "none", no HS256 keyed with a public key.
         if (key->algorithm() != alg) continue;
-        if (key->verify(signing_input, *signature)) {
+        if (key->verify(signing_input, signature)) {
             verified = true;
             break;
         }
@@ -190,15 +218,26 @@ std::optional<json> verify_jwt(std::string_view token, const std::vector<std::sh
         error = "token not valid yet";
         return std::nullopt;
     }
+    auto iat = number("iat");
+    if (iat && *iat - check.leeway.count() > now) {
+        error = "token issued in the future";
+        return std::nullopt;
+    }
+    if (check.max_lifetime.count() && (!iat || *exp - *iat > check.max_lifetime.count())) {
+        error = "token lifetime is longer than this registry accepts";
+        return std::nullopt;
+    }
     if (claims.value("iss", std::string()) != check.issuer) {
         error = "token issuer not trusted";
         return std::nullopt;
     }
     auto aud = claims.find("aud");
-    bool audience =
-        aud != claims.end() && ((aud->is_string() && aud->get<std::string>() == check.audience) ||
-                                (aud->is_array() && std::find(aud->begin(), aud->end(), check.audience) != aud->end()));
-    if (!audience) {
+    auto names = [&](const std::string& audience) {
+        return aud != claims.end() &&
+               ((aud->is_string() && aud->get<std::string>() == audience) ||
+                (aud->is_array() && std::find(aud->begin(), aud->end(), audience) != aud->end()));
+    };
+    if (std::none_of(check.audiences.begin(), check.audiences.end(), names)) {
         error = "token audience is not this registry";
         return std::nullopt;
     }

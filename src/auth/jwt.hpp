@@ -17,6 +17,9 @@ class JwtKey {
 public:
     static std::shared_ptr<JwtKey> load_private(const std::string& pem_file);
     static std::shared_ptr<JwtKey> load_public(const std::string& pem_file);
+    // A public key of a JWK Set (RFC 7517): RSA, or EC on P-256; its kid is the JWK's own.
+    // Throws std::invalid_argument for any other kind, or a key not for signatures.
+    static std::shared_ptr<JwtKey> from_jwk(const nlohmann::json& jwk);
     ~JwtKey();
     JwtKey(const JwtKey&) = delete;
     JwtKey& operator=(const JwtKey&) = delete;
@@ -27,7 +30,7 @@ public:
     bool verify(std::string_view data, std::string_view signature) const;
 
 private:
-    explicit JwtKey(void* pkey);
+    explicit JwtKey(void* pkey, std::string kid = {});
     void* pkey_;  // EVP_PKEY*
     std::string algorithm_, kid_;
 };
@@ -37,13 +40,24 @@ inline constexpr std::size_t max_token_bytes = 8192;
 std::string sign_jwt(const JwtKey& key, const nlohmann::json& claims);
 
 struct TokenCheck {
-    std::string issuer, audience;
+    std::string issuer;
+    std::vector<std::string> audiences;  // aud must hold one of them
     std::chrono::system_clock::time_point now;
     std::chrono::seconds leeway{30};
+    // exp - iat above this is refused, and so is a token without iat; 0: no limit.
+    std::chrono::seconds max_lifetime{0};
 };
 
+// What a token's header and claims say before anything is verified: only for
+// choosing the issuer and key to verify it with. nullopt for no JWT at all.
+struct UnverifiedToken {
+    std::string alg, kid, issuer;
+};
+std::optional<UnverifiedToken> peek_jwt(std::string_view token);
+
 // The claims of a token whose signature, algorithm, expiry, not-before,
-// issuer and audience all check out; nullopt otherwise, with the reason in error.
+// issued-at, lifetime, issuer and audience all check out; nullopt otherwise,
+// with the reason in error.
 std::optional<nlohmann::json> verify_jwt(std::string_view token, const std::vector<std::shared_ptr<JwtKey>>& keys,
                                          const TokenCheck& check, std::string& error);
 

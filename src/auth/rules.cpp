@@ -8,40 +8,55 @@ namespace berth::auth {
 
 namespace {
 
-bool member(const Options& options, const std::string& user, const std::string& selector) {
-    if (selector == "anonymous") return user.empty();
-    if (selector == "authenticated") return !user.empty();
-    if (user.empty()) return false;
-    if (selector == "user:" + user) return true;
+bool member(const Options& options, const Principal& principal, const std::string& selector) {
+    if (selector == "anonymous") return principal.anonymous();
+    if (selector == "authenticated") return !principal.anonymous();
+    if (principal.anonymous()) return false;
+    if (selector == "user:" + principal.name) return true;
     if (selector.starts_with("group:")) {
-        auto group = options.groups.find(selector.substr(6));
+        const auto name = selector.substr(6);
+        if (std::find(principal.groups.begin(), principal.groups.end(), name) != principal.groups.end()) return true;
+        auto group = options.groups.find(name);
         return group != options.groups.end() &&
-               std::find(group->second.begin(), group->second.end(), user) != group->second.end();
+               std::find(group->second.begin(), group->second.end(), principal.name) != group->second.end();
     }
     return false;
 }
 
-std::string expand_user(const std::string& pattern, const std::string& user) {
-    std::string out = pattern;
-    for (auto at = out.find("${user}"); at != std::string::npos; at = out.find("${user}", at + user.size()))
-        out.replace(at, 7, user);
-    return out;
+void expand(std::string& pattern, std::string_view variable, const std::string& value) {
+    for (auto at = pattern.find(variable); at != std::string::npos; at = pattern.find(variable, at + value.size()))
+        pattern.replace(at, variable.size(), value);
+}
+
+// The rule's repository glob for this principal; nullopt when it names a variable the principal
+// has no value for (an anonymous ${user}, a ${namespace} of someone who is no service account).
+std::optional<std::string> repository_glob(const Rule& rule, const Principal& principal) {
+    std::string glob = rule.repository;
+    if (glob.find("${user}") != std::string::npos) {
+        if (principal.anonymous()) return std::nullopt;
+        expand(glob, "${user}", principal.name);
+    }
+    if (glob.find("${namespace}") != std::string::npos) {
+        if (principal.ns.empty()) return std::nullopt;
+        expand(glob, "${namespace}", principal.ns);
+    }
+    return glob;
 }
 
 }  // namespace
 
-std::set<Action> allowed_actions(const Options& options, const std::string& user, const std::string& repository) {
+std::set<Action> allowed_actions(const Options& options, const Principal& principal, const std::string& repository) {
     std::set<Action> out;
     if (options.rules.empty()) {
         // No rules: every signed-in user may do everything, strangers nothing.
-        if (!user.empty()) out = {Action::pull, Action::push, Action::del};
+        if (!principal.anonymous()) out = {Action::pull, Action::push, Action::del};
         return out;
     }
     for (auto& rule : options.rules) {
-        if (rule.repository.find("${user}") != std::string::npos && user.empty()) continue;
-        if (!oci::glob_match(expand_user(rule.repository, user), repository)) continue;
+        auto glob = repository_glob(rule, principal);
+        if (!glob || !oci::glob_match(*glob, repository)) continue;
         if (std::none_of(rule.principals.begin(), rule.principals.end(),
-                         [&](auto& p) { return member(options, user, p); }))
+                         [&](auto& p) { return member(options, principal, p); }))
             continue;
         out.insert(rule.actions.begin(), rule.actions.end());
     }

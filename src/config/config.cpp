@@ -334,6 +334,28 @@ void read_auth_rules(const json& rules, auth::Options& a) {
     }
 }
 
+void read_auth_oidc(const json& issuers, Reading& r) {
+    for (std::size_t i = 0; i < issuers.size(); ++i) {
+        const auto where = "auth.oidc[" + std::to_string(i) + "]";
+        Section s(issuers[i], where);
+        auth::OidcIssuer issuer;
+        s.string("issuer", issuer.issuer, false);
+        s.strings("audiences", issuer.audiences);
+        s.string("jwks_file", issuer.jwks_file, false);
+        s.string("username_claim", issuer.username_claim, false);
+        s.string("groups_claim", issuer.groups_claim, false);
+        s.seconds("max_token_lifetime_seconds", issuer.max_token_lifetime);
+        s.finish();
+        if (issuer.issuer.empty() || issuer.audiences.empty()) throw ConfigError(where + " needs issuer and audiences");
+        if (issuer.jwks_file.empty()) throw ConfigError(where + " needs jwks_file");
+        issuer.jwks_file = r.path_of(issuer.jwks_file);
+        for (auto& other : r.config.auth.oidc)
+            if (other.issuer == issuer.issuer)
+                throw ConfigError(where + ".issuer: \"" + issuer.issuer + "\" is listed twice");
+        r.config.auth.oidc.push_back(std::move(issuer));
+    }
+}
+
 void read_auth(Section& s, Reading& r) {
     auto& a = r.config.auth;
     s.string("htpasswd", a.htpasswd_file);
@@ -358,6 +380,7 @@ void read_auth(Section& s, Reading& r) {
         }
     }
     if (auto* rules = s.array("rules")) read_auth_rules(*rules, r.config.auth);
+    if (auto* issuers = s.array("oidc")) read_auth_oidc(*issuers, r);
 }
 
 // Credentials and trust of a registry berth reads from: upstreams, and the agent's replicas.

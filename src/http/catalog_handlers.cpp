@@ -19,7 +19,7 @@ Plan plan_catalog(Registry& registry, const auth::Authorizer* authorizer, Reques
     const auto read = page.items.size();
     const auto last_read = page.items.empty() ? std::string() : page.items.back();
     if (authorizer)  // only what the caller may pull; a page may come out shorter than n, even empty
-        std::erase_if(page.items, [&](auto& repo) { return !authorizer->may_pull({request.principal}, repo); });
+        std::erase_if(page.items, [&](auto& repo) { return !authorizer->may_pull(request.principal, repo); });
     auto response = json_response(200, nlohmann::json{{"repositories", page.items}}.dump());
     if (page.more) response.set("Link", next_link(oci::path::catalog(), read, last_read));
     return immediate(std::move(response));

@@ -89,7 +89,7 @@ Plan plan_route(Services& services, Request& request) {
             if (!decision.challenge.empty()) response.set("WWW-Authenticate", decision.challenge);
             return immediate(std::move(response));
         }
-        request.principal = decision.principal.name;
+        request.principal = std::move(decision.principal);
     }
     switch (kind) {
         case RouteKind::token: return plan_token(services.authorizer, request);

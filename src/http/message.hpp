@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "berth/auth/authorizer.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/storage/filling_blob.hpp"
 #include "router.hpp"
@@ -59,7 +60,7 @@ struct Request {
     std::string authorization;
     std::string host;
     bool secure = false;        // arrived over TLS
-    std::string principal;      // who made it, once authenticated ("" anonymous)
+    auth::Principal principal;  // who made it, once authenticated (anonymous: no name)
     std::string peer_address;   // the client's IP address
     std::string peer_secret;    // Berth-Peer-Secret, from another replica
     std::string peer_origin;    // Berth-Replica: the id of the replica calling

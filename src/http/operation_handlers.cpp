@@ -37,7 +37,7 @@ Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer
     if (authorizer && authorizer->enabled())
         std::erase_if(page.items, [&](auto& item) {
             return !registry.any_repository(
-                item.ns, [&](const std::string& repo) { return authorizer->may_pull({request.principal}, repo); });
+                item.ns, [&](const std::string& repo) { return authorizer->may_pull(request.principal, repo); });
         });
     auto list = nlohmann::json::array();
     for (auto& item : page.items) {

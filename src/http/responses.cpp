@@ -34,13 +34,13 @@ Response error_response(oci::ErrorCode code, const std::string& message, const s
 Response error_response(const oci::Error& error) { return error_response(error.code(), error.what(), error.detail()); }
 
 std::string client_of(const Request& request) {
-    return request.principal.empty() ? "ip:" + request.peer_address : "user:" + request.principal;
+    return request.principal.anonymous() ? "ip:" + request.peer_address : "user:" + request.principal.name;
 }
 
 void audit(const Request& request, const char* action, const std::string& reference) {
     observe::log("info", "audit",
                  {{"action", action},
-                  {"principal", request.principal},
+                  {"principal", request.principal.name},
                   {"repository", request.target.route.name},
                   {"reference", reference}});
 }

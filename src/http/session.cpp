@@ -413,7 +413,7 @@ private:
 
     void respond(Response response) {
         release_sink();
-        principal_ = request_.principal;
+        principal_ = request_.principal.name;
         if (!body_read()) keep_alive_ = false;  // unread body: the stream is out of step
         if (context_.draining) keep_alive_ = false;
         if (request_.method == Method::head && !response.head_length) {

@@ -216,6 +216,9 @@ void Node::schedule_other_jobs() {
                 observe::log("info", "cache trimmed", {{"blobs_evicted", evicted}});
         });
     if (config_.server.tls()) scheduler_.every("tls_reload", std::chrono::seconds(5), [this] { server_.reload_tls(); });
+    // Issuers rotate their keys; an unknown kid also reads them again, at most every 10 s.
+    if (authorizer_ && !config_.auth.oidc.empty())
+        scheduler_.every("issuer_keys", std::chrono::minutes(5), [this] { authorizer_->refresh_keys(); });
 }
 
 int Node::run() {

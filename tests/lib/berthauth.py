@@ -15,7 +15,8 @@ import random
 import subprocess
 
 __all__ = ["basic_auth", "bearer", "openssl", "write_htpasswd", "gen_rsa_key", "gen_ec_key", "public_key",
-           "make_ca", "make_cert", "b64url", "b64url_decode", "sign_sha256", "make_jwt", "jwt_claims"]
+           "make_ca", "make_cert", "b64url", "b64url_decode", "sign_sha256", "make_jwt", "jwt_claims", "public_jwk",
+           "service_account_claims"]
 
 
 def basic_auth(user, password):
@@ -150,3 +151,30 @@ def make_jwt(claims, key_path=None, alg="RS256", header=None, signature=None):
 def jwt_claims(token):
     """The (unverified) claims of a JWT."""
     return json.loads(b64url_decode(token.split(".")[1]))
+
+
+def public_jwk(private_path, kid):
+    """The public JWK of a PEM private key (RSA, or EC P-256), as an issuer's JWKS lists it."""
+    text = openssl("pkey", "-in", private_path, "-noout", "-text").decode()
+    if "modulus:" in text:
+        modulus = openssl("rsa", "-in", private_path, "-noout", "-modulus").decode().strip().split("=", 1)[1]
+        n = bytes.fromhex(modulus)
+        return {"kty": "RSA", "kid": kid, "use": "sig", "alg": "RS256", "n": b64url(n), "e": b64url(b"\x01\x00\x01")}
+    der = openssl("pkey", "-in", private_path, "-pubout", "-outform", "DER")
+    point = der[-65:]  # SubjectPublicKeyInfo ends with the uncompressed point 04||x||y
+    if point[0] != 4:
+        raise ValueError("not an uncompressed P-256 point")
+    return {"kty": "EC", "kid": kid, "use": "sig", "alg": "ES256", "crv": "P-256",
+            "x": b64url(point[1:33]), "y": b64url(point[33:])}
+
+
+def service_account_claims(namespace, name, issuer, audience="berth", lifetime=600, now=None):
+    """A projected service account token's claims, laid out as the API server writes them
+    (k8s.io/kubernetes pkg/serviceaccount/claims.go: privateClaims under "kubernetes.io")."""
+    import time
+    now = int(now if now is not None else time.time())
+    return {"aud": [audience], "exp": now + lifetime, "iat": now, "nbf": now, "iss": issuer,
+            "sub": f"system:serviceaccount:{namespace}:{name}",
+            "kubernetes.io": {"namespace": namespace,
+                              "pod": {"name": f"{name}-5d8f7", "uid": "4b3e1c6a-0d2f-4b7e-9a51-6f0c2d9e8a11"},
+                              "serviceaccount": {"name": name, "uid": "9c0a7f3e-2b1d-4e8c-a6f5-1d2e3f4a5b6c"}}}

@@ -19,16 +19,16 @@ TEST_CASE("rules grant by user, group, authenticated and anonymous, with ${user}
                      {"tools/*", {"group:ci"}, {Action::push}},
                      {"tools/*", {"user:alice"}, {Action::del}},
                      {"**", {"anonymous", "authenticated"}, {Action::pull}}};
-    CHECK(allowed_actions(options, "alice", "alice/app").count(Action::push));
-    CHECK_FALSE(allowed_actions(options, "alice", "bob/app").count(Action::push));
-    CHECK(allowed_actions(options, "alice", "bob/app").count(Action::pull));
-    CHECK(allowed_actions(options, "bot", "tools/x").count(Action::push));
-    CHECK_FALSE(allowed_actions(options, "alice", "tools/x").count(Action::push));
-    CHECK(allowed_actions(options, "alice", "tools/x").count(Action::del));
-    CHECK(allowed_actions(options, "", "anything") == std::set<Action>{Action::pull});
+    CHECK(allowed_actions(options, {"alice"}, "alice/app").count(Action::push));
+    CHECK_FALSE(allowed_actions(options, {"alice"}, "bob/app").count(Action::push));
+    CHECK(allowed_actions(options, {"alice"}, "bob/app").count(Action::pull));
+    CHECK(allowed_actions(options, {"bot"}, "tools/x").count(Action::push));
+    CHECK_FALSE(allowed_actions(options, {"alice"}, "tools/x").count(Action::push));
+    CHECK(allowed_actions(options, {"alice"}, "tools/x").count(Action::del));
+    CHECK(allowed_actions(options, {""}, "anything") == std::set<Action>{Action::pull});
     Options no_rules;
-    CHECK(allowed_actions(no_rules, "", "x").empty());
-    CHECK(allowed_actions(no_rules, "someone", "x").size() == 3);
+    CHECK(allowed_actions(no_rules, {""}, "x").empty());
+    CHECK(allowed_actions(no_rules, {"someone"}, "x").size() == 3);
 }
 
 TEST_CASE("JWTs: signed with the configured key verify; anything else does not") {
@@ -46,7 +46,7 @@ TEST_CASE("JWTs: signed with the configured key verify; anything else does not")
     const auto now = system_clock::now();
     const auto t = duration_cast<seconds>(now.time_since_epoch()).count();
     nlohmann::json claims = {{"iss", "berth"}, {"aud", "berth"}, {"sub", "alice"}, {"exp", t + 60}, {"nbf", t - 1}};
-    TokenCheck check{"berth", "berth", now};
+    TokenCheck check{"berth", {"berth"}, now};
     std::string error;
     CHECK(verify_jwt(sign_jwt(*key, claims), {key}, check, error));
     CHECK_FALSE(verify_jwt(sign_jwt(*other, claims), {key}, check, error));

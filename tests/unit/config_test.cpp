@@ -174,3 +174,25 @@ TEST_CASE("quota rules are checked strictly", "[quotas]") {
     CHECK(error_of(R"({"quotas":[{"namespaces":"a","max_bytes":1},{"namespaces":"a","max_bytes":2}]})") ==
           "quotas[1].namespaces: \"a\" is listed twice");
 }
+
+TEST_CASE("trusted issuers are read strictly", "[auth]") {
+    auto config = parse_config(R"({"auth":{"oidc":[{"issuer":"https://k8s","audiences":["berth"],
+        "jwks_file":"/etc/berth/jwks.json","username_claim":"email","max_token_lifetime_seconds":3600}]}})");
+    REQUIRE(config.auth.oidc.size() == 1);
+    auto& issuer = config.auth.oidc[0];
+    CHECK(issuer.issuer == "https://k8s");
+    CHECK(issuer.audiences == std::vector<std::string>{"berth"});
+    CHECK(issuer.jwks_file == "/etc/berth/jwks.json");
+    CHECK(issuer.username_claim == "email");
+    CHECK(issuer.groups_claim == "groups");
+    CHECK(issuer.max_token_lifetime == std::chrono::seconds(3600));
+    CHECK(config.auth.enabled());
+    CHECK(error_of(R"({"auth":{"oidc":[{"issuer":"https://k8s","jwks_file":"j"}]}})") ==
+          "auth.oidc[0] needs issuer and audiences");
+    CHECK(error_of(R"({"auth":{"oidc":[{"issuer":"https://k8s","audiences":["b"]}]}})") ==
+          "auth.oidc[0] needs jwks_file");
+    CHECK(error_of(R"({"auth":{"oidc":[{"issuer":"i","audiences":["b"],"jwks_file":"j","jwks":"x"}]}})") ==
+          "unknown key auth.oidc[0].jwks");
+    CHECK(error_of(R"({"auth":{"oidc":[{"issuer":"i","audiences":["b"],"jwks_file":"j"},
+        {"issuer":"i","audiences":["c"],"jwks_file":"k"}]}})") == "auth.oidc[1].issuer: \"i\" is listed twice");
+}

@@ -12,7 +12,9 @@
 namespace berth::auth {
 
 struct Principal {
-    std::string name;  // empty for anonymous
+    std::string name;                 // empty for anonymous
+    std::vector<std::string> groups;  // from a token's groups claim, beside auth.groups
+    std::string ns;                   // a Kubernetes service account's namespace: ${namespace} in rules
     bool anonymous() const { return name.empty(); }
 };
 
@@ -49,6 +51,8 @@ public:
     std::pair<int, std::string> issue_token(std::string_view authorization, const std::string& service,
                                             const std::vector<std::string>& scopes) const;
     bool issues_tokens() const;
+    // Reads trusted issuers' key sets again (auth.oidc); a set that cannot be read keeps the last good one.
+    void refresh_keys();
 
 private:
     struct Impl;

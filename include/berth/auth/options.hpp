@@ -9,12 +9,24 @@ namespace berth::auth {
 enum class Action { pull, push, del };
 
 // Who may do what where. `repository` is a glob: '*' stays within one path
-// component, '**' crosses them, and "${user}" stands for the caller's name.
+// component, '**' crosses them, "${user}" stands for the caller's name and
+// "${namespace}" for a Kubernetes service account's namespace.
 // principals: "user:NAME", "group:NAME", "authenticated", "anonymous".
 struct Rule {
     std::string repository;
     std::vector<std::string> principals;
     std::vector<Action> actions;
+};
+
+// An issuer whose tokens are identities here (auth.oidc): Kubernetes' service
+// account issuer, Keycloak, Dex. docs/auth.md.
+struct OidcIssuer {
+    std::string issuer;                  // must equal the token's iss
+    std::vector<std::string> audiences;  // the token's aud must hold one of these
+    std::string jwks_file;               // the issuer's public keys (a JWK Set)
+    std::string username_claim = "sub";
+    std::string groups_claim = "groups";
+    std::chrono::seconds max_token_lifetime{0};  // exp - iat above this is refused; 0: no limit
 };
 
 struct Options {
@@ -27,11 +39,13 @@ struct Options {
     std::string token_service = "berth";
     std::string token_realm;  // absolute URL; empty: derived from the request's Host
     std::chrono::seconds token_ttl{300};
+    std::vector<OidcIssuer> oidc;
     std::map<std::string, std::vector<std::string>> groups;
     std::vector<Rule> rules;
 
     bool enabled() const {
-        return !htpasswd_file.empty() || !token_signing_key_file.empty() || !token_verify_key_files.empty();
+        return !htpasswd_file.empty() || !token_signing_key_file.empty() || !token_verify_key_files.empty() ||
+               !oidc.empty();
     }
     bool tokens() const { return !token_signing_key_file.empty() || !token_verify_key_files.empty(); }
 };

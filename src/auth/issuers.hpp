@@ -1,0 +1,41 @@
+#pragma once
+// Identities from tokens other issuers signed (auth.oidc): Kubernetes service
+// account tokens, Keycloak or Dex. A token's key comes from its issuer's key
+// set, chosen by kid, never from the token; RS256 and ES256 only.
+#include <chrono>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "berth/auth/authorizer.hpp"
+#include "berth/auth/options.hpp"
+
+namespace berth::auth {
+
+class TrustedIssuers {
+public:
+    // Reads every issuer's key set; throws std::runtime_error naming the file that cannot be used.
+    explicit TrustedIssuers(std::vector<OidcIssuer> issuers);
+    ~TrustedIssuers();
+
+    bool empty() const;
+    // The principal a token stands for, when one of the issuers signed it and its claims
+    // check out; nullopt otherwise, with the reason in error.
+    std::optional<Principal> verify(std::string_view token, std::string& error) const;
+    // Reads the key sets again; a set that cannot be read keeps the last good one.
+    void refresh();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// A Kubernetes service account token's identity from its claims, as the API server's own
+// authenticator names it: system:serviceaccount:NS:NAME, in system:serviceaccounts and
+// system:serviceaccounts:NS. nullopt for claims without a kubernetes.io claim.
+std::optional<Principal> service_account_of(const nlohmann::json& claims);
+
+}  // namespace berth::auth

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Identities from trusted token issuers (auth.oidc): Kubernetes service account tokens as the
+password of Basic credentials, as a Bearer token on /v2/, and exchanged at the token endpoint;
+one rule with ${namespace} gives every namespace its own repositories.
+
+Tokens are minted here with the claim layout of projected service account tokens, signed with
+keys the issuer lists in its JWK Set (jwks_file). Every refusal is a 401 or 403 that changes
+nothing: the repositories a refused push aimed at stay absent."""
+
+import json
+import os
+import sys
+import unittest
+import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import berthtest as bt  # noqa: E402
+
+ISSUER = "https://kubernetes.default.svc.cluster.local"
+RULES = [
+    {"repository": "${namespace}/**", "principals": ["group:system:serviceaccounts"], "actions": ["pull", "push"]},
+    {"repository": "shared/**", "principals": ["group:system:serviceaccounts:team-a"], "actions": ["pull"]},
+    {"repository": "**", "principals": ["user:root"], "actions": ["pull", "push", "delete"]},
+]
+
+
+class OidcTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        b = bt.Berth()
+        cls.b = b
+        cls.addClassCleanup(b.cleanup)
+        d = b.tmp
+        cls.key = bt.gen_rsa_key(os.path.join(d, "sa.key"))
+        cls.ec_key = bt.gen_ec_key(os.path.join(d, "sa-ec.key"))
+        cls.next_key = bt.gen_ec_key(os.path.join(d, "next.key"))
+        cls.stranger = bt.gen_rsa_key(os.path.join(d, "stranger.key"))
+        cls.jwks = os.path.join(d, "jwks.json")
+        cls.write_jwks([bt.public_jwk(cls.key, "k1"), bt.public_jwk(cls.ec_key, "k-ec")])
+        bt.write_htpasswd(os.path.join(d, "htpasswd"), {"root": "root-pw"})
+        bt.gen_ec_key(os.path.join(d, "token.key"))
+        b.config = {"auth": {
+            "htpasswd": "htpasswd",
+            "token": {"signing_key": "token.key", "issuer": "berth", "service": "berth"},
+            "oidc": [{"issuer": ISSUER, "audiences": ["berth"], "jwks_file": "jwks.json",
+                      "max_token_lifetime_seconds": 3600}],
+            "rules": RULES}}
+        b.ready_statuses = (401,)
+        b.start()
+        cls.root = bt.basic_auth("root", "root-pw")
+        cls.shared = cls.push(cls, "shared/base", cls.root)
+
+    @classmethod
+    def write_jwks(cls, keys):
+        with open(cls.jwks + ".new", "w") as f:
+            json.dump({"keys": keys}, f)
+        os.replace(cls.jwks + ".new", cls.jwks)
+
+    def token(self, namespace="team-a", name="builder", key=None, kid="k1", alg="RS256", **overrides):
+        claims = bt.service_account_claims(namespace, name, ISSUER)
+        claims.update(overrides)
+        return bt.make_jwt(claims, key or self.key, alg, header={"kid": kid})
+
+    def push(self, repo, headers):
+        """A whole image (blobs, then the manifest by tag); the status of the first refused step, or 201."""
+        image = bt.make_image((512,))
+        for digest, data in image["blobs"].items():
+            r = self.b.request("POST", f"/v2/{repo}/blobs/uploads/?digest={digest}", body=data,
+                               headers={**headers, "Content-Type": "application/octet-stream"})
+            if r.status != 201:
+                return r.status
+        r = self.b.request("PUT", f"/v2/{repo}/manifests/v1", body=image["manifest"],
+                           headers={**headers, "Content-Type": bt.OCI_MANIFEST})
+        return r.status
+
+    def absent(self, repo):
+        r = self.b.get(f"/v2/{repo}/tags/list", headers=self.root)
+        return r.status == 404
+
+    def test_a_service_account_pushes_in_its_namespace_and_nowhere_else(self):
+        sa = bt.basic_auth("anything", self.token())
+        self.assertEqual(self.push("team-a/app", sa), 201)
+        self.assertEqual(self.push("team-b/app", sa), 403)
+        self.assertTrue(self.absent("team-b/app"))
+        # team-b's own account may, and may not read team-a's
+        other = bt.basic_auth("x", self.token("team-b", "ci", key=self.ec_key, kid="k-ec", alg="ES256"))
+        self.assertEqual(self.push("team-b/tool", other), 201)
+        self.assertEqual(self.b.get("/v2/team-a/app/manifests/v1", headers=other).status, 403)
+        # a group from the token: team-a's accounts may pull shared/**, team-b's may not
+        self.assertEqual(self.b.get("/v2/shared/base/manifests/v1", headers=sa).status, 200)
+        self.assertEqual(self.b.get("/v2/shared/base/manifests/v1", headers=other).status, 403)
+
+    def test_bearer_on_v2_and_the_token_exchange(self):
+        token = self.token("team-c", "deployer")
+        self.assertEqual(self.push("team-c/app", bt.bearer(token)), 201)
+        self.assertEqual(self.b.get("/v2/team-c/app/manifests/v1", headers=bt.bearer(token)).status, 200)
+        # the token endpoint takes it as a password and grants what the identity may do, no more
+        scope = urllib.parse.quote("repository:team-c/app:pull,push")
+        other = urllib.parse.quote("repository:team-a/app:pull,push")
+        r = self.b.get(f"/auth/token?service=berth&scope={scope}&scope={other}",
+                       headers=bt.basic_auth("sa", token))
+        self.assertEqual(r.status, 200, r.body)
+        issued = json.loads(r.body)["token"]
+        claims = bt.jwt_claims(issued)
+        self.assertEqual(claims["sub"], "system:serviceaccount:team-c:deployer")
+        self.assertEqual(claims["access"], [{"type": "repository", "name": "team-c/app", "actions": ["pull", "push"]}])
+        self.assertEqual(self.b.get("/v2/team-c/app/manifests/v1", headers=bt.bearer(issued)).status, 200)
+        self.assertEqual(self.b.get("/v2/team-a/app/manifests/v1", headers=bt.bearer(issued)).status, 401)
+
+    def test_refusals_change_nothing(self):
+        import time
+        now = int(time.time())
+        header_none = bt.make_jwt(bt.service_account_claims("team-a", "x", ISSUER), alg="none", header={"kid": "k1"})
+        public_pem = bt.openssl("pkey", "-in", self.key, "-pubout")
+        hs256 = bt.make_jwt(bt.service_account_claims("team-a", "x", ISSUER), public_pem, "HS256",
+                            header={"kid": "k1"})
+        cases = {
+            "expired": self.token(exp=now - 600, iat=now - 1200, nbf=now - 1200),
+            "not yet valid": self.token(nbf=now + 600),
+            "issued in the future": self.token(iat=now + 600, nbf=now),
+            "wrong audience": self.token(aud=["kubernetes"]),
+            "wrong issuer": self.token(iss="https://evil.example"),
+            "unknown kid": self.token(kid="k-unknown"),
+            "a key the issuer does not list": self.token(key=self.stranger),
+            "alg none": header_none,
+            "HS256 keyed with the public key": hs256,
+            "lifetime over the limit": self.token(exp=now + 7200),
+            "too large": self.token(padding="x" * 6500),  # over 8 KiB, under the header limit
+        }
+        for what, token in cases.items():
+            for headers in (bt.basic_auth("x", token), bt.bearer(token)):
+                with self.subTest(what, scheme=headers["Authorization"].split()[0]):
+                    self.assertEqual(self.push(f"team-a/refused-{len(what)}", headers), 401)
+                    self.assertTrue(self.absent(f"team-a/refused-{len(what)}"))
+        # another namespace's token, valid, is refused there: 403
+        self.assertEqual(self.push("team-a/other-ns", bt.basic_auth("x", self.token("team-z", "x"))), 403)
+        self.assertTrue(self.absent("team-a/other-ns"))
+
+    def test_rotated_keys_are_read_and_an_unreadable_set_keeps_the_last_good(self):
+        self.write_jwks([bt.public_jwk(self.key, "k1"), bt.public_jwk(self.next_key, "k2")])
+        rotated = bt.basic_auth("x", self.token("team-r", "ci", key=self.next_key, kid="k2", alg="ES256"))
+        # An unknown kid reads the set again, at most every 10 s.
+        bt.poll(lambda: self.b.get("/v2/", headers=rotated).status == 200, timeout=30, what="the rotated key")
+        self.assertEqual(self.push("team-r/app", rotated), 201)
+        with open(self.jwks, "w") as f:
+            f.write("<html>issuer down</html>")
+        self.assertEqual(self.b.get("/v2/", headers=bt.basic_auth("x", self.token(kid="k-new"))).status, 401)
+        fresh = bt.basic_auth("x", self.token("team-r", "other", key=self.next_key, kid="k2", alg="ES256"))
+        self.assertEqual(self.b.get("/v2/team-r/app/manifests/v1", headers=fresh).status, 200)
+        self.write_jwks([bt.public_jwk(self.key, "k1"), bt.public_jwk(self.ec_key, "k-ec")])
+
+
+if __name__ == "__main__":
+    unittest.main()
