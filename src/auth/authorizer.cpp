@@ -1,5 +1,6 @@
 #include "berth/auth/authorizer.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -100,8 +101,16 @@ bool looks_like_jwt(std::string_view text) {
                std::string_view::npos;
 }
 
+// How credentials were checked, for berth_auth_logins_total.
+enum class LoginMethod { htpasswd, token, oidc };
+constexpr const char* login_method_names[] = {"htpasswd", "token", "oidc"};
+
 struct Authorizer::Impl {
     Options options;
+    // [method][ok]
+    mutable std::atomic<std::uint64_t> logins[std::size(login_method_names)][2] = {};
+
+    void count(LoginMethod method, bool ok) const { ++logins[static_cast<std::size_t>(method)][ok]; }
     std::unique_ptr<Htpasswd> htpasswd;
     std::unique_ptr<TrustedIssuers> issuers;
     std::shared_ptr<JwtKey> signing_key;
@@ -160,11 +169,19 @@ struct Authorizer::Impl {
     // Who Basic credentials stand for: a trusted issuer's token given as the password, or an
     // htpasswd user; nullopt when neither checks out.
     std::optional<Principal> login(const std::string& user, const std::string& password) const {
-        if (issuers && looks_like_jwt(password)) {
+        const bool token = issuers && looks_like_jwt(password);
+        if (token) {
             std::string error;
-            if (auto principal = issuers->verify(password, error)) return principal;
+            if (auto principal = issuers->verify(password, error)) {
+                count(LoginMethod::oidc, true);
+                return principal;
+            }
         }
-        if (htpasswd && htpasswd->verify(user, password)) return Principal{user, {}, {}};
+        if (htpasswd && htpasswd->verify(user, password)) {
+            count(LoginMethod::htpasswd, true);
+            return Principal{user, {}, {}};
+        }
+        count(token ? LoginMethod::oidc : LoginMethod::htpasswd, false);
         return std::nullopt;
     }
 
@@ -199,7 +216,7 @@ Authorizer::Authorizer(Options options) : impl_(std::make_unique<Impl>()) {
         impl_->verify_keys.push_back(impl_->signing_key);
     }
     for (auto& file : o.token_verify_key_files) impl_->verify_keys.push_back(JwtKey::load_public(file));
-    if (!o.oidc.empty()) impl_->issuers = std::make_unique<TrustedIssuers>(o.oidc);
+    if (!o.oidc.empty()) impl_->issuers = std::make_unique<TrustedIssuers>(o.oidc, o.issuer_keys_dir);
 }
 
 Authorizer::~Authorizer() = default;
@@ -209,6 +226,15 @@ bool Authorizer::issues_tokens() const { return impl_->signing_key != nullptr; }
 
 void Authorizer::refresh_keys() {
     if (impl_->issuers) impl_->issuers->refresh();
+}
+
+void Authorizer::write_metrics(observe::MetricsWriter& out) const {
+    for (std::size_t method = 0; method < std::size(login_method_names); ++method)
+        for (bool ok : {true, false})
+            out.add(observe::Metric::auth_logins_total,
+                    {{"method", login_method_names[method]}, {"result", ok ? "ok" : "refused"}},
+                    static_cast<double>(impl_->logins[method][ok]));
+    if (impl_->issuers) impl_->issuers->write_metrics(out);
 }
 
 Decision Authorizer::check(std::string_view authorization, const std::vector<Need>& needs, std::string_view host,
@@ -238,10 +264,12 @@ Decision Authorizer::check(std::string_view authorization, const std::vector<Nee
         // This registry's own tokens carry their access; an issuer's token is an identity the rules judge.
         if (!impl_->verify_keys.empty()) claims = impl_->claims_of(credentials.token);
         if (claims) {
+            impl_->count(LoginMethod::token, true);
             decision.principal = principal_of(*claims);
         } else {
             std::string error = "invalid or expired token";
             auto principal = impl_->issuers ? impl_->issuers->verify(credentials.token, error) : std::nullopt;
+            impl_->count(impl_->issuers ? LoginMethod::oidc : LoginMethod::token, principal.has_value());
             if (!principal) return refuse(401, error);
             decision.principal = std::move(*principal);
         }

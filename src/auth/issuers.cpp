@@ -1,15 +1,22 @@
 #include "issuers.hpp"
 
+#include <openssl/evp.h>
+
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <thread>
 #include <unordered_map>
 
 #include "berth/observe/log.hpp"
+#include "berth/oci/encoding.hpp"
 #include "berth/oci/json.hpp"
 #include "jwt.hpp"
+#include "key_source.hpp"
 
 namespace berth::auth {
 namespace {
@@ -17,12 +24,11 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t max_key_set_bytes = 256 << 10;
 constexpr std::size_t max_keys = 64;
 constexpr std::size_t max_groups = 256;
 constexpr std::size_t max_cached_tokens = 10000;
 // An unknown kid makes the key set be read again at most this often: a stream of
-// forged kids must not turn into a stream of reads.
+// forged kids must not turn into a stream of requests to the issuer.
 constexpr auto unknown_kid_interval = std::chrono::seconds(10);
 
 using Keys = std::vector<std::shared_ptr<JwtKey>>;
@@ -48,17 +54,28 @@ Keys parse_key_set(std::string_view text, const std::string& where) {
     return keys;
 }
 
-Keys read_key_set(const std::string& file) {
-    std::ifstream in(file);
-    if (!in) throw std::runtime_error("cannot read " + file);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_key_set(text.str(), file);
-}
-
 std::string string_claim(const json& claims, const std::string& name) {
     auto it = claims.find(name);
     return it != claims.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::filesystem::path cache_file_of(const std::string& dir, const std::string& issuer) {
+    unsigned char digest[32];
+    unsigned size = 0;
+    EVP_Digest(issuer.data(), issuer.size(), digest, &size, EVP_sha256(), nullptr);
+    return std::filesystem::path(dir) / (oci::hex(std::string_view(reinterpret_cast<char*>(digest), 8)) + ".json");
+}
+
+void write_atomically(const std::filesystem::path& file, const std::string& text) {
+    std::filesystem::create_directories(file.parent_path());
+    auto temporary = file;
+    temporary += ".new";
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        out << text;
+        if (!out.flush()) throw std::runtime_error("cannot write " + temporary.string());
+    }
+    std::filesystem::rename(temporary, file);
 }
 
 }  // namespace
@@ -81,25 +98,55 @@ std::optional<Principal> service_account_of(const json& claims) {
 struct TrustedIssuers::Impl {
     struct Issuer {
         OidcIssuer options;
-        Keys keys;  // guarded by mutex
-        Clock::time_point last_read;
+        std::filesystem::path cache_file;  // discovery issuers: the last good set, across restarts
+        Keys keys;                         // guarded by mutex
+        Clock::time_point last_read;       // guarded by mutex
+        bool wanted = false;               // guarded by mutex: the refresher should read it now
+        std::uint64_t refreshed = 0, failed = 0;
     };
-    std::vector<Issuer> issuers;
+    std::vector<std::unique_ptr<Issuer>> issuers;
+    std::unique_ptr<net::Client> client;  // with discovery issuers only
     mutable std::mutex mutex;
     mutable std::unordered_map<std::string, std::pair<Principal, std::chrono::system_clock::time_point>> verified;
+    // Discovery issuers are read on a thread of its own: an issuer out of reach never holds a request.
+    std::condition_variable wake;
+    bool stopping = false;
+    std::thread refresher;
 
     // Reads an issuer's key set again; the last good set stays when that fails.
-    void reload(Issuer& issuer) const {
+    void reload(Issuer& issuer) {
+        const auto& options = issuer.options;
         try {
-            auto keys = read_key_set(issuer.options.jwks_file);
+            auto text = key_set_text(options, client.get());
+            auto keys = parse_key_set(text, options.jwks_file.empty() ? options.discovery_url : options.jwks_file);
+            if (!issuer.cache_file.empty()) write_atomically(issuer.cache_file, text);
             std::lock_guard lock(mutex);
             issuer.keys = std::move(keys);
+            ++issuer.refreshed;
         } catch (const std::exception& error) {
             observe::log("warn", "issuer keys could not be read; keeping the last good ones",
-                         {{"issuer", issuer.options.issuer}, {"error", error.what()}});
+                         {{"issuer", options.issuer}, {"error", error.what()}});
+            std::lock_guard lock(mutex);
+            ++issuer.failed;
         }
         std::lock_guard lock(mutex);
         issuer.last_read = Clock::now();
+    }
+
+    void refresh_wanted() {
+        std::unique_lock lock(mutex);
+        while (!stopping) {
+            wake.wait(lock, [&] {
+                return stopping || std::any_of(issuers.begin(), issuers.end(), [](auto& i) { return i->wanted; });
+            });
+            for (auto& issuer : issuers) {
+                if (stopping || !issuer->wanted) continue;
+                issuer->wanted = false;
+                lock.unlock();
+                reload(*issuer);
+                lock.lock();
+            }
+        }
     }
 
     // The keys a token with this kid may be verified with: that key alone when the set holds
@@ -112,6 +159,23 @@ struct TrustedIssuers::Impl {
         return {};
     }
 
+    // An unknown kid: the issuer may have rotated its key. A file is read at once; an issuer
+    // asked over the network is read by the refresher, and this token refused meanwhile.
+    Keys read_again(Issuer& issuer, const std::string& kid) {
+        {
+            std::lock_guard lock(mutex);
+            if (Clock::now() - issuer.last_read < unknown_kid_interval) return {};
+            if (!issuer.options.discovery_url.empty()) {
+                issuer.wanted = true;
+                issuer.last_read = Clock::now();
+                wake.notify_all();
+                return {};
+            }
+        }
+        reload(issuer);
+        return keys_for(issuer, kid);
+    }
+
     Principal principal_of(const Issuer& issuer, const json& claims, std::string& error) const {
         if (auto account = service_account_of(claims)) return *account;
         Principal principal{string_claim(claims, issuer.options.username_claim), {}, {}};
@@ -122,16 +186,51 @@ struct TrustedIssuers::Impl {
                     principal.groups.push_back(group.get<std::string>());
         return principal;
     }
+
+    // A discovery issuer starts from the set it last fetched, and is asked again at once.
+    void start_from_cache(Issuer& issuer) {
+        try {
+            std::ifstream in(issuer.cache_file, std::ios::binary);
+            if (in) {
+                std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+                issuer.keys = parse_key_set(text, issuer.cache_file.string());
+            }
+        } catch (const std::exception& error) {
+            observe::log("warn", "kept issuer keys unusable",
+                         {{"issuer", issuer.options.issuer}, {"error", error.what()}});
+        }
+        issuer.wanted = true;
+    }
 };
 
-TrustedIssuers::TrustedIssuers(std::vector<OidcIssuer> issuers) : impl_(std::make_unique<Impl>()) {
+TrustedIssuers::TrustedIssuers(std::vector<OidcIssuer> issuers, const std::string& cache_dir)
+    : impl_(std::make_unique<Impl>()) {
+    const bool discovery =
+        std::any_of(issuers.begin(), issuers.end(), [](auto& issuer) { return !issuer.discovery_url.empty(); });
+    if (discovery) impl_->client = std::make_unique<net::Client>();
     for (auto& options : issuers) {
-        auto keys = read_key_set(options.jwks_file);
-        impl_->issuers.push_back({std::move(options), std::move(keys), Clock::now()});
+        auto issuer = std::make_unique<Impl::Issuer>();
+        issuer->options = std::move(options);
+        issuer->last_read = Clock::now();
+        if (issuer->options.discovery_url.empty()) {
+            issuer->keys = parse_key_set(key_set_text(issuer->options, nullptr), issuer->options.jwks_file);
+        } else {
+            if (!cache_dir.empty()) issuer->cache_file = cache_file_of(cache_dir, issuer->options.issuer);
+            impl_->start_from_cache(*issuer);
+        }
+        impl_->issuers.push_back(std::move(issuer));
     }
+    if (discovery) impl_->refresher = std::thread([impl = impl_.get()] { impl->refresh_wanted(); });
 }
 
-TrustedIssuers::~TrustedIssuers() = default;
+TrustedIssuers::~TrustedIssuers() {
+    {
+        std::lock_guard lock(impl_->mutex);
+        impl_->stopping = true;
+    }
+    impl_->wake.notify_all();
+    if (impl_->refresher.joinable()) impl_->refresher.join();
+}
 
 bool TrustedIssuers::empty() const { return impl_->issuers.empty(); }
 
@@ -149,32 +248,25 @@ std::optional<Principal> TrustedIssuers::verify(std::string_view token, std::str
         error = token.size() > max_token_bytes ? "token too large" : "malformed token";
         return std::nullopt;
     }
-    auto issuer = std::find_if(impl_->issuers.begin(), impl_->issuers.end(),
-                               [&](auto& i) { return i.options.issuer == peeked->issuer; });
-    if (issuer == impl_->issuers.end()) {
+    auto found = std::find_if(impl_->issuers.begin(), impl_->issuers.end(),
+                              [&](auto& i) { return i->options.issuer == peeked->issuer; });
+    if (found == impl_->issuers.end()) {
         error = "token issuer not trusted";
         return std::nullopt;
     }
-    auto keys = impl_->keys_for(*issuer, peeked->kid);
+    auto& issuer = **found;
+    auto keys = impl_->keys_for(issuer, peeked->kid);
+    if (keys.empty()) keys = impl_->read_again(issuer, peeked->kid);
     if (keys.empty()) {
-        bool due;
-        {
-            std::lock_guard lock(impl_->mutex);
-            due = Clock::now() - issuer->last_read > unknown_kid_interval;
-        }
-        if (due) impl_->reload(*issuer);  // the issuer may have rotated its key
-        keys = impl_->keys_for(*issuer, peeked->kid);
-        if (keys.empty()) {
-            error = "token signed with a key its issuer does not list";
-            return std::nullopt;
-        }
+        error = "token signed with a key its issuer does not list";
+        return std::nullopt;
     }
-    auto& options = issuer->options;
+    auto& options = issuer.options;
     auto claims = verify_jwt(
         token, keys, {options.issuer, options.audiences, now, std::chrono::seconds(30), options.max_token_lifetime},
         error);
     if (!claims) return std::nullopt;
-    auto principal = impl_->principal_of(*issuer, *claims, error);
+    auto principal = impl_->principal_of(issuer, *claims, error);
     if (principal.name.empty()) return std::nullopt;
     const auto expires = std::chrono::system_clock::time_point(std::chrono::seconds((*claims)["exp"].get<long long>()));
     std::lock_guard lock(impl_->mutex);
@@ -184,7 +276,17 @@ std::optional<Principal> TrustedIssuers::verify(std::string_view token, std::str
 }
 
 void TrustedIssuers::refresh() {
-    for (auto& issuer : impl_->issuers) impl_->reload(issuer);
+    for (auto& issuer : impl_->issuers) impl_->reload(*issuer);
+}
+
+void TrustedIssuers::write_metrics(observe::MetricsWriter& out) const {
+    std::lock_guard lock(impl_->mutex);
+    for (auto& issuer : impl_->issuers) {
+        out.add(observe::Metric::auth_issuer_key_refreshes_total,
+                {{"issuer", issuer->options.issuer}, {"result", "ok"}}, static_cast<double>(issuer->refreshed));
+        out.add(observe::Metric::auth_issuer_key_refreshes_total,
+                {{"issuer", issuer->options.issuer}, {"result", "failed"}}, static_cast<double>(issuer->failed));
+    }
 }
 
 }  // namespace berth::auth

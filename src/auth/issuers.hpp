@@ -12,13 +12,16 @@
 
 #include "berth/auth/authorizer.hpp"
 #include "berth/auth/options.hpp"
+#include "berth/observe/metrics.hpp"
 
 namespace berth::auth {
 
 class TrustedIssuers {
 public:
-    // Reads every issuer's key set; throws std::runtime_error naming the file that cannot be used.
-    explicit TrustedIssuers(std::vector<OidcIssuer> issuers);
+    // Reads every jwks_file issuer's key set, throwing std::runtime_error naming a file that cannot be
+    // used. A discovery issuer starts from the set kept in cache_dir (when one is) and is asked at
+    // once on a thread of its own: an issuer out of reach does not hold up the start.
+    TrustedIssuers(std::vector<OidcIssuer> issuers, const std::string& cache_dir);
     ~TrustedIssuers();
 
     bool empty() const;
@@ -27,6 +30,7 @@ public:
     std::optional<Principal> verify(std::string_view token, std::string& error) const;
     // Reads the key sets again; a set that cannot be read keeps the last good one.
     void refresh();
+    void write_metrics(observe::MetricsWriter& out) const;
 
 private:
     struct Impl;

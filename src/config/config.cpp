@@ -342,13 +342,25 @@ void read_auth_oidc(const json& issuers, Reading& r) {
         s.string("issuer", issuer.issuer, false);
         s.strings("audiences", issuer.audiences);
         s.string("jwks_file", issuer.jwks_file, false);
+        s.string("discovery_url", issuer.discovery_url, false);
+        s.string("ca_file", issuer.ca_file, false);
+        s.string("bearer_token_file", issuer.bearer_token_file, false);
         s.string("username_claim", issuer.username_claim, false);
         s.string("groups_claim", issuer.groups_claim, false);
         s.seconds("max_token_lifetime_seconds", issuer.max_token_lifetime);
         s.finish();
         if (issuer.issuer.empty() || issuer.audiences.empty()) throw ConfigError(where + " needs issuer and audiences");
-        if (issuer.jwks_file.empty()) throw ConfigError(where + " needs jwks_file");
-        issuer.jwks_file = r.path_of(issuer.jwks_file);
+        if (issuer.jwks_file.empty() == issuer.discovery_url.empty())
+            throw ConfigError(where + " needs jwks_file or discovery_url, one of them");
+        if (!issuer.discovery_url.empty()) {
+            try {
+                net::parse_url(issuer.discovery_url);
+            } catch (const std::invalid_argument& error) {
+                throw ConfigError(where + ".discovery_url: " + error.what());
+            }
+        }
+        for (auto* file : {&issuer.jwks_file, &issuer.ca_file, &issuer.bearer_token_file})
+            if (!file->empty()) *file = r.path_of(*file);
         for (auto& other : r.config.auth.oidc)
             if (other.issuer == issuer.issuer)
                 throw ConfigError(where + ".issuer: \"" + issuer.issuer + "\" is listed twice");

@@ -134,8 +134,13 @@ Node::Node(config::Config config)
                  : nullptr),
       registry_(config_.registry, blobs_, meta_, clock_, {replicator_.get(), proxy_.get(), &pulls_}),
       retention_(config_.retention, meta_, clock_, replica_id_, pulls_, {.peers = replicator_.get()}),
-      authorizer_(as_config_error(
-          "auth", [&] { return config_.auth.enabled() ? std::make_unique<auth::Authorizer>(config_.auth) : nullptr; })),
+      authorizer_(as_config_error("auth",
+                                  [&] {
+                                      config_.auth.issuer_keys_dir =
+                                          storage::layout::issuer_keys_dir(config_.root).string();
+                                      return config_.auth.enabled() ? std::make_unique<auth::Authorizer>(config_.auth)
+                                                                    : nullptr;
+                                  })),
       server_(server_options(config_.server), registry_, metrics_, replicator_.get(), replicator_.get(),
               authorizer_.get()),
       scheduler_(metrics_) {
@@ -155,6 +160,7 @@ void Node::write_metrics(observe::MetricsWriter& out) {
     retention_.write_metrics(out);
     if (replicator_) replicator_->write_metrics(out);
     if (proxy_) proxy_->write_metrics(out);
+    if (authorizer_) authorizer_->write_metrics(out);
 }
 
 void Node::schedule_storage_jobs() {

@@ -7,9 +7,12 @@ Tokens are minted here with the claim layout of projected service account tokens
 keys the issuer lists in its JWK Set (jwks_file). Every refusal is a 401 or 403 that changes
 nothing: the repositories a refused push aimed at stay absent."""
 
+import http.server
 import json
 import os
+import ssl
 import sys
+import threading
 import unittest
 import urllib.parse
 
@@ -148,6 +151,120 @@ class OidcTest(unittest.TestCase):
         fresh = bt.basic_auth("x", self.token("team-r", "other", key=self.next_key, kid="k2", alg="ES256"))
         self.assertEqual(self.b.get("/v2/team-r/app/manifests/v1", headers=fresh).status, 200)
         self.write_jwks([bt.public_jwk(self.key, "k1"), bt.public_jwk(self.ec_key, "k-ec")])
+
+
+class Issuer:
+    """The API server's service account issuer discovery, as kube-apiserver serves it
+    (pkg/serviceaccount/openidmetadata.go): /.well-known/openid-configuration naming jwks_uri,
+    and /openid/v1/jwks; over HTTPS, for callers presenting the bearer token only."""
+
+    def __init__(self, directory, bearer):
+        ca, ca_key = bt.make_ca(directory, "issuer-ca")
+        cert, key = bt.make_cert(directory, "issuer", ca, ca_key)
+        self.ca, self.bearer, self.keys, self.asked = ca, bearer, [], 0
+        self.port = bt.free_port()
+        self.url = f"https://127.0.0.1:{self.port}"
+        issuer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                issuer.asked += 1
+                if self.headers.get("Authorization") != f"Bearer {issuer.bearer}":
+                    return self.answer(401, {"kind": "Status", "code": 401})
+                if self.path == "/.well-known/openid-configuration":
+                    return self.answer(200, {"issuer": ISSUER, "jwks_uri": issuer.url + "/openid/v1/jwks",
+                                             "response_types_supported": ["id_token"],
+                                             "subject_types_supported": ["public"],
+                                             "id_token_signing_alg_values_supported": ["RS256"]})
+                if self.path == "/openid/v1/jwks":
+                    return self.answer(200, {"keys": issuer.keys})
+                self.answer(404, {})
+
+            def answer(self, status, doc):
+                body = json.dumps(doc).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class DiscoveryTest(unittest.TestCase):
+    """Keys from the issuer's discovery (discovery_url, ca_file, bearer_token_file): fetched at
+    start without holding it up, read again on rotation, kept through an outage and a restart."""
+
+    def setUp(self):
+        self.b = bt.Berth()
+        self.addCleanup(self.b.cleanup)
+        d = self.b.tmp
+        self.key = bt.gen_rsa_key(os.path.join(d, "sa.key"))
+        self.next_key = bt.gen_ec_key(os.path.join(d, "next.key"))
+        with open(os.path.join(d, "reader-token"), "w") as f:
+            f.write("reader-secret\n")  # as kubelet writes a projected token: with a newline
+        self.issuer = Issuer(d, "reader-secret")
+        self.addCleanup(self.issuer.stop)
+        self.issuer.keys = [bt.public_jwk(self.key, "k1")]
+        self.b.config = {"auth": {
+            "oidc": [{"issuer": ISSUER, "audiences": ["berth"],
+                      "discovery_url": self.issuer.url + "/.well-known/openid-configuration",
+                      "ca_file": self.issuer.ca, "bearer_token_file": "reader-token"}],
+            "rules": RULES}}
+        self.b.ready_statuses = (401,)
+        self.b.start()
+
+    def login(self, key=None, kid="k1", alg="RS256", namespace="team-d"):
+        claims = bt.service_account_claims(namespace, "ci", ISSUER)
+        return bt.basic_auth("x", bt.make_jwt(claims, key or self.key, alg, header={"kid": kid}))
+
+    def works(self, headers):
+        return self.b.get("/v2/", headers=headers).status == 200
+
+    def test_keys_come_from_discovery_and_outlive_the_issuer(self):
+        bt.poll(lambda: self.works(self.login()), timeout=20, what="keys from discovery")
+        self.assertEqual(self.b.get("/v2/team-d/x/tags/list", headers=self.login(namespace="team-e")).status, 403)
+        # rotation: the new kid is fetched on first sight (then at most every 10 s)
+        self.issuer.keys = [bt.public_jwk(self.key, "k1"), bt.public_jwk(self.next_key, "k2")]
+        rotated = self.login(self.next_key, "k2", "ES256")
+        bt.poll(lambda: self.works(rotated), timeout=30, what="the rotated key")
+        metrics = self.b.metrics()
+        ok = metrics[f'berth_auth_issuer_key_refreshes_total{{issuer="{ISSUER}",result="ok"}}']
+        self.assertGreaterEqual(ok, 2)
+        self.assertGreater(metrics['berth_auth_logins_total{method="oidc",result="ok"}'], 0)
+        # the issuer goes away: what was fetched still verifies, here and after a restart
+        self.issuer.stop()
+        self.assertFalse(self.works(self.login(kid="k-unknown")))
+        self.assertTrue(self.works(self.login(self.next_key, "k2", "ES256", namespace="team-f")))
+        self.assertEqual(self.b.stop(), 0)
+        self.b.restart()
+        self.assertTrue(self.works(self.login(namespace="team-g")))
+        self.assertTrue(any(f.endswith(".json") for f in os.listdir(os.path.join(self.b.root, "issuer-keys"))))
+
+    def test_a_reader_without_the_bearer_token_gets_no_keys(self):
+        self.issuer.bearer = "another-secret"
+        b = bt.Berth(config=dict(self.b.config))
+        self.addCleanup(b.cleanup)
+        with open(os.path.join(b.tmp, "reader-token"), "w") as f:
+            f.write("wrong\n")
+        b.ready_statuses = (401,)
+        b.start()
+        bt.poll(lambda: b.metrics().get(
+            f'berth_auth_issuer_key_refreshes_total{{issuer="{ISSUER}",result="failed"}}', 0) >= 1,
+            timeout=20, what="a failed key refresh")
+        self.assertEqual(b.get("/v2/", headers=self.login()).status, 401)
 
 
 if __name__ == "__main__":

@@ -190,7 +190,9 @@ TEST_CASE("trusted issuers are read strictly", "[auth]") {
     CHECK(error_of(R"({"auth":{"oidc":[{"issuer":"https://k8s","jwks_file":"j"}]}})") ==
           "auth.oidc[0] needs issuer and audiences");
     CHECK(error_of(R"({"auth":{"oidc":[{"issuer":"https://k8s","audiences":["b"]}]}})") ==
-          "auth.oidc[0] needs jwks_file");
+          "auth.oidc[0] needs jwks_file or discovery_url, one of them");
+    CHECK(error_of(R"({"auth":{"oidc":[{"issuer":"i","audiences":["b"],"discovery_url":"ftp://x"}]}})")
+              .find("auth.oidc[0].discovery_url: ") == 0);
     CHECK(error_of(R"({"auth":{"oidc":[{"issuer":"i","audiences":["b"],"jwks_file":"j","jwks":"x"}]}})") ==
           "unknown key auth.oidc[0].jwks");
     CHECK(error_of(R"({"auth":{"oidc":[{"issuer":"i","audiences":["b"],"jwks_file":"j"},

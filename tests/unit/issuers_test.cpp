@@ -117,8 +117,12 @@ TEST_CASE("a trusted issuer's service account token is system:serviceaccount:NS:
     auto key = JwtKey::load_private(pem);
     auto jwks = (dir.path() / "jwks.json").string();
     write(jwks, {{"keys", {public_jwk(pem, "k1")}}});
-    OidcIssuer issuer{"https://kubernetes.default.svc", {"berth"}, jwks, "sub", "groups", std::chrono::hours(1)};
-    TrustedIssuers issuers({issuer});
+    OidcIssuer issuer;
+    issuer.issuer = "https://kubernetes.default.svc";
+    issuer.audiences = {"berth"};
+    issuer.jwks_file = jwks;
+    issuer.max_token_lifetime = std::chrono::hours(1);
+    TrustedIssuers issuers({issuer}, "");
     std::string error;
 
     auto principal = issuers.verify(sign_with_kid(*key, "k1", service_account_claims("team-a", "builder")), error);

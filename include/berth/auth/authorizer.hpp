@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "berth/auth/options.hpp"
+#include "berth/observe/metrics.hpp"
 
 namespace berth::auth {
 
@@ -53,6 +54,8 @@ public:
     bool issues_tokens() const;
     // Reads trusted issuers' key sets again (auth.oidc); a set that cannot be read keeps the last good one.
     void refresh_keys();
+    // Logins by method and result, and issuers' key refreshes.
+    void write_metrics(observe::MetricsWriter& out) const;
 
 private:
     struct Impl;

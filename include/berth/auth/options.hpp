@@ -23,7 +23,10 @@ struct Rule {
 struct OidcIssuer {
     std::string issuer;                  // must equal the token's iss
     std::vector<std::string> audiences;  // the token's aud must hold one of these
-    std::string jwks_file;               // the issuer's public keys (a JWK Set)
+    std::string jwks_file;               // the issuer's public keys (a JWK Set), or:
+    std::string discovery_url;           // {issuer}/.well-known/openid-configuration, followed to jwks_uri
+    std::string ca_file;                 // TLS trust for discovery and JWKS; empty: the system's
+    std::string bearer_token_file;       // presented to discovery and JWKS (the API server wants one)
     std::string username_claim = "sub";
     std::string groups_claim = "groups";
     std::chrono::seconds max_token_lifetime{0};  // exp - iat above this is refused; 0: no limit
@@ -40,6 +43,9 @@ struct Options {
     std::string token_realm;  // absolute URL; empty: derived from the request's Host
     std::chrono::seconds token_ttl{300};
     std::vector<OidcIssuer> oidc;
+    // Where key sets fetched from issuers are kept across restarts (storage/layout.hpp); set by
+    // the node, not configured.
+    std::string issuer_keys_dir;
     std::map<std::string, std::vector<std::string>> groups;
     std::vector<Rule> rules;
 

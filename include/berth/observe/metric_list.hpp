@@ -58,6 +58,9 @@
     M(retention_last_run_tags_evaluated, gauge, "Tags the last retention round judged.")                               \
     M(retention_unpulled_skipped_total, counter,                                                                       \
       "Repositories whose unpulled rule was not judged: a replica could not be asked for its pulls.")                  \
+    /* authentication (auth) */                                                                                        \
+    M(auth_logins_total, counter, "Credentials checked, by method (htpasswd, token, oidc) and result (ok, refused).")  \
+    M(auth_issuer_key_refreshes_total, counter, "Reads of a trusted issuer's key set, by issuer and result.")          \
     /* the pull-through cache (proxy) */                                                                               \
     M(proxy_hits_total, counter, "Reads of mirrored repositories answered from the cache.")                            \
     M(proxy_misses_total, counter, "Reads of mirrored repositories that needed the upstream.")                         \

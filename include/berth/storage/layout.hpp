@@ -11,6 +11,9 @@
 //     fetch-<16 hex>                       a blob being copied from a peer, committed once its
 //                                          digest is verified
 //   quarantine/<alg>-<hex>                 a blob whose bytes scrub found not to match its digest
+//   issuer-keys/<16 hex>.json              the last key set fetched from a trusted issuer's discovery
+//                                          (auth.oidc discovery_url), by a hash of its issuer URL:
+//                                          used while the issuer is out of reach, restarts included
 //   meta/                                  the RocksDB metadata index (MetaStore), column families:
 //     default    settings: key -> value    replica_id             this replica's id, kept from the
 //                                                                 first start when not configured
@@ -60,6 +63,7 @@ inline std::filesystem::path blobs_dir(const std::filesystem::path& root) { retu
 inline std::filesystem::path scratch_dir(const std::filesystem::path& root) { return root / "uploads"; }
 inline std::filesystem::path quarantine_dir(const std::filesystem::path& root) { return root / "quarantine"; }
 inline std::filesystem::path meta_dir(const std::filesystem::path& root) { return root / "meta"; }
+inline std::filesystem::path issuer_keys_dir(const std::filesystem::path& root) { return root / "issuer-keys"; }
 
 inline std::filesystem::path blob_file(const std::filesystem::path& blobs_dir, const oci::Digest& digest) {
     const auto& hex = digest.hex();
