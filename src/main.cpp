@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "berth/auth/credential_provider.hpp"
 #include "berth/config/config.hpp"
 #include "berth/node/node.hpp"
 #include "berth/registry/maintenance.hpp"
@@ -25,6 +26,7 @@ constexpr const char* usage_text = R"(berth — an OCI distribution-spec registr
 Usage:
   berth serve [--config FILE] [--listen HOST:PORT] [--root DIR]
   berth gc [--config FILE] [--root DIR] [--dry-run]
+  berth credential-provider [--registry HOST[:PORT]]... [--username NAME]
   berth version
   berth help
 
@@ -150,6 +152,45 @@ int serve(const std::vector<std::string>& args) {
     return berth::node::serve(load(flags));
 }
 
+constexpr const char* credential_provider_help =
+    R"(Usage: berth credential-provider [--registry HOST[:PORT]]... [--username NAME]
+
+The kubelet's image credential provider (credentialprovider.kubelet.k8s.io/v1):
+reads a CredentialProviderRequest on stdin and writes a CredentialProviderResponse
+giving the pod's service account token as the password for each --registry (the
+replicas' Service, the node agent, mirrored upstream hosts; default: the image's
+own registry). k8s/node/credential-provider-config.yaml shows the kubelet side.
+)";
+
+int credential_provider(const std::vector<std::string>& args) {
+    berth::auth::CredentialProviderOptions options;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "-h" || args[i] == "--help") {
+            std::cout << credential_provider_help;
+            return 0;
+        }
+        if ((args[i] == "--registry" || args[i] == "--username") && i + 1 < args.size()) {
+            (args[i] == "--registry" ? options.registries.emplace_back() : options.username) = args[i + 1];
+            ++i;
+            continue;
+        }
+        std::cerr << "berth credential-provider: unexpected argument '" << args[i] << "'\n\n"
+                  << credential_provider_help;
+        return 2;
+    }
+    std::string request(berth::auth::max_credential_request_bytes + 1, '\0');
+    std::cin.read(request.data(), static_cast<std::streamsize>(request.size()));
+    request.resize(static_cast<std::size_t>(std::cin.gcount()));
+    try {
+        std::cout << berth::auth::credential_provider_response(request, options, std::chrono::system_clock::now())
+                  << "\n";
+    } catch (const std::invalid_argument& error) {
+        std::cerr << "berth credential-provider: " << error.what() << "\n";
+        return 1;
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,6 +213,7 @@ int main(int argc, char** argv) {
         }
         if (args[0] == "serve") return serve({args.begin() + 1, args.end()});
         if (args[0] == "gc") return gc({args.begin() + 1, args.end()});
+        if (args[0] == "credential-provider") return credential_provider({args.begin() + 1, args.end()});
         std::cerr << "berth: unknown command '" << args[0] << "'\n\n" << usage_text;
         return 2;
     } catch (const berth::config::ConfigError& error) {

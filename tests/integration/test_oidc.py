@@ -11,6 +11,7 @@ import http.server
 import json
 import os
 import ssl
+import subprocess
 import sys
 import threading
 import unittest
@@ -138,6 +139,36 @@ class OidcTest(unittest.TestCase):
         # another namespace's token, valid, is refused there: 403
         self.assertEqual(self.push("team-a/other-ns", bt.basic_auth("x", self.token("team-z", "x"))), 403)
         self.assertTrue(self.absent("team-a/other-ns"))
+
+    def test_the_kubelets_credential_provider_hands_out_the_pods_token(self):
+        """berth credential-provider fed the CredentialProviderRequest the kubelet writes
+        (k8s.io/kubelet pkg/apis/credentialprovider/v1), its answer used as the pull's credentials."""
+        self.assertEqual(self.push("team-p/app", bt.bearer(self.token("team-p", "builder"))), 201)
+        registry = f"127.0.0.1:{self.b.port}"
+        pod_token = self.token("team-p", "default")
+        request = {"apiVersion": "credentialprovider.kubelet.k8s.io/v1", "kind": "CredentialProviderRequest",
+                   "image": f"{registry}/team-p/app:v1", "serviceAccountToken": pod_token,
+                   "serviceAccountAnnotations": {}}
+        r = subprocess.run([bt.BIN, "credential-provider", "--registry", registry], input=json.dumps(request),
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        answer = json.loads(r.stdout)
+        self.assertEqual(answer["apiVersion"], "credentialprovider.kubelet.k8s.io/v1")
+        self.assertEqual(answer["kind"], "CredentialProviderResponse")
+        self.assertIn(answer["cacheKeyType"], ("Image", "Registry", "Global"))
+        self.assertEqual(answer["serviceAccountTokenCacheType"], "Pod")
+        self.assertRegex(answer["cacheDuration"], r"^\d+s$")
+        self.assertLessEqual(int(answer["cacheDuration"][:-1]), 600)
+        self.assertEqual(list(answer["auth"]), [registry])
+        creds = answer["auth"][registry]
+        headers = bt.basic_auth(creds["username"], creds["password"])
+        self.assertEqual(self.b.get("/v2/team-p/app/manifests/v1", headers=headers).status, 200)
+        self.assertEqual(self.b.get("/v2/team-a/app/manifests/v1", headers=headers).status, 403)
+        # a malformed request is refused, with nothing on stdout for the kubelet to misread
+        r = subprocess.run([bt.BIN, "credential-provider"], input='{"kind": "Pod"}', capture_output=True, text=True,
+                           timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(r.stdout, "")
 
     def test_rotated_keys_are_read_and_an_unreadable_set_keeps_the_last_good(self):
         self.write_jwks([bt.public_jwk(self.key, "k1"), bt.public_jwk(self.next_key, "k2")])

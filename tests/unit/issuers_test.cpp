@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "auth/issuers.hpp"
+#include "berth/auth/credential_provider.hpp"
 #include "auth/jwt.hpp"
 #include "auth/rules.hpp"
 #include "berth/oci/encoding.hpp"
@@ -175,4 +176,43 @@ TEST_CASE("a trusted issuer's service account token is system:serviceaccount:NS:
         issuers.refresh();
         CHECK(issuers.verify(sign_with_kid(*next, "k2", service_account_claims("team-c", "ci")), error));
     }
+}
+
+TEST_CASE("the credential provider answers the kubelet with the pod's token for berth's registries") {
+    const auto now = std::chrono::system_clock::now();
+    const auto t = now_s();
+    const auto token = "e30." + berth::oci::base64url(json{{"exp", t + 600}}.dump()) + ".c2ln";
+    json request = {{"apiVersion", "credentialprovider.kubelet.k8s.io/v1"},
+                    {"kind", "CredentialProviderRequest"},
+                    {"image", "berth.registry.svc:5000/team-a/app:v1"},
+                    {"serviceAccountToken", token},
+                    {"serviceAccountAnnotations", json::object()}};
+    auto answer = json::parse(credential_provider_response(request.dump(), {}, now));
+    CHECK(answer["apiVersion"] == "credentialprovider.kubelet.k8s.io/v1");
+    CHECK(answer["kind"] == "CredentialProviderResponse");
+    CHECK(answer["cacheKeyType"] == "Registry");
+    CHECK(answer["serviceAccountTokenCacheType"] == "Pod");
+    CHECK(answer["cacheDuration"] == "540s");  // until a minute before the token expires
+    CHECK(answer["auth"] == json{{"berth.registry.svc:5000", {{"username", "serviceaccount"}, {"password", token}}}});
+
+    CredentialProviderOptions options{{"127.0.0.1:5050", "berth.registry.svc:5000"}, "sa"};
+    answer = json::parse(credential_provider_response(request.dump(), options, now));
+    CHECK(answer["auth"].size() == 2);
+    CHECK(answer["auth"]["127.0.0.1:5050"]["username"] == "sa");
+
+    request["image"] = "nginx:1.27";  // Docker Hub
+    CHECK(json::parse(credential_provider_response(request.dump(), {}, now))["auth"].contains("docker.io"));
+    request.erase("serviceAccountToken");  // no tokenAttributes in the kubelet's configuration
+    answer = json::parse(credential_provider_response(request.dump(), {}, now));
+    CHECK_FALSE(answer.contains("auth"));
+    CHECK(answer["cacheDuration"] == "0s");
+
+    auto wrong_kind = request;
+    wrong_kind["kind"] = "CredentialProviderResponse";
+    CHECK_THROWS_AS(credential_provider_response(wrong_kind.dump(), {}, now), std::invalid_argument);
+    auto wrong_version = request;
+    wrong_version["apiVersion"] = "credentialprovider.kubelet.k8s.io/v1alpha1";
+    CHECK_THROWS_AS(credential_provider_response(wrong_version.dump(), {}, now), std::invalid_argument);
+    CHECK_THROWS_AS(credential_provider_response("[1,2]", {}, now), std::invalid_argument);
+    CHECK_THROWS_AS(credential_provider_response(std::string(2 << 20, ' '), {}, now), std::invalid_argument);
 }
