@@ -262,7 +262,11 @@ Decision Authorizer::check(std::string_view authorization, const std::vector<Nee
     if (credentials.kind == Kind::bearer) {
         if (impl_->verify_keys.empty() && !impl_->issuers) return refuse(401, "bearer tokens are not accepted here");
         // This registry's own tokens carry their access; an issuer's token is an identity the rules judge.
-        if (!impl_->verify_keys.empty()) claims = impl_->claims_of(credentials.token);
+        // A trusted issuer's token is not tried against this registry's own keys first: that
+        // failed signature check would repeat on every request it makes.
+        const auto peeked = peek_jwt(credentials.token);
+        const bool foreign = impl_->issuers && peeked && peeked->issuer != impl_->options.token_issuer;
+        if (!impl_->verify_keys.empty() && !foreign) claims = impl_->claims_of(credentials.token);
         if (claims) {
             impl_->count(LoginMethod::token, true);
             decision.principal = principal_of(*claims);

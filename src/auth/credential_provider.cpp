@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "berth/oci/encoding.hpp"
 #include "berth/oci/json.hpp"
+#include "jwt.hpp"
 
 namespace berth::auth {
 namespace {
@@ -25,17 +25,6 @@ std::string registry_of(const std::string& image) {
     const auto first = image.substr(0, slash);
     if (first.find_first_of(".:") != std::string::npos || first == "localhost") return first;
     return "docker.io";
-}
-
-// The token's exp, unverified: it only bounds how long the kubelet keeps it.
-std::optional<long long> expiry_of(const std::string& token) {
-    const auto first = token.find('.'), second = token.find('.', first + 1);
-    if (first == std::string::npos || second == std::string::npos) return std::nullopt;
-    auto claims_text = oci::base64url_decode(std::string_view(token).substr(first + 1, second - first - 1));
-    if (!claims_text) return std::nullopt;
-    auto claims = oci::parse_json(*claims_text);
-    if (!claims.is_object() || !claims.contains("exp") || !claims["exp"].is_number()) return std::nullopt;
-    return claims["exp"].get<long long>();
 }
 
 std::string text_field(const json& doc, const char* key, bool required) {
@@ -69,7 +58,9 @@ std::string credential_provider_response(std::string_view request, const Credent
         return response.dump();
     }
     const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
-    const auto left = expiry_of(token).value_or(now_s) - now_s - expiry_margin_seconds;
+    // The token's exp, unverified: it only bounds how long the kubelet keeps it.
+    const auto peeked = peek_jwt(token);
+    const auto left = (peeked ? peeked->expires : std::nullopt).value_or(now_s) - now_s - expiry_margin_seconds;
     response["cacheKeyType"] = "Registry";
     response["cacheDuration"] = std::to_string(std::max<long long>(left, 0)) + "s";
     // The token itself is the credential, valid only as long as its pod: cached per pod.

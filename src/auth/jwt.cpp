@@ -169,8 +169,11 @@ std::string string_field(const json& object, const char* key) {
 std::optional<UnverifiedToken> peek_jwt(std::string_view token) {
     auto parts = split_jwt(token);
     if (!parts) return std::nullopt;
+    std::optional<long long> expires;
+    if (auto exp = parts->claims.find("exp"); exp != parts->claims.end() && exp->is_number())
+        expires = exp->get<long long>();
     return UnverifiedToken{string_field(parts->header, "alg"), string_field(parts->header, "kid"),
-                           string_field(parts->claims, "iss")};
+                           string_field(parts->claims, "iss"), expires};
 }
 
 std::optional<json> verify_jwt(std::string_view token, const std::vector<std::shared_ptr<JwtKey>>& keys,

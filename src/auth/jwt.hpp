@@ -52,6 +52,7 @@ struct TokenCheck {
 // choosing the issuer and key to verify it with. nullopt for no JWT at all.
 struct UnverifiedToken {
     std::string alg, kid, issuer;
+    std::optional<long long> expires;  // exp, seconds since the epoch
 };
 std::optional<UnverifiedToken> peek_jwt(std::string_view token);
 

@@ -181,7 +181,8 @@ TEST_CASE("a trusted issuer's service account token is system:serviceaccount:NS:
 TEST_CASE("the credential provider answers the kubelet with the pod's token for berth's registries") {
     const auto now = std::chrono::system_clock::now();
     const auto t = now_s();
-    const auto token = "e30." + berth::oci::base64url(json{{"exp", t + 600}}.dump()) + ".c2ln";
+    const auto token = berth::oci::base64url(R"({"alg":"RS256"})") + "." +
+                       berth::oci::base64url(json{{"exp", t + 600}}.dump()) + ".c2ln";
     json request = {{"apiVersion", "credentialprovider.kubelet.k8s.io/v1"},
                     {"kind", "CredentialProviderRequest"},
                     {"image", "berth.registry.svc:5000/team-a/app:v1"},
