@@ -190,11 +190,9 @@ struct TrustedIssuers::Impl {
     // A discovery issuer starts from the set it last fetched, and is asked again at once.
     void start_from_cache(Issuer& issuer) {
         try {
-            std::ifstream in(issuer.cache_file, std::ios::binary);
-            if (in) {
-                std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-                issuer.keys = parse_key_set(text, issuer.cache_file.string());
-            }
+            if (std::filesystem::exists(issuer.cache_file))
+                issuer.keys = parse_key_set(read_bounded_file(issuer.cache_file.string(), max_key_set_bytes),
+                                            issuer.cache_file.string());
         } catch (const std::exception& error) {
             observe::log("warn", "kept issuer keys unusable",
                          {{"issuer", issuer.options.issuer}, {"error", error.what()}});

@@ -9,9 +9,7 @@
 #include "berth/oci/json.hpp"
 
 namespace berth::auth {
-namespace {
-
-std::string read_file(const std::string& file, std::size_t limit) {
+std::string read_bounded_file(const std::string& file, std::size_t limit) {
     std::ifstream in(file, std::ios::binary);
     if (!in) throw std::runtime_error("cannot read " + file);
     std::string text(limit + 1, '\0');
@@ -21,10 +19,12 @@ std::string read_file(const std::string& file, std::size_t limit) {
     return text;
 }
 
+namespace {
+
 // A token file rotates (kubelet rewrites projected tokens): read it for every request.
 std::string bearer_of(const OidcIssuer& issuer) {
     if (issuer.bearer_token_file.empty()) return {};
-    auto token = read_file(issuer.bearer_token_file, 16 << 10);
+    auto token = read_bounded_file(issuer.bearer_token_file, 16 << 10);
     while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
     return token;
 }
@@ -57,7 +57,7 @@ std::string get(net::Client& client, const OidcIssuer& issuer, const std::string
 }  // namespace
 
 std::string key_set_text(const OidcIssuer& issuer, net::Client* client) {
-    if (!issuer.jwks_file.empty()) return read_file(issuer.jwks_file, max_key_set_bytes);
+    if (!issuer.jwks_file.empty()) return read_bounded_file(issuer.jwks_file, max_key_set_bytes);
     if (!client) throw std::logic_error("a discovery issuer without a client");
     auto discovery = oci::parse_json(get(*client, issuer, issuer.discovery_url, max_discovery_bytes));
     auto field = [&](const char* key) {

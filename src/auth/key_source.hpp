@@ -12,6 +12,9 @@ namespace berth::auth {
 inline constexpr std::size_t max_discovery_bytes = 64 << 10;
 inline constexpr std::size_t max_key_set_bytes = 256 << 10;
 
+// A file's bytes, refused (std::runtime_error) when it is larger than limit.
+std::string read_bounded_file(const std::string& file, std::size_t limit);
+
 // The JWK Set's text; throws std::runtime_error saying what failed. client: for discovery
 // issuers (null for a jwks_file one).
 std::string key_set_text(const OidcIssuer& issuer, net::Client* client);
