@@ -49,7 +49,7 @@ public:
         : threads_(threads_per_party), max_queued_(max_queued_per_party) {}
     // Queues task on the party's pool, made on first use; false when its
     // queue is full or the pools have stopped. Party names come from the
-    // configuration (registry/reach.hpp), never from a client, so pools are few.
+    // configuration (net/reach.hpp), never from a client, so pools are few.
     bool post(const std::string& party, PartyPool::Task task);
     // Before the I/O contexts go, since tasks post back to them: drops what
     // is queued and waits for what runs.

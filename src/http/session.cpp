@@ -1,6 +1,6 @@
 #include "session.hpp"
 
-#include "berth/registry/reach.hpp"
+#include "berth/net/reach.hpp"
 
 #include <unistd.h>
 
@@ -166,11 +166,11 @@ private:
 
     Planning make_plan(bool local_only) {
         try {
-            std::optional<registry::LocalOnly> guard;
+            std::optional<net::LocalOnly> guard;
             if (local_only) guard.emplace();
             plan_ = plan_request(context_.services, request_);
             return {};
-        } catch (const registry::NeedsRemote& needs) {
+        } catch (const net::NeedsRemote& needs) {
             return {std::nullopt, needs.party};
         } catch (...) {
             return {guarded([]() -> Response { throw; }), {}};

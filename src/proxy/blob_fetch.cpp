@@ -9,7 +9,7 @@
 
 #include "berth/oci/paths.hpp"
 #include "berth/observe/log.hpp"
-#include "berth/registry/reach.hpp"
+#include "berth/net/reach.hpp"
 #include "berth/replication/cluster.hpp"
 #include "berth/storage/layout.hpp"
 #include "proxy_impl.hpp"
@@ -37,7 +37,7 @@ std::optional<storage::OpenBlob> Proxy::fetch_blob(const std::string& repo, cons
                                                    registry::Asker asker) {
     auto [upstream, name] = impl_->find(repo);
     if (!upstream) return std::nullopt;
-    registry::reach(registry::upstream_party(upstream->options.host));
+    net::reach(net::upstream_party(upstream->options.host));
     std::shared_ptr<BlobFlight> flight;
     {
         std::lock_guard lock(impl_->flights_mutex);

@@ -6,7 +6,7 @@
 #include "berth/observe/log.hpp"
 #include "berth/oci/media_types.hpp"
 #include "berth/oci/names.hpp"
-#include "berth/registry/reach.hpp"
+#include "berth/net/reach.hpp"
 #include "berth/replication/cluster.hpp"
 #include "answers.hpp"
 #include "proxy_impl.hpp"
@@ -54,7 +54,7 @@ registry::ManifestAnswer Proxy::fetch_manifest(const std::string& repo, const st
         if (it != upstream->checked.end() && Clock::now() - it->second < upstream->options.check_interval)
             return {Status::current, std::nullopt};
     }
-    registry::reach(registry::upstream_party(upstream->options.host));
+    net::reach(net::upstream_party(upstream->options.host));
     // One request for all who ask at once.
     std::shared_ptr<ManifestFlight> flight;
     bool leader = false;
@@ -104,7 +104,7 @@ registry::ManifestAnswer Proxy::fetch_manifest(const std::string& repo, const st
 std::optional<registry::TagPage> Proxy::list_tags(const std::string& repo, std::size_t limit, const std::string& last) {
     auto [upstream, name] = impl_->find(repo);
     if (!upstream) return std::nullopt;
-    registry::reach(registry::upstream_party(upstream->options.host));
+    net::reach(net::upstream_party(upstream->options.host));
     try {
         auto target = oci::path::tags(name) + "?n=" + std::to_string(limit);
         if (!last.empty()) target += "&last=" + net::query_escape(last);

@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "berth/oci/error.hpp"
-#include "berth/registry/reach.hpp"
+#include "berth/net/reach.hpp"
 #include "berth/replication/protocol.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "replicator_impl.hpp"
@@ -14,7 +14,7 @@ namespace berth::replication {
 using storage::Event;
 
 registry::Lookup Replicator::fetch_blob(const std::string& repo, const oci::Digest& digest) {
-    registry::reach(registry::peers_party);
+    net::reach(net::peers_party);
     bool all_answered = true;
     for (auto* source : impl_->sources(nullptr)) {
         try {
@@ -47,7 +47,7 @@ registry::Lookup Replicator::fetch_blob(const std::string& repo, const oci::Dige
 }
 
 bool Replicator::fetch_manifest(const std::string& repo, const std::string& reference) {
-    registry::reach(registry::peers_party);
+    net::reach(net::peers_party);
     const bool by_digest = reference.find(':') != std::string::npos;
     for (auto* source : impl_->sources(nullptr)) {
         try {

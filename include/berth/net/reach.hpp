@@ -7,11 +7,12 @@
 // pool (http/party_pools.hpp), where waiting is allowed.
 #include <string>
 
-namespace berth::registry {
+namespace berth::net {
 
-// Party names: "peers", or "upstream:" + the upstream's host.
+// Party names: "peers", "upstream:" + an upstream's host, "ldap".
 inline const std::string peers_party = "peers";
 inline std::string upstream_party(const std::string& host) { return "upstream:" + host; }
+inline const std::string ldap_party = "ldap";
 
 struct NeedsRemote {
     std::string party;
@@ -37,4 +38,4 @@ inline void reach(const std::string& party) {
     if (detail::local_only) throw NeedsRemote{party};
 }
 
-}  // namespace berth::registry
+}  // namespace berth::net
