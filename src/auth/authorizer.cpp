@@ -13,6 +13,7 @@
 #include "htpasswd.hpp"
 #include "issuers.hpp"
 #include "jwt.hpp"
+#include "ldap.hpp"
 #include "rules.hpp"
 
 namespace berth::auth {
@@ -82,9 +83,6 @@ std::optional<Action> parse_action(std::string_view text) {
     return std::nullopt;
 }
 
-// A password that is a JWT (three base64url parts) is tried as a token first:
-// docker login, podman login and kubelet credential providers send a service
-// account token as the password of Basic credentials.
 // Who a token this registry issued was issued to: its subject, with the groups and namespace
 // an issuer's token gave it (the catalog is filtered by them).
 Principal principal_of(const json& claims) {
@@ -95,6 +93,9 @@ Principal principal_of(const json& claims) {
     return principal;
 }
 
+// A password that is a JWT (three base64url parts) is tried as a token first:
+// docker login, podman login and kubelet credential providers send a service
+// account token as the password of Basic credentials.
 bool looks_like_jwt(std::string_view text) {
     return text.size() > 16 && std::count(text.begin(), text.end(), '.') == 2 &&
            text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.") ==
@@ -102,16 +103,28 @@ bool looks_like_jwt(std::string_view text) {
 }
 
 // How credentials were checked, for berth_auth_logins_total.
-enum class LoginMethod { htpasswd, token, oidc };
-constexpr const char* login_method_names[] = {"htpasswd", "token", "oidc"};
+enum class LoginMethod { htpasswd, token, oidc, ldap };
+constexpr const char* login_method_names[] = {"htpasswd", "token", "oidc", "ldap"};
+enum class LoginResult { ok, refused, unavailable };
+constexpr const char* login_result_names[] = {"ok", "refused", "unavailable"};
+
+// Basic credentials checked: who they stand for, or how to refuse them.
+struct Login {
+    std::optional<Principal> principal;
+    int status = 401;  // 429 for a user throttled, 503 when the directory cannot be asked
+    std::string message = "invalid username or password";
+};
 
 struct Authorizer::Impl {
     Options options;
-    // [method][ok]
-    mutable std::atomic<std::uint64_t> logins[std::size(login_method_names)][2] = {};
+    mutable std::atomic<std::uint64_t> logins[std::size(login_method_names)][std::size(login_result_names)] = {};
 
-    void count(LoginMethod method, bool ok) const { ++logins[static_cast<std::size_t>(method)][ok]; }
+    void count(LoginMethod method, bool ok) const { count(method, ok ? LoginResult::ok : LoginResult::refused); }
+    void count(LoginMethod method, LoginResult result) const {
+        ++logins[static_cast<std::size_t>(method)][static_cast<std::size_t>(result)];
+    }
     std::unique_ptr<Htpasswd> htpasswd;
+    std::unique_ptr<LdapDirectory> ldap;
     std::unique_ptr<TrustedIssuers> issuers;
     std::shared_ptr<JwtKey> signing_key;
     std::vector<std::shared_ptr<JwtKey>> verify_keys;
@@ -166,23 +179,40 @@ struct Authorizer::Impl {
         return allowed_actions(options, principal, need.repository).count(need.action) > 0;
     }
 
-    // Who Basic credentials stand for: a trusted issuer's token given as the password, or an
-    // htpasswd user; nullopt when neither checks out.
-    std::optional<Principal> login(const std::string& user, const std::string& password) const {
+    // Who Basic credentials stand for: a trusted issuer's token given as the password, an
+    // htpasswd user, or a directory's user.
+    Login login(const std::string& user, const std::string& password) const {
         const bool token = issuers && looks_like_jwt(password);
         if (token) {
             std::string error;
             if (auto principal = issuers->verify(password, error)) {
                 count(LoginMethod::oidc, true);
-                return principal;
+                return {std::move(principal)};
             }
         }
         if (htpasswd && htpasswd->verify(user, password)) {
             count(LoginMethod::htpasswd, true);
-            return Principal{user, {}, {}};
+            return {Principal{user, {}, {}}};
         }
+        if (ldap && !token) return directory_login(user, password);
         count(token ? LoginMethod::oidc : LoginMethod::htpasswd, false);
-        return std::nullopt;
+        return {};
+    }
+
+    // Directory names are matched without regard to case, so the principal is lower-cased:
+    // "Alice" and "alice" are one user to the rules.
+    Login directory_login(const std::string& user, const std::string& password) const {
+        auto answer = ldap->login(user, password);
+        using Result = DirectoryLogin::Result;
+        if (answer.result == Result::ok) {
+            count(LoginMethod::ldap, LoginResult::ok);
+            std::string name = user;
+            for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            return {Principal{std::move(name), std::move(answer.groups), {}}};
+        }
+        const bool down = answer.result == Result::unavailable;
+        count(LoginMethod::ldap, down ? LoginResult::unavailable : LoginResult::refused);
+        return {std::nullopt, down ? 503 : answer.result == Result::throttled ? 429 : 401, answer.message};
     }
 
     std::string challenge(const std::vector<Need>& needs, std::string_view host, bool secure, bool insufficient) const {
@@ -217,6 +247,7 @@ Authorizer::Authorizer(Options options) : impl_(std::make_unique<Impl>()) {
     }
     for (auto& file : o.token_verify_key_files) impl_->verify_keys.push_back(JwtKey::load_public(file));
     if (!o.oidc.empty()) impl_->issuers = std::make_unique<TrustedIssuers>(o.oidc, o.issuer_keys_dir);
+    if (o.ldap.enabled()) impl_->ldap = std::make_unique<LdapDirectory>(o.ldap);
 }
 
 Authorizer::~Authorizer() = default;
@@ -230,10 +261,10 @@ void Authorizer::refresh_keys() {
 
 void Authorizer::write_metrics(observe::MetricsWriter& out) const {
     for (std::size_t method = 0; method < std::size(login_method_names); ++method)
-        for (bool ok : {true, false})
+        for (std::size_t result = 0; result < std::size(login_result_names); ++result)
             out.add(observe::Metric::auth_logins_total,
-                    {{"method", login_method_names[method]}, {"result", ok ? "ok" : "refused"}},
-                    static_cast<double>(impl_->logins[method][ok]));
+                    {{"method", login_method_names[method]}, {"result", login_result_names[result]}},
+                    static_cast<double>(impl_->logins[method][result]));
     if (impl_->issuers) impl_->issuers->write_metrics(out);
 }
 
@@ -254,9 +285,9 @@ Decision Authorizer::check(std::string_view authorization, const std::vector<Nee
     using Kind = Credentials::Kind;
     if (credentials.kind == Kind::malformed) return refuse(401, "malformed Authorization header");
     if (credentials.kind == Kind::basic) {
-        auto principal = impl_->login(credentials.user, credentials.password);
-        if (!principal) return refuse(401, "invalid username or password");
-        decision.principal = std::move(*principal);
+        auto login = impl_->login(credentials.user, credentials.password);
+        if (!login.principal) return refuse(login.status, std::move(login.message));
+        decision.principal = std::move(*login.principal);
     }
     std::optional<json> claims;
     if (credentials.kind == Kind::bearer) {
@@ -307,8 +338,10 @@ std::pair<int, std::string> Authorizer::issue_token(std::string_view authorizati
     Principal principal;
     if (credentials.kind == Credentials::Kind::basic) {
         auto login = impl_->login(credentials.user, credentials.password);
-        if (!login) return error(401, "UNAUTHORIZED", "invalid username or password");
-        principal = std::move(*login);
+        if (login.status == 503) return error(503, "UNAVAILABLE", login.message.c_str());
+        if (login.status == 429) return error(429, "TOOMANYREQUESTS", login.message.c_str());
+        if (!login.principal) return error(401, "UNAUTHORIZED", login.message.c_str());
+        principal = std::move(*login.principal);
     } else if (credentials.kind != Credentials::Kind::none) {
         return error(401, "UNAUTHORIZED", "token requests take Basic credentials");
     }

@@ -1,5 +1,7 @@
 #include "berth/config/config.hpp"
 
+#include "section.hpp"
+
 #include "berth/auth/authorizer.hpp"
 #include "berth/net/host_port.hpp"
 #include "berth/oci/json.hpp"
@@ -16,118 +18,6 @@
 
 namespace berth::config {
 namespace {
-
-using nlohmann::json;
-
-// Reads the keys of one JSON object, checking each type, and refuses any key
-// it was not asked for.
-class Section {
-public:
-    Section(const json& value, std::string path) : value_(value), path_(std::move(path)) {
-        if (!value_.is_object()) throw ConfigError(where("") + " must be an object");
-    }
-
-    void string(const char* key, std::string& out, bool may_be_empty = true) {
-        if (auto* v = find(key)) {
-            if (!v->is_string()) throw ConfigError(where(key) + " must be a string");
-            if (!may_be_empty && v->get<std::string>().empty()) throw ConfigError(where(key) + " must not be empty");
-            out = v->get<std::string>();
-        }
-    }
-
-    void strings(const char* key, std::vector<std::string>& out) {
-        if (auto* v = find(key)) {
-            if (!v->is_array()) throw ConfigError(where(key) + " must be an array of strings");
-            out.clear();
-            for (auto& item : *v) {
-                if (!item.is_string() || item.get<std::string>().empty())
-                    throw ConfigError(where(key) + " must be an array of non-empty strings");
-                out.push_back(item.get<std::string>());
-            }
-        }
-    }
-
-    void boolean(const char* key, bool& out) {
-        if (auto* v = find(key)) {
-            if (!v->is_boolean()) throw ConfigError(where(key) + " must be true or false");
-            out = v->get<bool>();
-        }
-    }
-
-    template <typename Unsigned>
-    void number(const char* key, Unsigned& out, std::uint64_t max = UINT32_MAX) {
-        if (auto* v = find(key)) {
-            if (!v->is_number_unsigned() || v->get<std::uint64_t>() > max)
-                throw ConfigError(where(key) + " must be a whole number from 0 to " + std::to_string(max));
-            out = static_cast<Unsigned>(v->get<std::uint64_t>());
-        }
-    }
-
-    // A number of days, fractions allowed, to the second.
-    void days(const char* key, std::optional<std::chrono::seconds>& out, double max = 36500) {
-        if (auto* v = find(key)) {
-            if (!v->is_number() || v->get<double>() < 0 || v->get<double>() > max)
-                throw ConfigError(where(key) + " must be a number of days from 0 to " + std::to_string(int(max)));
-            out = std::chrono::seconds(std::llround(v->get<double>() * 86400));
-        }
-    }
-
-    void seconds(const char* key, std::chrono::seconds& out) {
-        std::uint64_t value = static_cast<std::uint64_t>(out.count());
-        number(key, value, 365ull * 24 * 3600);
-        out = std::chrono::seconds(value);
-    }
-
-    bool has(const char* key) const { return value_.contains(key); }
-
-    const json* object(const char* key) {
-        auto* v = find(key);
-        if (v && !v->is_object()) throw ConfigError(where(key) + " must be an object");
-        return v;
-    }
-
-    const json* array(const char* key) {
-        auto* v = find(key);
-        if (v && !v->is_array()) throw ConfigError(where(key) + " must be an array");
-        return v;
-    }
-
-    template <typename Read>
-    void section(const char* key, Read read) {
-        if (auto* v = find(key)) {
-            Section inner(*v, where(key));
-            read(inner);
-            inner.finish();
-        }
-    }
-
-    void finish() const {
-        for (auto& [key, unused] : value_.items())
-            if (!seen_.count(key)) throw ConfigError("unknown key " + where(key.c_str()));
-    }
-
-private:
-    const json* find(const char* key) {
-        seen_.insert(key);
-        auto it = value_.find(key);
-        return it == value_.end() ? nullptr : &*it;
-    }
-
-    std::string where(const char* key) const {
-        if (!*key) return path_.empty() ? "the configuration" : path_;
-        return path_.empty() ? key : path_ + "." + key;
-    }
-
-    const json& value_;
-    std::string path_;
-    std::set<std::string> seen_;
-};
-
-void check_repository_globs(const std::string& key, const std::vector<std::string>& globs) {
-    for (auto& glob : globs)
-        if (glob.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-/*") != std::string::npos)
-            throw ConfigError(key + ": \"" + glob + "\" is not a repository glob");
-}
 
 // `<stem>_days` (fractions allowed) or `<stem>_seconds`, not both.
 void age(Section& s, const std::string& where, const std::string& stem, std::optional<std::chrono::seconds>& out) {
@@ -172,57 +62,6 @@ registry::RetentionPolicy retention_policy(const json& value, const std::string&
                           "and none is given");
     return policy;
 }
-
-// A file named by the configuration must be readable now, not at the first fetch.
-std::string readable_file(const std::string& key, const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw ConfigError(key + ": cannot read " + path);
-    return path;
-}
-
-std::string secret_from(const std::string& key, const std::string& path) {
-    std::ifstream in(readable_file(key, path));
-    std::string secret;
-    std::getline(in, secret);
-    while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
-    if (secret.empty()) throw ConfigError(key + ": " + path + " is empty");
-    return secret;
-}
-
-void check_url(const std::string& key, const std::string& url) {
-    try {
-        net::parse_url(url);
-    } catch (const std::invalid_argument& error) {
-        throw ConfigError(key + ": " + error.what());
-    }
-}
-
-}  // namespace
-
-void apply_listen(Config& config, const std::string& address) {
-    try {
-        auto listen = net::parse_listen_address(address);
-        config.server.host = listen.host;
-        config.server.port = static_cast<std::uint16_t>(std::stoul(listen.port));
-    } catch (const std::invalid_argument& error) {
-        throw ConfigError(std::string("listen: ") + error.what());
-    }
-}
-
-namespace {
-
-// What the sections share while they are read: where relative paths start, and keys checked
-// only once every section has been read.
-struct Reading {
-    Config& config;
-    std::filesystem::path base;
-    std::string secret_file, quorum;  // kept for check_combinations
-
-    std::string path_of(const std::string& file) const {
-        std::filesystem::path path(file);
-        return (path.is_relative() ? base / path : path).string();
-    }
-};
 
 void read_quotas(const json& list, Reading& r) {
     for (std::size_t i = 0; i < list.size(); ++i) {
@@ -306,93 +145,6 @@ void read_tls(Section& s, Reading& r) {
     if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) throw ConfigError("tls.client_ca needs cert and key");
     for (auto* file : {&o.tls_cert_file, &o.tls_key_file, &o.tls_client_ca_file})
         if (!file->empty()) *file = r.path_of(*file);
-}
-
-void read_auth_rules(const json& rules, auth::Options& a) {
-    for (std::size_t i = 0; i < rules.size(); ++i) {
-        Section r(rules[i], "auth.rules[" + std::to_string(i) + "]");
-        auth::Rule rule;
-        std::vector<std::string> actions;
-        r.string("repository", rule.repository, false);
-        r.strings("principals", rule.principals);
-        r.strings("actions", actions);
-        r.finish();
-        if (rule.repository.empty() || rule.principals.empty() || actions.empty())
-            throw ConfigError("auth.rules[" + std::to_string(i) + "] needs repository, principals and actions");
-        for (auto& p : rule.principals)
-            if (!(p == "anonymous" || p == "authenticated" || p.starts_with("user:") || p.starts_with("group:")))
-                throw ConfigError("auth.rules[" + std::to_string(i) + "].principals: \"" + p +
-                                  "\" is not user:NAME, group:NAME, authenticated or anonymous");
-        for (auto& name : actions) {
-            auto action = auth::parse_action(name);
-            if (!action)
-                throw ConfigError("auth.rules[" + std::to_string(i) + "].actions: \"" + name +
-                                  "\" is not pull, push or delete");
-            rule.actions.push_back(*action);
-        }
-        a.rules.push_back(std::move(rule));
-    }
-}
-
-void read_auth_oidc(const json& issuers, Reading& r) {
-    for (std::size_t i = 0; i < issuers.size(); ++i) {
-        const auto where = "auth.oidc[" + std::to_string(i) + "]";
-        Section s(issuers[i], where);
-        auth::OidcIssuer issuer;
-        s.string("issuer", issuer.issuer, false);
-        s.strings("audiences", issuer.audiences);
-        s.string("jwks_file", issuer.jwks_file, false);
-        s.string("discovery_url", issuer.discovery_url, false);
-        s.string("ca_file", issuer.ca_file, false);
-        s.string("bearer_token_file", issuer.bearer_token_file, false);
-        s.string("username_claim", issuer.username_claim, false);
-        s.string("groups_claim", issuer.groups_claim, false);
-        s.seconds("max_token_lifetime_seconds", issuer.max_token_lifetime);
-        s.finish();
-        if (issuer.issuer.empty() || issuer.audiences.empty()) throw ConfigError(where + " needs issuer and audiences");
-        if (issuer.jwks_file.empty() == issuer.discovery_url.empty())
-            throw ConfigError(where + " needs jwks_file or discovery_url, one of them");
-        if (!issuer.discovery_url.empty()) {
-            try {
-                net::parse_url(issuer.discovery_url);
-            } catch (const std::invalid_argument& error) {
-                throw ConfigError(where + ".discovery_url: " + error.what());
-            }
-        }
-        for (auto* file : {&issuer.jwks_file, &issuer.ca_file, &issuer.bearer_token_file})
-            if (!file->empty()) *file = r.path_of(*file);
-        for (auto& other : r.config.auth.oidc)
-            if (other.issuer == issuer.issuer)
-                throw ConfigError(where + ".issuer: \"" + issuer.issuer + "\" is listed twice");
-        r.config.auth.oidc.push_back(std::move(issuer));
-    }
-}
-
-void read_auth(Section& s, Reading& r) {
-    auto& a = r.config.auth;
-    s.string("htpasswd", a.htpasswd_file);
-    if (!a.htpasswd_file.empty()) a.htpasswd_file = r.path_of(a.htpasswd_file);
-    s.section("token", [&](Section& t) {
-        t.string("signing_key", a.token_signing_key_file);
-        if (!a.token_signing_key_file.empty()) a.token_signing_key_file = r.path_of(a.token_signing_key_file);
-        t.strings("verify_keys", a.token_verify_key_files);
-        for (auto& file : a.token_verify_key_files) file = r.path_of(file);
-        t.string("issuer", a.token_issuer, false);
-        t.string("service", a.token_service, false);
-        t.string("realm", a.token_realm);
-        t.seconds("ttl_seconds", a.token_ttl);
-    });
-    if (auto* groups = s.object("groups")) {
-        for (auto& [name, members] : groups->items()) {
-            if (!members.is_array()) throw ConfigError("auth.groups." + name + " must be an array of user names");
-            for (auto& member : members) {
-                if (!member.is_string()) throw ConfigError("auth.groups." + name + " must be an array of user names");
-                a.groups[name].push_back(member.get<std::string>());
-            }
-        }
-    }
-    if (auto* rules = s.array("rules")) read_auth_rules(*rules, r.config.auth);
-    if (auto* issuers = s.array("oidc")) read_auth_oidc(*issuers, r);
 }
 
 // Credentials and trust of a registry berth reads from: upstreams, and the agent's replicas.
@@ -488,7 +240,7 @@ void check_combinations(Reading& r) {
         throw ConfigError("replication.ca_file is for replicas serving TLS: it needs tls.cert and tls.key");
     }
     if (!r.config.auth.rules.empty() && !r.config.auth.enabled())
-        throw ConfigError("auth.rules need auth.htpasswd or auth.token to know who is asking");
+        throw ConfigError("auth.rules need auth.htpasswd, auth.token, auth.oidc or auth.ldap to know who is asking");
     if (r.quorum == "local") r.config.replication.write_quorum = replication::WriteQuorum::local;
     else if (r.quorum == "quorum") r.config.replication.write_quorum = replication::WriteQuorum::quorum;
     else if (r.quorum == "all") r.config.replication.write_quorum = replication::WriteQuorum::all;
@@ -508,6 +260,16 @@ void check_combinations(Reading& r) {
 }
 
 }  // namespace
+
+void apply_listen(Config& config, const std::string& address) {
+    try {
+        auto listen = net::parse_listen_address(address);
+        config.server.host = listen.host;
+        config.server.port = static_cast<std::uint16_t>(std::stoul(listen.port));
+    } catch (const std::invalid_argument& error) {
+        throw ConfigError(std::string("listen: ") + error.what());
+    }
+}
 
 Config parse_config(const std::string& text, const std::filesystem::path& base) {
     json doc = oci::parse_json(text);

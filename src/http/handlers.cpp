@@ -5,7 +5,7 @@
 
 #include "berth/auth/authorizer.hpp"
 #include "berth/oci/paths.hpp"
-#include "berth/registry/reach.hpp"
+#include "berth/net/reach.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/registry/upload_id.hpp"
 #include "berth/replication/cluster.hpp"
@@ -66,7 +66,7 @@ Plan upload_or_forward(Services& services, Request& request) {
     const std::string owner(registry::upload_owner(id));
     if (services.cluster && !request.forwarded && owner != services.cluster->self_id())
         if (auto address = services.cluster->address_of(owner)) {
-            registry::reach(registry::peers_party);
+            net::reach(net::peers_party);
             return plan_forward(*services.client, services.cluster->peer_origin(*address), services.cluster->secret(),
                                 request, std::string(method_name(request.method)),
                                 oci::path::upload(request.target.route.name, id) + request.target.raw_query);
@@ -84,8 +84,11 @@ Plan plan_route(Services& services, Request& request) {
         auto decision =
             services.authorizer->check(request.authorization, needs_of(request), request.host, request.secure);
         if (!decision.allowed) {
-            auto response =
-                error_response(decision.status == 403 ? ErrorCode::denied : ErrorCode::unauthorized, decision.message);
+            const auto code = decision.status == 403   ? ErrorCode::denied
+                              : decision.status == 429 ? ErrorCode::too_many_requests
+                              : decision.status == 503 ? ErrorCode::unavailable
+                                                       : ErrorCode::unauthorized;
+            auto response = error_response(code, decision.message);
             if (!decision.challenge.empty()) response.set("WWW-Authenticate", decision.challenge);
             return immediate(std::move(response));
         }

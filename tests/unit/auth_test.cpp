@@ -7,6 +7,7 @@
 
 #include "berth/oci/encoding.hpp"
 #include "auth/jwt.hpp"
+#include "auth/ldap.hpp"
 #include "auth/rules.hpp"
 #include "temp_dir.hpp"
 
@@ -74,4 +75,14 @@ TEST_CASE("JWTs: signed with the configured key verify; anything else does not")
     auto forged = token.substr(0, dot) + "." + berth::oci::base64url(tampered.dump()) + token.substr(token.rfind('.'));
     CHECK_FALSE(verify_jwt(forged, {key}, check, error));
     CHECK_FALSE(verify_jwt(std::string(max_token_bytes + 1, 'a'), {key}, check, error));
+}
+
+TEST_CASE("values placed in LDAP filters are escaped as RFC 4515 says") {
+    using berth::auth::escape_filter_value;
+    CHECK(escape_filter_value("alice") == "alice");
+    CHECK(escape_filter_value("*") == "\\2a");
+    CHECK(escape_filter_value("a)(uid=*") == "a\\29\\28uid=\\2a");
+    CHECK(escape_filter_value(std::string("a\0b\\", 4)) == "a\\00b\\5c");
+    CHECK(escape_filter_value("uid=al ice,ou=people") == "uid=al ice,ou=people");
+    CHECK(escape_filter_value("j\xc3\xbcrgen") == "j\\c3\\bcrgen");
 }

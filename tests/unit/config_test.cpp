@@ -198,3 +198,23 @@ TEST_CASE("trusted issuers are read strictly", "[auth]") {
     CHECK(error_of(R"({"auth":{"oidc":[{"issuer":"i","audiences":["b"],"jwks_file":"j"},
         {"issuer":"i","audiences":["c"],"jwks_file":"k"}]}})") == "auth.oidc[1].issuer: \"i\" is listed twice");
 }
+
+TEST_CASE("auth.ldap keeps its key names and is checked at start") {
+    auto config = parse_config(R"({"auth":{"ldap":{"url":"ldaps://dc.example:636",
+        "user_search_base":"ou=people,dc=example","group_search_base":"ou=groups,dc=example",
+        "timeout_seconds":3,"cache_seconds":0}}})");
+    auto& ldap = config.auth.ldap;
+    CHECK(config.auth.enabled());
+    CHECK(ldap.url == "ldaps://dc.example:636");
+    CHECK(ldap.user_filter == "(&(objectClass=inetOrgPerson)(uid={username}))");
+    CHECK(ldap.group_filter == "(&(objectClass=groupOfNames)(member={dn}))");
+    CHECK(ldap.timeout.count() == 3);
+    CHECK(ldap.cache_seconds.count() == 0);
+    CHECK(error_of(R"J({"auth":{"ldap":{"url":"ldap://dc","user_search_base":"o=x","user_filter":"(uid=x)"}}})J") ==
+          "auth.ldap.user_filter must be an LDAP filter in parentheses holding {username}");
+    CHECK(error_of(R"({"auth":{"ldap":{"url":"ldap://dc"}}})") == "auth.ldap.user_search_base is required");
+    CHECK(error_of(R"({"auth":{"ldap":{"url":"ldap://dc","user_search_base":"o=x","bind_dn":"cn=a"}}})") ==
+          "auth.ldap: bind_dn and bind_password_file go together");
+    CHECK(error_of(R"({"auth":{"ldap":{"url":"ldap://dc","user_search_base":"o=x","timeout_seconds":0}}})") ==
+          "auth.ldap.timeout_seconds must be from 1 to 60");
+}

@@ -28,7 +28,7 @@ struct Need {
 
 struct Decision {
     bool allowed = false;
-    int status = 200;       // 401 or 403 when refused
+    int status = 200;       // when refused: 401, 403, 429 (a user throttled), 503 (a directory down)
     std::string challenge;  // WWW-Authenticate value for a 401
     std::string message;
     Principal principal;

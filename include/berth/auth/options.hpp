@@ -32,6 +32,21 @@ struct OidcIssuer {
     std::chrono::seconds max_token_lifetime{0};  // exp - iat above this is refused; 0: no limit
 };
 
+// A site directory (auth.ldap): Basic logins are looked up with user_filter, then bound as the
+// user; each group group_filter finds becomes group:CN. docs/auth.md.
+struct LdapOptions {
+    std::string url;  // ldaps://host[:port], or ldap://host[:port], always with StartTLS
+    std::string ca_file;
+    std::string bind_dn, bind_password;  // the searching account; empty: anonymous search
+    std::string user_search_base;
+    std::string user_filter = "(&(objectClass=inetOrgPerson)(uid={username}))";
+    std::string group_search_base;  // empty: no groups
+    std::string group_filter = "(&(objectClass=groupOfNames)(member={dn}))";
+    std::chrono::seconds timeout{5};         // each connect, bind and search
+    std::chrono::seconds cache_seconds{60};  // a successful login is not asked again for this long
+    bool enabled() const { return !url.empty(); }
+};
+
 struct Options {
     std::string htpasswd_file;  // enables Basic authentication
     // Bearer tokens (docker token spec). A signing key also enables the
@@ -43,6 +58,7 @@ struct Options {
     std::string token_realm;  // absolute URL; empty: derived from the request's Host
     std::chrono::seconds token_ttl{300};
     std::vector<OidcIssuer> oidc;
+    LdapOptions ldap;
     // Where key sets fetched from issuers are kept across restarts (storage/layout.hpp); set by
     // the node, not configured.
     std::string issuer_keys_dir;
@@ -51,7 +67,7 @@ struct Options {
 
     bool enabled() const {
         return !htpasswd_file.empty() || !token_signing_key_file.empty() || !token_verify_key_files.empty() ||
-               !oidc.empty();
+               !oidc.empty() || ldap.enabled();
     }
     bool tokens() const { return !token_signing_key_file.empty() || !token_verify_key_files.empty(); }
 };

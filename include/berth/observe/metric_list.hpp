@@ -59,7 +59,8 @@
     M(retention_unpulled_skipped_total, counter,                                                                       \
       "Repositories whose unpulled rule was not judged: a replica could not be asked for its pulls.")                  \
     /* authentication (auth) */                                                                                        \
-    M(auth_logins_total, counter, "Credentials checked, by method (htpasswd, token, oidc) and result (ok, refused).")  \
+    M(auth_logins_total, counter,                                                                                      \
+      "Credentials checked, by method (htpasswd, token, oidc, ldap) and result (ok, refused, unavailable).")           \
     M(auth_issuer_key_refreshes_total, counter, "Reads of a trusted issuer's key set, by issuer and result.")          \
     /* the pull-through cache (proxy) */                                                                               \
     M(proxy_hits_total, counter, "Reads of mirrored repositories answered from the cache.")                            \
