@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "berth/net/host_port.hpp"
 #include "berth/oci/encoding.hpp"
 #include "berth/oci/names.hpp"
 #include "htpasswd.hpp"
@@ -29,16 +30,6 @@ const char* action_name(Action action) {
         case Action::del: return "delete";
     }
     return "pull";
-}
-
-// Host goes into the realm URL a client will call with its password: only
-// plain host[:port] characters are accepted from the request.
-bool plain_host(std::string_view host) {
-    if (host.empty() || host.size() > 255) return false;
-    for (char c : host)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' || c == '[' || c == ']'))
-            return false;
-    return true;
 }
 
 struct Credentials {
@@ -219,8 +210,8 @@ struct Authorizer::Impl {
         if (!options.tokens()) return "Basic realm=\"berth\"";
         std::string realm = options.token_realm;
         if (realm.empty())
-            realm = std::string(secure ? "https://" : "http://") + std::string(plain_host(host) ? host : "localhost") +
-                    "/auth/token";
+            realm = std::string(secure ? "https://" : "http://") +
+                    std::string(net::plain_host(host) ? host : "localhost") + "/auth/token";
         std::string out = "Bearer realm=\"" + realm + "\",service=\"" + options.token_service + "\"";
         std::string scope;
         for (auto& need : needs) {

@@ -195,6 +195,16 @@ void read_agent(Section& s, Reading& r) {
     read_remote_keys(s, "agent", replicas, r);
     s.string("cert_file", replicas.cert_file);
     s.string("key_file", replicas.key_file);
+    std::string authorize = "caller";
+    s.string("authorize", authorize);
+    if (authorize != "caller" && authorize != "agent")
+        throw ConfigError("agent.authorize must be \"caller\" (the replicas decide for each caller) or \"agent\"");
+    r.config.proxy.agent_authorize =
+        authorize == "caller" ? proxy::Options::Authorize::caller : proxy::Options::Authorize::agent;
+    s.seconds("decision_seconds", r.config.proxy.agent_decision_ttl);
+    s.seconds("outage_decision_seconds", r.config.proxy.agent_outage_ttl);
+    if (r.config.proxy.agent_decision_ttl.count() > 300)
+        throw ConfigError("agent.decision_seconds must be at most 300");
     if (replicas.urls.empty()) throw ConfigError("agent.replicas must list the replicas' URLs");
     for (std::size_t i = 0; i < replicas.urls.size(); ++i)
         check_url("agent.replicas[" + std::to_string(i) + "]", replicas.urls[i]);
@@ -223,6 +233,8 @@ void check_combinations(Reading& r) {
             throw ConfigError(
                 "agent and retention.policies exclude each other: the agent's cache is bounded by "
                 "cache.max_bytes");
+        if (r.config.auth.enabled())
+            throw ConfigError("agent and auth exclude each other: the replicas decide who may pull (agent.authorize)");
         r.config.registry.pull_only = true;
     } else if (r.config.proxy.cache_max_bytes) {
         throw ConfigError("cache.max_bytes bounds the node agent's cache: it needs agent");

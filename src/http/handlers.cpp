@@ -80,6 +80,8 @@ Plan plan_route(Services& services, Request& request) {
     // A request forwarded by a peer was authorized where it arrived.
     const bool from_peer = request.forwarded && services.peers && services.peers->authorized(request.peer_secret);
     if (from_peer) require_compatible_peer(request);
+    if (services.delegated && !from_peer)
+        if (auto answer = plan_delegated(*services.delegated, request)) return std::move(*answer);
     if (route_spec(kind).authenticated && services.authorizer && services.authorizer->enabled() && !from_peer) {
         auto decision =
             services.authorizer->check(request.authorization, needs_of(request), request.host, request.secure);

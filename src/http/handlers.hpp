@@ -7,7 +7,8 @@
 
 namespace berth::auth {
 class Authorizer;
-}
+class DelegatedAccess;
+}  // namespace berth::auth
 namespace berth::registry {
 class Registry;
 }
@@ -26,6 +27,9 @@ Plan plan_referrers(registry::Registry& registry, Request& request);            
 // authorizer may be null; the listing is filtered to what the caller may pull.
 Plan plan_catalog(registry::Registry& registry, const auth::Authorizer* authorizer, Request& request);
 Plan plan_token(const auth::Authorizer* authorizer, Request& request);  // token_handlers.cpp
+// agent_handlers.cpp: the node agent's answer where the replicas refuse the caller (or to
+// /auth/token); nullopt to go on.
+std::optional<Plan> plan_delegated(auth::DelegatedAccess& door, Request& request);
 // operation_handlers.cpp: liveness, readiness, metrics, namespace usage.
 Plan plan_healthz();
 Plan plan_readyz(const replication::PeerService* peers);

@@ -25,7 +25,8 @@ class PeerService;
 }  // namespace berth::replication
 namespace berth::auth {
 class Authorizer;
-}
+class DelegatedAccess;
+}  // namespace berth::auth
 namespace berth::observe {
 class MetricsRegistry;
 }
@@ -75,6 +76,7 @@ struct Services {
     replication::PeerService* peers;                    // null without peers
     const replication::Cluster* cluster;                // null without peers
     const auth::Authorizer* authorizer;                 // null: everyone may do everything
+    auth::DelegatedAccess* delegated;                   // the node agent's door: the replicas decide who reads
     const observe::MetricsRegistry* metrics = nullptr;  // what GET /metrics writes
     net::Client* client = nullptr;  // for upload requests sent on to the replica that owns the session
 };

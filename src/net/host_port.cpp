@@ -106,6 +106,15 @@ Url parse_url(std::string_view url) {
     return out;
 }
 
+// It goes into a realm URL a client will call with its password.
+bool plain_host(std::string_view host) {
+    if (host.empty() || host.size() > 255) return false;
+    for (char c : host)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' || c == '[' || c == ']'))
+            return false;
+    return true;
+}
+
 std::string query_escape(std::string_view value) {
     static constexpr char digits[] = "0123456789ABCDEF";
     std::string out;

@@ -142,7 +142,7 @@ Node::Node(config::Config config)
                                                                     : nullptr;
                                   })),
       server_(server_options(config_.server), registry_, metrics_, replicator_.get(), replicator_.get(),
-              authorizer_.get()),
+              authorizer_.get(), proxy_ ? proxy_->agent_access() : nullptr),
       scheduler_(metrics_) {
     as_config_error("listen: cannot listen on " + config_.server.host + ":" + std::to_string(config_.server.port), [&] {
         server_.bind();

@@ -16,6 +16,7 @@ std::string blob(std::string_view name, std::string_view digest) { return join(n
 std::string upload(std::string_view name, std::string_view id) { return join(name, "/blobs/uploads/", id); }
 std::string manifest(std::string_view name, std::string_view reference) { return join(name, "/manifests/", reference); }
 std::string tags(std::string_view name) { return join(name, "/tags/list"); }
+std::string referrers(std::string_view name, std::string_view digest) { return join(name, "/referrers/", digest); }
 std::string catalog() { return "/v2/_catalog"; }
 
 }  // namespace berth::oci::path

@@ -17,14 +17,6 @@ namespace {
 using registry::ManifestAnswer;
 using Status = ManifestAnswer::Status;
 
-const net::Headers& accept_manifests() {
-    static const net::Headers accept{{"Accept", std::string(oci::media_type::oci_manifest) + ", " +
-                                                    std::string(oci::media_type::oci_index) + ", " +
-                                                    std::string(oci::media_type::docker_manifest) + ", " +
-                                                    std::string(oci::media_type::docker_manifest_list)}};
-    return accept;
-}
-
 std::string scope_of(const std::string& name) { return "repository:" + name + ":pull"; }
 
 // The bytes answer the reference: by digest they hash to it; by tag, any

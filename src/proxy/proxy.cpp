@@ -47,6 +47,10 @@ Proxy::Impl::Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore
       replica_id(std::move(id)), cluster(r) {
     for (auto& upstream : options.upstreams)
         upstreams.push_back(std::make_unique<UpstreamState>(client, upstream, remote_config(upstream)));
+    if (options.agent && options.agent_authorize == Options::Authorize::caller)
+        gate =
+            std::make_unique<AgentGate>(client, remote_config(options.upstreams.front()),
+                                        AgentGate::DecisionTtl{options.agent_decision_ttl, options.agent_outage_ttl});
 }
 
 std::optional<std::pair<std::size_t, std::string>> mirrored_name(const Options& options, const std::string& repo) {
@@ -96,6 +100,8 @@ Proxy::~Proxy() {
     std::unique_lock lock(impl_->flights_mutex);
     impl_->flights_idle.wait(lock, [&] { return impl_->running == 0; });
 }
+
+auth::DelegatedAccess* Proxy::agent_access() { return impl_->gate.get(); }
 
 bool Proxy::mirrors(const std::string& repo) const { return impl_->find(repo).first != nullptr; }
 
@@ -174,6 +180,7 @@ void Proxy::write_metrics(observe::MetricsWriter& out) const {
         out.add_summary(Metric::proxy_upstream_seconds, labels, static_cast<double>(c.request_micros.load()) * 1e-6,
                         c.requests.load());
     }
+    if (impl_->gate) impl_->gate->write_metrics(out);
 }
 
 }  // namespace berth::proxy

@@ -16,6 +16,7 @@
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "agent_gate.hpp"
 #include "remote.hpp"
 
 namespace berth::replication {
@@ -86,6 +87,7 @@ struct Proxy::Impl {
     std::string replica_id;
     const replication::Cluster* cluster;
     std::vector<std::unique_ptr<UpstreamState>> upstreams;
+    std::unique_ptr<AgentGate> gate;
 
     std::mutex flights_mutex;
     std::condition_variable flights_idle;

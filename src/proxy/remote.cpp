@@ -5,6 +5,7 @@
 
 #include "berth/net/resolve.hpp"
 #include "berth/oci/encoding.hpp"
+#include "berth/oci/media_types.hpp"
 #include "answers.hpp"
 #include "challenge.hpp"
 
@@ -71,6 +72,14 @@ std::string read_all(net::Exchange& exchange, const net::ResponseHead& head, std
 }
 
 }  // namespace
+
+const net::Headers& accept_manifests() {
+    static const net::Headers accept{{"Accept", std::string(oci::media_type::oci_manifest) + ", " +
+                                                    std::string(oci::media_type::oci_index) + ", " +
+                                                    std::string(oci::media_type::docker_manifest) + ", " +
+                                                    std::string(oci::media_type::docker_manifest_list)}};
+    return accept;
+}
 
 Remote::Remote(net::Client& client, RemoteConfig config) : client_(client), config_(std::move(config)) {}
 
@@ -208,7 +217,7 @@ Opened Remote::open_at(Address& address, const std::string& method, const std::s
         Opened opened{client_.open(origin, std::move(head))};
         opened.head = &opened.exchange->read_head();
         const int status = opened.head->status;
-        if (status == 401 && same_host && !challenged) {
+        if (status == 401 && same_host && !challenged && config_.answer_challenges) {
             challenged = true;
             if (answer_challenge(opened.head->header("www-authenticate"), scope, deadline)) continue;
         }

@@ -26,6 +26,9 @@ struct RemoteConfig {
     unsigned max_concurrent = 16;
     std::chrono::seconds fetch_timeout{30};  // one whole answer (Upstream::fetch_timeout)
     std::vector<std::string> token_realms;   // Upstream::token_realms
+    // Off: a 401 is returned as it came, and no credentials of this config are added (the agent's
+    // gate asks with the caller's own Authorization).
+    bool answer_challenges = true;
 };
 
 // What the remote answered: the head, and the exchange to read the body from.
@@ -33,6 +36,9 @@ struct Opened {
     std::unique_ptr<net::Exchange> exchange;
     const net::ResponseHead* head = nullptr;
 };
+
+// The Accept header of a manifest request: every manifest type berth stores.
+const net::Headers& accept_manifests();
 
 class Remote {
 public:

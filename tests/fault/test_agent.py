@@ -7,7 +7,7 @@
    replicas' bytes; the replica the agent used is killed -9 and pulls of new and cached
    images through the agent go on, from the others;
 2. mTLS: a replica serving TLS that requires client certificates; the agent with its client
-   certificate pulls; an agent without one gets nothing (404, never the content); pushes to
+   certificate pulls; an agent without one gets nothing (503, never the content); pushes to
    the agent are refused (405 UNSUPPORTED) and change nothing;
 3. the LRU cache stays within cache.max_bytes.
 """
@@ -153,13 +153,15 @@ class AgentTls(unittest.TestCase):
         self.assertEqual(r.status, 405)
         self.assertEqual(self.replica.get("/v2/quay.io/team/tool/manifests/evil").status, 404)
 
-        # Without a client certificate the replica refuses the handshake: the agent has nothing to serve.
+        # Without a client certificate the replica refuses the handshake: the agent cannot even ask
+        # who may read, and serves nothing (503, also for GET /v2/).
         bare = agent_for([url], agent={"ca_file": self.ca})
         self.addCleanup(bare.cleanup)
+        bare.ready_statuses = (503,)
         bare.start()
         started = time.monotonic()
         r = bare.get("/v2/team/tool/manifests/1.0?ns=quay.io")
-        self.assertEqual(r.status, 404)
+        self.assertEqual(r.status, 503)
         self.assertLess(time.monotonic() - started, 3)
 
         # A second image pushes the first out of the 150 kB cache (checked every 10 s).

@@ -218,3 +218,22 @@ TEST_CASE("auth.ldap keeps its key names and is checked at start") {
     CHECK(error_of(R"({"auth":{"ldap":{"url":"ldap://dc","user_search_base":"o=x","timeout_seconds":0}}})") ==
           "auth.ldap.timeout_seconds must be from 1 to 60");
 }
+
+TEST_CASE("the node agent lets the replicas decide who reads unless told otherwise") {
+    auto config = parse_config(R"({"agent":{"replicas":["http://berth:5000"]}})");
+    CHECK(config.proxy.agent_authorize == berth::proxy::Options::Authorize::caller);
+    CHECK(config.proxy.agent_decision_ttl.count() == 10);
+    CHECK(config.proxy.agent_outage_ttl.count() == 3600);
+    config = parse_config(
+        R"({"agent":{"replicas":["http://berth:5000"],"authorize":"agent","decision_seconds":5,
+            "outage_decision_seconds":0}})");
+    CHECK(config.proxy.agent_authorize == berth::proxy::Options::Authorize::agent);
+    CHECK(config.proxy.agent_decision_ttl.count() == 5);
+    CHECK(config.proxy.agent_outage_ttl.count() == 0);
+    CHECK(error_of(R"({"agent":{"replicas":["http://berth:5000"],"authorize":"nobody"}})")
+              .starts_with("agent.authorize must be"));
+    CHECK(error_of(R"({"agent":{"replicas":["http://berth:5000"],"decision_seconds":301}})") ==
+          "agent.decision_seconds must be at most 300");
+    CHECK(error_of(R"({"agent":{"replicas":["http://b:5000"]},"auth":{"htpasswd":"/dev/null"}})")
+              .starts_with("agent and auth exclude each other"));
+}

@@ -16,7 +16,8 @@ class PeerService;
 }  // namespace berth::replication
 namespace berth::auth {
 class Authorizer;
-}
+class DelegatedAccess;
+}  // namespace berth::auth
 namespace berth::observe {
 class MetricsRegistry;
 }
@@ -71,10 +72,11 @@ class Server {
 public:
     // GET /metrics answers what metrics' sources write; the server adds its own (requests,
     // connections). peers and cluster may be null: a single registry without peers;
-    // authorizer null: no authentication.
+    // authorizer null: no authentication; delegated: the node agent's door, where the replicas
+    // decide who reads.
     Server(ServerOptions options, registry::Registry& registry, observe::MetricsRegistry& metrics,
            replication::PeerService* peers = nullptr, const replication::Cluster* cluster = nullptr,
-           const auth::Authorizer* authorizer = nullptr);
+           const auth::Authorizer* authorizer = nullptr, auth::DelegatedAccess* delegated = nullptr);
     ~Server();
 
     // Binds; after this port() is the real port (useful with port 0).

@@ -21,6 +21,10 @@ HostPort parse_host_port(std::string_view text, std::string_view default_port = 
 // for one the kernel picks.
 HostPort parse_listen_address(std::string_view text);
 
+// A Host header fit to go into a URL berth hands out (a token realm): host[:port]
+// characters only, at most 255.
+bool plain_host(std::string_view host);
+
 struct Url {
     bool tls = false;
     HostPort address;

@@ -69,4 +69,6 @@
     M(proxy_fetched_bytes_total, counter, "Bytes fetched from the upstream.")                                          \
     M(proxy_coalesced_total, counter, "Reads that joined a fetch already under way instead of starting one.")          \
     M(proxy_upstream_errors_total, counter, "Upstream requests that failed.")                                          \
-    M(proxy_upstream_seconds, summary, "Upstream requests and the time until their answers.")
+    M(proxy_upstream_seconds, summary, "Upstream requests and the time until their answers.")                          \
+    M(agent_authorizations_total, counter,                                                                             \
+      "The node agent's decisions who may read, by result (allowed, denied, unavailable) and whether cached.")

@@ -16,6 +16,8 @@ std::string upload(std::string_view name, std::string_view id);
 std::string manifest(std::string_view name, std::string_view reference);
 // /v2/<name>/tags/list
 std::string tags(std::string_view name);
+// /v2/<name>/referrers/<digest>
+std::string referrers(std::string_view name, std::string_view digest);
 // /v2/_catalog
 std::string catalog();
 

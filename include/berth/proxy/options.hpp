@@ -39,6 +39,12 @@ struct Options {
     std::vector<Upstream> upstreams;
     // Agent mode: one catch-all upstream (the replicas), no replication.
     bool agent = false;
+    // Who decides what the agent serves (agent.authorize): the replicas, asked with each
+    // caller's own credentials; or the agent's own credentials, the same for every caller
+    // on the node (single-tenant nodes only). docs/node-agent.md.
+    enum class Authorize { caller, agent } agent_authorize = Authorize::caller;
+    std::chrono::seconds agent_decision_ttl{10};  // a caller's allowed or refused repository is asked again after
+    std::chrono::seconds agent_outage_ttl{3600};  // and still holds while the replicas cannot be asked
     // Blob bytes kept before the least recently used are evicted; 0: no bound.
     std::uint64_t cache_max_bytes = 0;
 

@@ -22,6 +22,9 @@ class HybridClock;
 namespace berth::replication {
 class Cluster;
 }
+namespace berth::auth {
+class DelegatedAccess;
+}
 
 namespace berth::proxy {
 
@@ -50,6 +53,8 @@ public:
     void touched(const oci::Digest& digest) override;
 
     void write_metrics(observe::MetricsWriter& out) const;
+    // The agent's door when the replicas decide who reads (agent.authorize "caller"); null otherwise.
+    auth::DelegatedAccess* agent_access();
     // Evicts the least recently used blobs beyond cache.max_bytes; returns how many.
     std::size_t trim_cache();
 

@@ -1,0 +1,132 @@
+#include "agent_gate.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "berth/net/reach.hpp"
+#include "berth/oci/digest.hpp"
+#include "challenge.hpp"
+
+namespace berth::proxy {
+namespace {
+
+constexpr std::size_t max_decisions = 10000;
+constexpr std::size_t max_token_answer = 64 << 10;
+
+enum Result { allowed, denied, unavailable };
+constexpr const char* result_names[] = {"allowed", "denied", "unavailable"};
+
+Result result_of(const auth::Verdict& verdict) {
+    if (verdict.allowed()) return allowed;
+    return verdict.status == 503 ? unavailable : denied;
+}
+
+}  // namespace
+
+AgentGate::AgentGate(net::Client& client, RemoteConfig replicas, DecisionTtl ttl)
+    : replicas_(client,
+                [&] {
+                    replicas.username.clear();
+                    replicas.password.clear();
+                    replicas.answer_challenges = false;
+                    return replicas;
+                }()),
+      ttl_(ttl) {
+    for (auto& url : replicas.urls) replica_addresses_.push_back(url.address);
+}
+
+auth::Verdict AgentGate::check(const std::string& authorization, const std::string& repository, const std::string& path,
+                               const std::string& origin) {
+    // The credential is kept hashed: the table must not become a store of passwords and tokens.
+    const auto key = oci::Digest::of(oci::DigestAlgorithm::sha256, authorization).hex() + repository;
+    auto answer = [&](auth::Verdict verdict, bool cached) {
+        count(verdict, cached);
+        verdict.challenge = challenge_for(verdict.challenge, origin);
+        return verdict;
+    };
+    std::optional<Remembered> remembered;
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = decisions_.find(key); it != decisions_.end()) remembered = it->second;
+    }
+    const auto now = Clock::now();
+    if (remembered && now - remembered->asked < ttl_.fresh) return answer(remembered->verdict, true);
+    net::reach(net::upstream_party(""));
+    auto verdict = ask(authorization, path);
+    // Through an outage of the replicas, what they last said holds a while longer.
+    if (verdict.status == 503 && remembered && now - remembered->asked < ttl_.outage)
+        return answer(remembered->verdict, true);
+    if (verdict.status != 503) {
+        std::lock_guard lock(mutex_);
+        const auto oldest = std::max(ttl_.fresh, ttl_.outage);
+        if (decisions_.size() >= max_decisions)
+            std::erase_if(decisions_, [&](auto& e) { return now - e.second.asked >= oldest; });
+        if (decisions_.size() >= max_decisions) decisions_.clear();
+        decisions_[key] = {verdict, now};
+    }
+    return answer(std::move(verdict), false);
+}
+
+auth::Verdict AgentGate::ask(const std::string& authorization, const std::string& path) {
+    net::Headers headers;
+    if (!authorization.empty()) headers.emplace_back("Authorization", authorization);
+    if (path.find("/manifests/") != std::string::npos)
+        headers.insert(headers.end(), accept_manifests().begin(), accept_manifests().end());
+    try {
+        auto answer = replicas_.request("HEAD", path, "", 0, headers);
+        // The replicas judge who asks before they look for what is asked: a 404 is an allowed caller.
+        if (answer.status == 401) return {401, answer.header("www-authenticate"), "authentication required"};
+        if (answer.status == 403) return {403, {}, "access denied by the registry"};
+        if ((answer.status >= 200 && answer.status < 300) || answer.status == 404) return {};
+        return {503, {}, "the registry answered " + std::to_string(answer.status) + " when asked who may read"};
+    } catch (const std::exception& error) {
+        return {503, {}, std::string("the registry could not be asked who may read: ") + error.what()};
+    }
+}
+
+auth::RelayedToken AgentGate::token(const std::string& authorization, const std::string& query) {
+    net::reach(net::upstream_party(""));
+    net::Headers headers;
+    if (!authorization.empty()) headers.emplace_back("Authorization", authorization);
+    try {
+        auto answer =
+            replicas_.request("GET", "/auth/token" + (query.empty() ? "" : "?" + query), "", max_token_answer, headers);
+        return {answer.status, std::move(answer.body)};
+    } catch (const std::exception& error) {
+        return {503,
+                nlohmann::json{
+                    {"errors",
+                     {{{"code", "UNAVAILABLE"},
+                       {"message", std::string("the registry's token endpoint is out of reach: ") + error.what()}}}}}
+                    .dump()};
+    }
+}
+
+std::string AgentGate::challenge_for(const std::string& challenge, const std::string& origin) const {
+    auto parsed = parse_challenge(challenge);
+    auto realm = parsed.params.find("realm");
+    if (parsed.scheme != "bearer" || realm == parsed.params.end()) return challenge;
+    try {
+        auto url = net::parse_url(realm->second);
+        bool theirs = false;
+        for (auto& address : replica_addresses_) theirs = theirs || address == url.address;
+        if (!theirs) return challenge;
+    } catch (const std::invalid_argument&) {
+        return challenge;
+    }
+    std::string out = "Bearer realm=\"" + origin + "/auth/token\"";
+    for (auto& [name, value] : parsed.params)
+        if (name != "realm") out += "," + name + "=\"" + value + "\"";
+    return out;
+}
+
+void AgentGate::count(const auth::Verdict& verdict, bool cached) { ++decisions_counted_[result_of(verdict)][cached]; }
+
+void AgentGate::write_metrics(observe::MetricsWriter& out) const {
+    for (int result = 0; result < 3; ++result)
+        for (int cached = 0; cached < 2; ++cached)
+            out.add(observe::Metric::agent_authorizations_total,
+                    {{"result", result_names[result]}, {"cached", cached ? "true" : "false"}},
+                    static_cast<double>(decisions_counted_[result][cached]));
+}
+
+}  // namespace berth::proxy

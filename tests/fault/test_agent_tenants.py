@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""No tenant leak through the node agent (agent.authorize "caller", the default): a replica with
+htpasswd users and rules (alice/** for alice, public/** for anyone, everything for the agent's
+own user), and an agent with that user's credentials.
+
+- Anonymous callers and bob get the replicas' own answer for alice's private image (401 with
+  the challenge, 403), for the manifest and for every blob, also once the blobs are in the
+  node's cache; alice gets it, the second time from the node's cache (the replica sees no
+  blob GET); anonymous callers pull public/**.
+- With the replicas' token endpoint (auth.token), the challenge's realm is the agent's own
+  /auth/token, which relays to the replicas: the docker token flow works through the agent.
+- skopeo, a real client, copies alice's image through the agent only with her credentials.
+- The replica stopped: alice's remembered decision still serves her from the cache; bob still
+  gets nothing.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import berthtest as bt  # noqa: E402
+
+RULES = [
+    {"repository": "${user}/**", "principals": ["authenticated"], "actions": ["pull", "push"]},
+    {"repository": "public/**", "principals": ["anonymous", "authenticated"], "actions": ["pull"]},
+    {"repository": "public/**", "principals": ["user:alice"], "actions": ["push"]},
+    {"repository": "**", "principals": ["user:node-agent"], "actions": ["pull"]},
+]
+ALICE = bt.basic_auth("alice", "alice-pw")
+BOB = bt.basic_auth("bob", "bob-pw")
+
+
+def push_as(server, repo, tag, headers, layer_sizes=(40_000, 30_000)):
+    image = bt.make_image(layer_sizes)
+    for digest, data in image["blobs"].items():
+        r = server.request("POST", f"/v2/{repo}/blobs/uploads/?digest={digest}", body=data,
+                           headers={**headers, "Content-Type": "application/octet-stream"})
+        assert r.status == 201, r
+    r = server.request("PUT", f"/v2/{repo}/manifests/{tag}", body=image["manifest"],
+                       headers={**headers, "Content-Type": bt.OCI_MANIFEST})
+    assert r.status == 201, r
+    return image
+
+
+def pull(server, repo, ref, headers=None):
+    """Statuses of the manifest and of each blob GET, and whether every body matched."""
+    headers = dict(headers or {})
+    r = server.get(f"/v2/{repo}/manifests/{ref}", headers={**headers, "Accept": bt.OCI_MANIFEST})
+    if r.status != 200:
+        return r.status, r
+    doc = json.loads(r.body)
+    for desc in [doc["config"], *doc["layers"]]:
+        b = server.get(f"/v2/{repo}/blobs/{desc['digest']}", headers=headers)
+        if b.status != 200 or bt.sha256_digest(b.body) != desc["digest"]:
+            return b.status, b
+    return 200, r
+
+
+def blob_gets(replica, principal):
+    """How many blob GETs the replica has answered for this principal."""
+    count = 0
+    for line in replica.stderr().splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if doc.get("msg") == "request" and doc.get("method") == "GET" and "/blobs/sha256:" in doc.get("target", "") \
+                and doc.get("principal") == principal:
+            count += 1
+    return count
+
+
+class AgentTenants(unittest.TestCase):
+    token_endpoint = False
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="berth-agent-tenants-")
+        cls.addClassCleanup(shutil.rmtree, cls.dir, True)
+        replica = bt.Berth()
+        cls.replica = replica
+        cls.addClassCleanup(replica.cleanup)
+        bt.write_htpasswd(os.path.join(replica.tmp, "htpasswd"),
+                          {"alice": "alice-pw", "bob": "bob-pw", "node-agent": "agent-pw"})
+        auth = {"htpasswd": "htpasswd", "rules": RULES}
+        if cls.token_endpoint:
+            bt.gen_ec_key(os.path.join(replica.tmp, "token.key"))
+            auth["token"] = {"signing_key": "token.key"}
+        replica.config = {"auth": auth, "log": {"access": True}}
+        replica.ready_statuses = (401,)
+        replica.start()
+        cls.private = push_as(replica, "alice/private", "1", ALICE)
+        cls.public = push_as(replica, "public/base", "1", ALICE, layer_sizes=(20_000,))
+
+        with open(os.path.join(cls.dir, "agent-password"), "w") as f:
+            f.write("agent-pw\n")
+        agent = bt.Berth(config={"agent": {"replicas": [f"http://127.0.0.1:{replica.port}"],
+                                           "username": "node-agent",
+                                           "password_file": os.path.join(cls.dir, "agent-password")},
+                                 "log": {"access": True}})
+        cls.agent = agent
+        cls.addClassCleanup(agent.cleanup)
+        agent.ready_statuses = (401,)  # GET /v2/ as the replicas answer it to a stranger
+        agent.start()
+
+    def test_a_owner_pulls_strangers_get_the_replicas_answer(self):
+        agent, replica, private = self.agent, self.replica, self.private
+        status, r = pull(agent, "alice/private", "1")
+        self.assertEqual(status, 401, r)
+        challenge = r.header("WWW-Authenticate")
+        self.assertTrue(challenge, "a 401 carries the challenge, so clients send credentials")
+        self.assertEqual(challenge.split(" ")[0], replica.get("/v2/alice/private/manifests/1").header(
+            "WWW-Authenticate").split(" ")[0])
+
+        self.assertEqual(pull(agent, "alice/private", "1", ALICE)[0], 200)
+        self.assertEqual(pull(agent, "alice/private", private["digest"], ALICE)[0], 200)
+        self.assertEqual(pull(agent, "public/base", "1")[0], 200)
+
+        # Every blob is in the node's cache now; none is served to anyone else.
+        for digest in private["blobs"]:
+            for headers, status in (({}, 401), (BOB, 403), (bt.basic_auth("alice", "wrong"), 401)):
+                r = agent.get(f"/v2/alice/private/blobs/{digest}", headers=headers)
+                self.assertEqual(r.status, status, (digest, headers, r))
+                self.assertNotEqual(bt.sha256_digest(r.body), digest)
+            # Nor under a repository bob may read that does not hold it.
+            r = agent.get(f"/v2/bob/anything/blobs/{digest}", headers=BOB)
+            self.assertEqual(r.status, 404, r)
+        self.assertEqual(pull(agent, "alice/private", "1", BOB)[0], 403)
+        self.assertIn(agent.get("/v2/_catalog", headers=ALICE).status, (404, 405))
+
+        # alice again: from the node's cache, no blob GET reaches the replica for her or the agent.
+        before = blob_gets(replica, "node-agent"), blob_gets(replica, "alice")
+        self.assertEqual(pull(agent, "alice/private", "1", ALICE)[0], 200)
+        self.assertEqual((blob_gets(replica, "node-agent"), blob_gets(replica, "alice")), before)
+
+        metrics = agent.metrics()
+        decided = {k: v for k, v in metrics.items() if k.startswith("berth_agent_authorizations_total")}
+        self.assertGreater(decided['berth_agent_authorizations_total{result="allowed",cached="true"}'], 0, decided)
+        self.assertGreater(decided['berth_agent_authorizations_total{result="denied",cached="false"}'], 0, decided)
+
+    def test_b_skopeo_copies_only_with_credentials(self):
+        if not shutil.which("skopeo"):
+            self.skipTest("skopeo is not installed")
+        out = os.path.join(self.dir, "copy")
+        source = f"docker://127.0.0.1:{self.agent.port}/alice/private:1"
+        base = ["skopeo", "copy", "--src-tls-verify=false", "--retry-times", "0"]
+        refused = subprocess.run(base + ["--src-no-creds", source, f"oci:{out}-anonymous:x"],
+                                 capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(refused.returncode, 0, refused.stdout)
+        refused = subprocess.run(base + ["--src-creds", "bob:bob-pw", source, f"oci:{out}-bob:x"],
+                                 capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(refused.returncode, 0, refused.stdout)
+        copied = subprocess.run(base + ["--src-creds", "alice:alice-pw", source, f"oci:{out}-alice:x"],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(copied.returncode, 0, copied.stderr)
+        raw = subprocess.run(["skopeo", "inspect", "--raw", "--tls-verify=false", "--creds", "alice:alice-pw", source],
+                             capture_output=True, timeout=120)
+        self.assertEqual(raw.returncode, 0, raw.stderr)
+        self.assertEqual(bt.sha256_digest(raw.stdout), self.private["digest"])
+
+    def test_z_replica_outage_keeps_remembered_decisions(self):
+        # Last: the replica comes back on another port.
+        agent, replica = self.agent, self.replica
+        self.assertEqual(pull(agent, "alice/private", "1", ALICE)[0], 200)
+        replica.stop()
+        try:
+            self.assertEqual(pull(agent, "alice/private", "1", ALICE)[0], 200)
+            self.assertIn(pull(agent, "alice/private", "1", BOB)[0], (403, 503))
+            status, r = pull(agent, "alice/private", "1", bt.basic_auth("carol", "never-asked"))
+            self.assertEqual(status, 503, r)
+            self.assertEqual(r.error_codes(), ["UNAVAILABLE"])
+        finally:
+            replica.restart()
+
+
+class AgentTenantsTokenFlow(AgentTenants):
+    """The same with the replicas' token endpoint: Bearer challenges name the agent's /auth/token."""
+    token_endpoint = True
+
+    def test_d_token_flow_through_the_agent(self):
+        agent = self.agent
+        r = agent.get("/v2/alice/private/manifests/1")
+        self.assertEqual(r.status, 401)
+        challenge = r.header("WWW-Authenticate")
+        self.assertIn(f'realm="http://127.0.0.1:{agent.port}/auth/token"', challenge)
+        self.assertIn('scope="repository:alice/private:pull"', challenge)
+        token = agent.get("/auth/token?service=berth&scope=repository:alice/private:pull", headers=ALICE)
+        self.assertEqual(token.status, 200, token)
+        bearer = bt.bearer(token.json()["token"])
+        self.assertEqual(pull(agent, "alice/private", "1", bearer)[0], 200)
+        bobs = agent.get("/auth/token?service=berth&scope=repository:alice/private:pull", headers=BOB).json()["token"]
+        self.assertEqual(pull(agent, "alice/private", "1", bt.bearer(bobs))[0], 401)
+        self.assertEqual(agent.get("/auth/token?service=berth", headers=bt.basic_auth("bob", "x")).status, 401)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
