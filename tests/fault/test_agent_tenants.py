@@ -12,6 +12,8 @@ own user), and an agent with that user's credentials.
 - skopeo, a real client, copies alice's image through the agent only with her credentials.
 - The replica stopped: alice's remembered decision still serves her from the cache; bob still
   gets nothing.
+- Service account tokens (auth.oidc on the replica, one ${namespace} rule): team-a's token,
+  as a password or a Bearer token, gets nothing of team-b's through the agent.
 """
 
 import json
@@ -196,6 +198,65 @@ class AgentTenantsTokenFlow(AgentTenants):
         bobs = agent.get("/auth/token?service=berth&scope=repository:alice/private:pull", headers=BOB).json()["token"]
         self.assertEqual(pull(agent, "alice/private", "1", bt.bearer(bobs))[0], 401)
         self.assertEqual(agent.get("/auth/token?service=berth", headers=bt.basic_auth("bob", "x")).status, 401)
+
+
+class AgentServiceAccounts(unittest.TestCase):
+    """Service account tokens through the agent: one ${namespace} rule on the replica; a team-a
+    token (as the password of Basic credentials, as the kubelet's credential provider sends it,
+    or as a Bearer token) pulls team-a/app through the agent and gets team-b/app refused, also
+    once team-b's image sits in the node's cache."""
+
+    ISSUER = "https://kubernetes.default.svc.cluster.local"
+
+    @classmethod
+    def setUpClass(cls):
+        replica = bt.Berth()
+        cls.replica = replica
+        cls.addClassCleanup(replica.cleanup)
+        cls.key = bt.gen_rsa_key(os.path.join(replica.tmp, "sa.key"))
+        with open(os.path.join(replica.tmp, "jwks.json"), "w") as f:
+            json.dump({"keys": [bt.public_jwk(cls.key, "k1")]}, f)
+        bt.write_htpasswd(os.path.join(replica.tmp, "htpasswd"), {"node-agent": "agent-pw", "root": "root-pw"})
+        replica.config = {"auth": {
+            "htpasswd": "htpasswd",
+            "oidc": [{"issuer": cls.ISSUER, "audiences": ["berth"], "jwks_file": "jwks.json"}],
+            "rules": [{"repository": "${namespace}/**", "principals": ["group:system:serviceaccounts"],
+                       "actions": ["pull", "push"]},
+                      {"repository": "**", "principals": ["user:node-agent", "user:root"], "actions": ["pull", "push"]}]}}
+        replica.ready_statuses = (401,)
+        replica.start()
+        cls.images = {team: push_as(replica, f"{team}/app", "1", bt.basic_auth("root", "root-pw"))
+                      for team in ("team-a", "team-b")}
+        password = os.path.join(replica.tmp, "agent-password")
+        with open(password, "w") as f:
+            f.write("agent-pw")
+        agent = bt.Berth(config={"agent": {"replicas": [f"http://127.0.0.1:{replica.port}"],
+                                           "username": "node-agent", "password_file": password}})
+        cls.agent = agent
+        cls.addClassCleanup(agent.cleanup)
+        agent.ready_statuses = (401,)
+        agent.start()
+
+    def token(self, namespace):
+        return bt.make_jwt(bt.service_account_claims(namespace, "default", self.ISSUER), self.key, "RS256",
+                           header={"kid": "k1"})
+
+    def test_tokens_cross_no_tenant_through_the_agent(self):
+        agent = self.agent
+        a, b = self.token("team-a"), self.token("team-b")
+        for present in (lambda t: bt.basic_auth("kubelet", t), bt.bearer):
+            self.assertEqual(pull(agent, "team-b/app", "1", present(b))[0], 200)  # now in the node's cache
+            self.assertEqual(pull(agent, "team-a/app", "1", present(a))[0], 200)
+            status, r = pull(agent, "team-b/app", "1", present(a))
+            self.assertEqual(status, 403, r)
+            for digest in self.images["team-b"]["blobs"]:
+                r = agent.get(f"/v2/team-b/app/blobs/{digest}", headers=present(a))
+                self.assertEqual(r.status, 403, r)
+                r = agent.get(f"/v2/team-a/app/blobs/{digest}", headers=present(a))
+                self.assertEqual(r.status, 404, r)  # not linked under team-a: nothing of team-b's
+        expired = bt.make_jwt(bt.service_account_claims("team-b", "default", self.ISSUER, lifetime=-60), self.key,
+                              "RS256", header={"kid": "k1"})
+        self.assertEqual(pull(agent, "team-b/app", "1", bt.bearer(expired))[0], 401)
 
 
 if __name__ == "__main__":
