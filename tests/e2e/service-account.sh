@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A Kubernetes service account token as the password: skopeo (--dest-creds) and
-# podman login push with a token of namespace team-a, as a CI job in a pod would
+# A Kubernetes service account token as the password: skopeo (--dest-creds),
+# podman login and docker login push with a token of namespace team-a, as a CI job in a pod would
 # with its projected token. berth trusts the issuer's keys (auth.oidc, jwks_file)
 # and one rule, "${namespace}/**" for group system:serviceaccounts, gives each
 # namespace its own repositories: team-a/app is pushed and read back, team-b/app
@@ -8,7 +8,8 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/registry.sh"
 . "$(dirname "$0")/../lib/oci.sh"
-need skopeo podman openssl jq
+. "$(dirname "$0")/../lib/containerd.sh"
+need skopeo podman docker dockerd containerd ctr openssl jq
 [[ -n ${BERTH_BIN:-} ]] || skip "service-account.sh needs berth (BERTH_BIN): it configures berth's authentication"
 LIB=$(cd "$(dirname "$0")/../lib" && pwd)
 ISSUER=https://kubernetes.default.svc.cluster.local
@@ -88,5 +89,27 @@ assert_eq "$(cat "$WORK/pushed")" "$(manifest_digest team-a/podman v1)" "digest 
 "${PODMAN[@]}" logout "$REGISTRY" >/dev/null
 if "${PODMAN[@]}" pull --quiet --tls-verify=false "$REGISTRY/team-a/app:v1" >/dev/null 2>&1; then
     fail "podman pulled team-a/app after logout"
+fi
+log "docker login with the token, push and pull in team-a; team-b refused"
+start_containerd
+start_dockerd
+"${DOCKER[@]}" login -u sa --password-stdin "$REGISTRY" <<<"$TEAM_A" | tee "$WORK/docker-login.out"
+grep -q "Login Succeeded" "$WORK/docker-login.out" || fail "no 'Login Succeeded' from docker login"
+oci_make_image "$WORK/src-docker" v1 >/dev/null
+oci_docker_archive "$WORK/src-docker" v1 e2e/sa-docker:v1 "$WORK/docker-image.tar"
+"${DOCKER[@]}" load -q -i "$WORK/docker-image.tar" >/dev/null
+"${DOCKER[@]}" tag e2e/sa-docker:v1 "$REGISTRY/team-a/docker:v1"
+pushed=$("${DOCKER[@]}" push "$REGISTRY/team-a/docker:v1" | awk '/digest: sha256:/ { print $3 }')
+assert_eq "$pushed" "$(manifest_digest team-a/docker v1)" "digest of team-a/docker:v1 pushed by docker"
+"${DOCKER[@]}" tag e2e/sa-docker:v1 "$REGISTRY/team-b/docker:v1"
+if "${DOCKER[@]}" push "$REGISTRY/team-b/docker:v1" >"$WORK/docker-refused.out" 2>&1; then
+    fail "docker pushed to team-b/docker with team-a's token"
+fi
+grep -qiE 'denied|unauthorized|403' "$WORK/docker-refused.out" || { cat "$WORK/docker-refused.out" >&2; fail "docker's push refused, but not for access"; }
+"${DOCKER[@]}" rmi "$REGISTRY/team-a/docker:v1" >/dev/null
+"${DOCKER[@]}" pull -q "$REGISTRY/team-a/docker:v1" >/dev/null
+"${DOCKER[@]}" logout "$REGISTRY" >/dev/null
+if "${DOCKER[@]}" pull -q "$REGISTRY/team-a/app:v1" >/dev/null 2>&1; then
+    fail "docker pulled team-a/app after logout"
 fi
 log "service account checks passed"
