@@ -15,6 +15,7 @@
 #include "berth/observe/log.hpp"
 #include "berth/oci/encoding.hpp"
 #include "berth/oci/json.hpp"
+#include "issuer_documents.hpp"
 #include "jwt.hpp"
 #include "key_source.hpp"
 
@@ -23,41 +24,12 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using Keys = std::vector<std::shared_ptr<JwtKey>>;
 
-constexpr std::size_t max_keys = 64;
-constexpr std::size_t max_groups = 256;
 constexpr std::size_t max_cached_tokens = 10000;
 // An unknown kid makes the key set be read again at most this often: a stream of
 // forged kids must not turn into a stream of requests to the issuer.
 constexpr auto unknown_kid_interval = std::chrono::seconds(10);
-
-using Keys = std::vector<std::shared_ptr<JwtKey>>;
-
-// The usable keys of a JWK Set; throws std::runtime_error when none is.
-Keys parse_key_set(std::string_view text, const std::string& where) {
-    if (text.size() > max_key_set_bytes) throw std::runtime_error(where + ": key set larger than 256 KiB");
-    auto doc = oci::parse_json(text);
-    if (!doc.is_object() || !doc.contains("keys") || !doc["keys"].is_array())
-        throw std::runtime_error(where + ": not a JWK Set ({\"keys\": [...]})");
-    Keys keys;
-    std::string skipped;
-    for (auto& jwk : doc["keys"]) {
-        if (keys.size() == max_keys) break;
-        try {
-            keys.push_back(JwtKey::from_jwk(jwk));
-        } catch (const std::exception& error) {
-            skipped = error.what();  // an encryption key, say: not ours to use
-        }
-    }
-    if (keys.empty())
-        throw std::runtime_error(where + ": no usable signing key" + (skipped.empty() ? "" : ": " + skipped));
-    return keys;
-}
-
-std::string string_claim(const json& claims, const std::string& name) {
-    auto it = claims.find(name);
-    return it != claims.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 std::filesystem::path cache_file_of(const std::string& dir, const std::string& issuer) {
     unsigned char digest[32];
@@ -79,21 +51,6 @@ void write_atomically(const std::filesystem::path& file, const std::string& text
 }
 
 }  // namespace
-
-std::optional<Principal> service_account_of(const json& claims) {
-    auto k8s = claims.find("kubernetes.io");
-    if (k8s == claims.end() || !k8s->is_object()) return std::nullopt;
-    auto ns = k8s->find("namespace");
-    auto account = k8s->find("serviceaccount");
-    if (ns == k8s->end() || !ns->is_string() || account == k8s->end() || !account->is_object()) return std::nullopt;
-    auto name = account->find("name");
-    if (name == account->end() || !name->is_string()) return std::nullopt;
-    const auto space = ns->get<std::string>();
-    if (space.empty() || name->get<std::string>().empty()) return std::nullopt;
-    return Principal{"system:serviceaccount:" + space + ":" + name->get<std::string>(),
-                     {"system:serviceaccounts", "system:serviceaccounts:" + space},
-                     space};
-}
 
 struct TrustedIssuers::Impl {
     struct Issuer {
@@ -176,17 +133,6 @@ struct TrustedIssuers::Impl {
         return keys_for(issuer, kid);
     }
 
-    Principal principal_of(const Issuer& issuer, const json& claims, std::string& error) const {
-        if (auto account = service_account_of(claims)) return *account;
-        Principal principal{string_claim(claims, issuer.options.username_claim), {}, {}};
-        if (principal.name.empty()) error = "token has no " + issuer.options.username_claim + " claim";
-        if (auto groups = claims.find(issuer.options.groups_claim); groups != claims.end() && groups->is_array())
-            for (auto& group : *groups)
-                if (group.is_string() && principal.groups.size() < max_groups)
-                    principal.groups.push_back(group.get<std::string>());
-        return principal;
-    }
-
     // A discovery issuer starts from the set it last fetched, and is asked again at once.
     void start_from_cache(Issuer& issuer) {
         try {
@@ -264,7 +210,7 @@ std::optional<Principal> TrustedIssuers::verify(std::string_view token, std::str
         token, keys, {options.issuer, options.audiences, now, std::chrono::seconds(30), options.max_token_lifetime},
         error);
     if (!claims) return std::nullopt;
-    auto principal = impl_->principal_of(issuer, *claims, error);
+    auto principal = principal_of(issuer.options, *claims, error);
     if (principal.name.empty()) return std::nullopt;
     const auto expires = std::chrono::system_clock::time_point(std::chrono::seconds((*claims)["exp"].get<long long>()));
     std::lock_guard lock(impl_->mutex);

@@ -37,9 +37,4 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// A Kubernetes service account token's identity from its claims, as the API server's own
-// authenticator names it: system:serviceaccount:NS:NAME, in system:serviceaccounts and
-// system:serviceaccounts:NS. nullopt for claims without a kubernetes.io claim.
-std::optional<Principal> service_account_of(const nlohmann::json& claims);
-
 }  // namespace berth::auth

@@ -187,7 +187,12 @@ std::optional<json> verify_jwt(std::string_view token, const std::vector<std::sh
         error = "malformed token";
         return std::nullopt;
     }
-    auto& [header, claims, signature, signing_input] = *parts;
+    // Plain references, not a structured binding: lambdas below use them, which clang 14 (the fuzz
+    // build) does not allow for bindings.
+    auto& header = parts->header;
+    auto& claims = parts->claims;
+    const auto& signature = parts->signature;
+    const auto signing_input = parts->signing_input;
     const auto alg = header["alg"].get<std::string>();
     // kid is not consulted here: every key given is trusted (callers that
     // pick by kid pass only that key), and trying each costs less than agreeing

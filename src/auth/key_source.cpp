@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "berth/net/host_port.hpp"
-#include "berth/oci/json.hpp"
+#include "issuer_documents.hpp"
 
 namespace berth::auth {
 std::string read_bounded_file(const std::string& file, std::size_t limit) {
@@ -59,18 +59,8 @@ std::string get(net::Client& client, const OidcIssuer& issuer, const std::string
 std::string key_set_text(const OidcIssuer& issuer, net::Client* client) {
     if (!issuer.jwks_file.empty()) return read_bounded_file(issuer.jwks_file, max_key_set_bytes);
     if (!client) throw std::logic_error("a discovery issuer without a client");
-    auto discovery = oci::parse_json(get(*client, issuer, issuer.discovery_url, max_discovery_bytes));
-    auto field = [&](const char* key) {
-        auto it = discovery.find(key);
-        if (it == discovery.end() || !it->is_string())
-            throw std::runtime_error(issuer.discovery_url + ": no " + key + " in the discovery document");
-        return it->get<std::string>();
-    };
-    // OpenID Connect Discovery 1.0, 4.3: the document's issuer is the one asked about.
-    if (field("issuer") != issuer.issuer)
-        throw std::runtime_error(issuer.discovery_url + " names issuer \"" + field("issuer") + "\", not \"" +
-                                 issuer.issuer + "\"");
-    return get(*client, issuer, field("jwks_uri"), max_key_set_bytes);
+    auto document = get(*client, issuer, issuer.discovery_url, max_discovery_bytes);
+    return get(*client, issuer, jwks_uri_of(document, issuer.issuer, issuer.discovery_url), max_key_set_bytes);
 }
 
 }  // namespace berth::auth

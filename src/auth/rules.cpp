@@ -28,16 +28,24 @@ void expand(std::string& pattern, std::string_view variable, const std::string& 
         pattern.replace(at, variable.size(), value);
 }
 
+// A name that may stand for a variable: one repository path component. A name a user chose (a
+// token's preferred_username, say) must not bring '*' or '/' into the glob: "*" as ${user} would
+// turn "${user}/**" into every repository.
+bool one_component(const std::string& value) {
+    return !value.empty() && value.find('/') == std::string::npos && oci::valid_repository_name(value);
+}
+
 // The rule's repository glob for this principal; nullopt when it names a variable the principal
-// has no value for (an anonymous ${user}, a ${namespace} of someone who is no service account).
+// has no value for (an anonymous ${user}, a ${namespace} of someone who is no service account),
+// or a value that is not one path component.
 std::optional<std::string> repository_glob(const Rule& rule, const Principal& principal) {
     std::string glob = rule.repository;
     if (glob.find("${user}") != std::string::npos) {
-        if (principal.anonymous()) return std::nullopt;
+        if (!one_component(principal.name)) return std::nullopt;
         expand(glob, "${user}", principal.name);
     }
     if (glob.find("${namespace}") != std::string::npos) {
-        if (principal.ns.empty()) return std::nullopt;
+        if (!one_component(principal.ns)) return std::nullopt;
         expand(glob, "${namespace}", principal.ns);
     }
     return glob;

@@ -32,6 +32,18 @@ TEST_CASE("rules grant by user, group, authenticated and anonymous, with ${user}
     CHECK(allowed_actions(no_rules, {"someone"}, "x").size() == 3);
 }
 
+TEST_CASE("a user or namespace name that is no path component never widens a rule") {
+    Options options;
+    options.rules = {{"${user}/**", {"authenticated"}, {Action::pull, Action::push}},
+                     {"teams/${namespace}/**", {"authenticated"}, {Action::pull}}};
+    for (const char* name : {"*", "**", "a/b", "*/x", "Alice", "a b"}) {
+        CHECK(allowed_actions(options, {name}, "bob/app").empty());
+        CHECK(allowed_actions(options, {"someone", {}, name}, "teams/x/app").empty());
+    }
+    CHECK(allowed_actions(options, {"alice"}, "alice/app").size() == 2);
+    CHECK(allowed_actions(options, {"system:serviceaccount:team-a:ci", {}, "team-a"}, "teams/team-a/app").size() == 1);
+}
+
 TEST_CASE("JWTs: signed with the configured key verify; anything else does not") {
     TempDir dir;
     auto key_file = (dir.path() / "k.pem").string(), other_file = (dir.path() / "o.pem").string();

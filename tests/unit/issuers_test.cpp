@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "auth/issuer_documents.hpp"
 #include "auth/issuers.hpp"
 #include "berth/auth/credential_provider.hpp"
 #include "auth/jwt.hpp"
@@ -216,4 +217,30 @@ TEST_CASE("the credential provider answers the kubelet with the pod's token for 
     CHECK_THROWS_AS(credential_provider_response(wrong_version.dump(), {}, now), std::invalid_argument);
     CHECK_THROWS_AS(credential_provider_response("[1,2]", {}, now), std::invalid_argument);
     CHECK_THROWS_AS(credential_provider_response(std::string(2 << 20, ' '), {}, now), std::invalid_argument);
+}
+
+TEST_CASE("issuers' documents are read strictly") {
+    using berth::auth::jwks_uri_of;
+    using berth::auth::service_account_of;
+    CHECK(jwks_uri_of(R"({"issuer":"https://k8s","jwks_uri":"https://k8s:6443/openid/v1/jwks"})", "https://k8s", "d") ==
+          "https://k8s:6443/openid/v1/jwks");
+    CHECK_THROWS(jwks_uri_of(R"({"issuer":"https://evil","jwks_uri":"https://evil/jwks"})", "https://k8s", "d"));
+    CHECK_THROWS(jwks_uri_of(R"({"issuer":"https://k8s","jwks_uri":"file:///etc/passwd"})", "https://k8s", "d"));
+    CHECK_THROWS(jwks_uri_of(R"(["issuer"])", "https://k8s", "d"));
+    CHECK_THROWS(berth::auth::parse_key_set(R"({"keys":[{"kty":"oct","k":"c2VjcmV0"}]})", "k"));
+    auto claims = [](const char* ns, const char* name) {
+        return nlohmann::json{{"kubernetes.io", {{"namespace", ns}, {"serviceaccount", {{"name", name}}}}}};
+    };
+    auto account = service_account_of(claims("team-a", "builder.ci"));
+    REQUIRE(account);
+    CHECK(account->name == "system:serviceaccount:team-a:builder.ci");
+    CHECK(account->ns == "team-a");
+    for (auto [ns, name] : {std::pair{"*", "ci"},
+                            {"team-a/x", "ci"},
+                            {"Team-A", "ci"},
+                            {"-a", "ci"},
+                            {"team-a", "c i"},
+                            {"team-a", ""},
+                            {"", "ci"}})
+        CHECK_FALSE(service_account_of(claims(ns, name)));
 }
