@@ -235,6 +235,8 @@ void check_combinations(Reading& r) {
                 "cache.max_bytes");
         if (r.config.auth.enabled())
             throw ConfigError("agent and auth exclude each other: the replicas decide who may pull (agent.authorize)");
+        if (!r.config.registry.policies.empty())
+            throw ConfigError("agent and policies exclude each other: the replicas enforce them");
         r.config.registry.pull_only = true;
     } else if (r.config.proxy.cache_max_bytes) {
         throw ConfigError("cache.max_bytes bounds the node agent's cache: it needs agent");
@@ -299,6 +301,7 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
     top.strings("sparse_manifests", config.registry.sparse_manifests);
     check_repository_globs("sparse_manifests", config.registry.sparse_manifests);
     if (auto* list = top.array("quotas")) read_quotas(*list, r);
+    if (auto* list = top.array("policies")) read_policies(*list, r);
     top.seconds("shutdown_grace_seconds", config.server.shutdown_grace);
     top.section("threads", [&](Section& s) {
         s.number("io", config.server.io_threads, 256);

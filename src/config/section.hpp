@@ -137,6 +137,7 @@ std::string readable_file(const std::string& key, const std::string& path);
 std::string secret_from(const std::string& key, const std::string& path);
 void check_url(const std::string& key, const std::string& url);
 
-void read_auth(Section& s, Reading& r);
+void read_auth(Section& s, Reading& r);            // auth_config.cpp
+void read_policies(const json& list, Reading& r);  // policy_config.cpp
 
 }  // namespace berth::config

@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,7 @@
 #include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/pull_times.hpp"
+#include "berth/trust/verifier.hpp"
 
 namespace berth::node {
 namespace {
@@ -103,6 +105,7 @@ private:
     storage::PullTimes pulls_;
     std::unique_ptr<replication::Replicator> replicator_;
     std::unique_ptr<proxy::Proxy> proxy_;
+    std::unique_ptr<trust::Verifier> verifier_;
     registry::Registry registry_;
     registry::Retention retention_;
     registry::MaintenanceStats maintenance_;
@@ -132,7 +135,16 @@ Node::Node(config::Config config)
                                      config_.registry.min_free_bytes},
                        blobs_, meta_, clock_, replica_id_, replicator_.get())
                  : nullptr),
-      registry_(config_.registry, blobs_, meta_, clock_, {replicator_.get(), proxy_.get(), &pulls_}),
+      verifier_(as_config_error("policies",
+                                [&] {
+                                    const auto& policies = config_.registry.policies;
+                                    const bool signatures = std::any_of(policies.begin(), policies.end(), [](auto& p) {
+                                        return p.require_signature.has_value();
+                                    });
+                                    return signatures ? std::make_unique<trust::Verifier>(policies, meta_, blobs_)
+                                                      : nullptr;
+                                })),
+      registry_(config_.registry, blobs_, meta_, clock_, {replicator_.get(), proxy_.get(), &pulls_, verifier_.get()}),
       retention_(config_.retention, meta_, clock_, replica_id_, pulls_, {.peers = replicator_.get()}),
       authorizer_(as_config_error("auth",
                                   [&] {
@@ -160,6 +172,7 @@ void Node::write_metrics(observe::MetricsWriter& out) {
     retention_.write_metrics(out);
     if (replicator_) replicator_->write_metrics(out);
     if (proxy_) proxy_->write_metrics(out);
+    if (verifier_) verifier_->write_metrics(out);
     if (authorizer_) authorizer_->write_metrics(out);
 }
 

@@ -94,6 +94,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
     const auto digest_text = digest.str();
+    require_tags_unmoved(repo, digest_text, tags);
     storage::MetaStore::Batch batch;
     // Under the lock garbage collection takes to unlink: the blobs are still
     // linked, and old links are renewed so the next collection keeps them.
@@ -120,6 +121,8 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
 
 Manifest Registry::get_manifest(const std::string& repo, const std::string& reference, Asker asker) {
     auto manifest = find_manifest(repo, reference, asker);
+    // A peer reading through is judged where its client asked.
+    if (asker == Asker::client) require_signed(repo, reference, manifest);
     // A peer reading through is not a pull: the replica its client asked notes that one.
     if (pulls_ && asker == Asker::client) {
         const bool by_digest = reference.find(':') != std::string::npos;
@@ -168,11 +171,13 @@ void Registry::delete_manifest(const std::string& repo, const std::string& refer
     if (auto* tag = std::get_if<std::string>(&ref)) {
         auto record = meta_.tag(repo, *tag);
         if (!record || record->deleted()) throw Error(ErrorCode::manifest_unknown, "tag unknown", *tag);
+        require_deletable(repo, *tag, record->digest);
         batch.record_tag(repo, *tag, "", stamp);
     } else {
         const auto digest_text = std::get<oci::Digest>(ref).str();
         auto record = meta_.manifest(repo, digest_text);
         if (!record || record->deleted) throw Error(ErrorCode::manifest_unknown, "manifest unknown", digest_text);
+        require_deletable(repo, "", digest_text);
         for (auto& tag : meta_.tags_of(repo, digest_text)) batch.record_tag(repo, tag, "", stamp);
         batch.tombstone_manifest(repo, digest_text, &*record, stamp);
     }

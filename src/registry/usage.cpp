@@ -1,5 +1,6 @@
 // Namespace usage as the Registry reports it: the /_berth/v1/usage listing
 // and the quota metrics. The numbers are the metadata index's (MetaStore::usage).
+#include "refusals.hpp"
 #include <algorithm>
 #include <chrono>
 
@@ -48,6 +49,12 @@ void Registry::write_metrics(observe::MetricsWriter& out) const {
     out.add(Metric::changelog_bytes, static_cast<double>(log.bytes));
     out.add(Metric::changelog_oldest_entry_age_seconds,
             log.oldest_ms ? std::max(0.0, (now_ms - static_cast<double>(log.oldest_ms)) / 1000) : 0.0);
+    {
+        std::lock_guard lock(refusals_->mutex);
+        for (auto& [key, count] : refusals_->counts)
+            out.add(Metric::policy_refusals_total, {{"policy", key.first}, {"reason", key.second}},
+                    static_cast<double>(count));
+    }
     if (options_.quotas.empty()) return;
     constexpr std::size_t piece = 1000;
     for (std::string after;;) {

@@ -27,6 +27,9 @@ expect no oci berth/storage/blob_store.hpp
 expect no net berth/replication/protocol.hpp
 expect no replication berth/http/server.hpp
 expect no auth berth/registry/registry.hpp
+expect no registry berth/trust/verifier.hpp
+expect no http berth/trust/verifier.hpp
+expect yes node berth/trust/verifier.hpp
 # Private headers of another layer (no layer sees src/).
 expect no http replication/applier.hpp
 expect no http registry/upload_table.hpp

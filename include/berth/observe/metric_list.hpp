@@ -71,4 +71,8 @@
     M(proxy_upstream_errors_total, counter, "Upstream requests that failed.")                                          \
     M(proxy_upstream_seconds, summary, "Upstream requests and the time until their answers.")                          \
     M(agent_authorizations_total, counter,                                                                             \
-      "The node agent's decisions who may read, by result (allowed, denied, unavailable) and whether cached.")
+      "The node agent's decisions who may read, by result (allowed, denied, unavailable) and whether cached.")         \
+    /* policies (registry/policies.hpp, trust) */                                                                      \
+    M(policy_refusals_total, counter, "Reads and writes a policy refused, by policy and reason.")                      \
+    M(signature_verifications_total, counter,                                                                          \
+      "Signature judgements of manifests, by result (signed, unsigned) and whether the cached one was reused.")

@@ -1,4 +1,5 @@
 #pragma once
+#include "berth/registry/policies.hpp"
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +39,8 @@ struct Options {
     std::chrono::seconds gc_grace{3600};
     // The first rule matching a namespace applies to it (docs/quotas.md).
     std::vector<QuotaRule> quotas;
+    // Immutable tags, required signatures, approved bases (registry/policies.hpp).
+    std::vector<Policy> policies;
 };
 
 }  // namespace berth::registry

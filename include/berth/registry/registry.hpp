@@ -89,6 +89,9 @@ struct Collaborators {
     // A client's manifest GET or HEAD notes when the tag or digest it named
     // was pulled, for retention. None: pulls are not noted.
     storage::PullTimes* pulls = nullptr;
+    // Whether manifests are signed, for policies that require it. None: such a policy refuses
+    // every read it guards.
+    SignatureCheck* signatures = nullptr;
 };
 
 class Registry {
@@ -174,6 +177,14 @@ private:
     // so that two pushes at the limit cannot both pass.
     void enforce_quotas(const storage::MetaStore::Batch& batch);
     // Mirrored repositories (mirror.cpp).
+    // policy_checks.cpp: what the policies (registry/policies.hpp) refuse, each refusal
+    // counted, audited and thrown as DENIED naming the policy.
+    void require_signed(const std::string& repo, const std::string& reference, const Manifest& manifest);
+    bool signed_parent(const Policy& policy, const std::string& repo, const oci::Digest& child);
+    void require_tags_unmoved(const std::string& repo, const std::string& digest, const std::vector<std::string>& tags);
+    void require_deletable(const std::string& repo, const std::string& tag, const std::string& digest);
+    [[noreturn]] void refuse(const Policy& policy, const char* reason, const std::string& message,
+                             const std::string& repo, const std::string& reference);
     Manifest get_mirrored_manifest(const std::string& repo, const std::string& reference, Asker asker);
     void store_mirrored_manifest(const std::string& repo, const std::string& reference,
                                  const UpstreamManifest& fetched);
@@ -187,6 +198,9 @@ private:
     Peers* const peers_;
     Upstreams* const upstreams_;
     storage::PullTimes* const pulls_;
+    SignatureCheck* const signatures_;
+    struct Refusals;
+    std::unique_ptr<Refusals> refusals_;
     std::atomic<std::uint64_t> denied_bytes_{0}, denied_repositories_{0};
 };
 

@@ -3,6 +3,7 @@
 // What they decide becomes ordinary tombstones with fresh stamps, so it
 // replicates like a client's DELETE and a replica that was down cannot bring
 // anything back. The rules in full: docs/retention.md.
+#include "berth/registry/policies.hpp"
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -44,6 +45,8 @@ struct RetentionPolicy {
 struct RetentionOptions {
     std::chrono::seconds interval{3600};  // 0: only `berth gc`
     std::vector<RetentionPolicy> policies;
+    // The registry's policies (registry/policies.hpp): tags they make immutable are kept.
+    std::vector<Policy> immutable;
     // A repository's policy: the first whose globs match it; nullptr: none.
     const RetentionPolicy* policy_for(std::string_view repo) const;
 };

@@ -1,0 +1,23 @@
+#include "berth/registry/policies.hpp"
+
+#include "berth/oci/names.hpp"
+
+namespace berth::registry {
+
+const Policy* policy_for(const std::vector<Policy>& policies, const std::string& repo) {
+    for (auto& policy : policies)
+        if (oci::matches_any(policy.repositories, repo)) return &policy;
+    return nullptr;
+}
+
+// cosign's attachment tags (sha256-<hex>.sig, .att, .sbom) and the referrers API's fallback tag
+// (sha256-<hex>).
+bool attachment_tag(const std::string& tag) {
+    constexpr std::size_t hex_end = 7 + 64;
+    if (tag.size() < hex_end || !tag.starts_with("sha256-")) return false;
+    if (tag.find_first_not_of("0123456789abcdef", 7) < hex_end) return false;
+    const auto suffix = tag.substr(hex_end);
+    return suffix.empty() || suffix == ".sig" || suffix == ".att" || suffix == ".sbom";
+}
+
+}  // namespace berth::registry

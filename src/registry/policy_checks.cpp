@@ -1,0 +1,108 @@
+// What the policies refuse (registry/policies.hpp, docs/policies.md): reads of
+// unsigned manifests, moved or deleted immutable tags. Each refusal is 403
+// DENIED naming the policy and the reason, changes nothing, and is counted and
+// audited.
+#include <algorithm>
+
+#include "berth/oci/error.hpp"
+#include "berth/oci/manifest.hpp"
+#include <nlohmann/json.hpp>
+
+#include "berth/observe/log.hpp"
+#include "berth/registry/registry.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "refusals.hpp"
+
+namespace berth::registry {
+
+using oci::Error;
+using oci::ErrorCode;
+
+namespace {
+
+constexpr std::string_view simple_signing = "application/vnd.dev.cosign.simplesigning.v1+json";
+
+bool is_index(const std::string& media_type) {
+    return media_type == "application/vnd.oci.image.index.v1+json" ||
+           media_type == "application/vnd.docker.distribution.manifest.list.v2+json";
+}
+
+// Signatures, attestations and SBOMs stay readable, so signing and verifying clients work:
+// by tag (cosign's .sig/.att/.sbom, the referrers fallback), by subject (anything attached
+// through the referrers API), or by shape (a .sig manifest fetched by digest).
+bool attachment(const std::string& reference, const Manifest& manifest) {
+    if (attachment_tag(reference)) return true;
+    try {
+        auto parsed = oci::parse_manifest(manifest.bytes, manifest.media_type);
+        if (parsed.subject) return true;
+        return !parsed.layers.empty() && std::all_of(parsed.layers.begin(), parsed.layers.end(),
+                                                     [](auto& layer) { return layer.media_type == simple_signing; });
+    } catch (const Error&) {
+        return false;
+    }
+}
+
+}  // namespace
+
+void Registry::refuse(const Policy& policy, const char* reason, const std::string& message, const std::string& repo,
+                      const std::string& reference) {
+    refusals_->count(policy.name, reason);
+    observe::log("info", "audit",
+                 {{"action", "refused"},
+                  {"policy", policy.name},
+                  {"reason", reason},
+                  {"repository", repo},
+                  {"reference", reference},
+                  {"message", message}});
+    throw Error(ErrorCode::denied, policy.name + ": " + message, reference);
+}
+
+void Registry::require_signed(const std::string& repo, const std::string& reference, const Manifest& manifest) {
+    const auto* policy = policy_for(options_.policies, repo);
+    if (!policy || !policy->require_signature || attachment(reference, manifest)) return;
+    auto reason = signatures_ ? signatures_->unsigned_reason(*policy, repo, manifest.digest)
+                              : std::string("no signature verifier");
+    if (reason.empty()) return;
+    // The children of a signed index are served with it: an index's own digest is what
+    // `cosign sign` and `skopeo copy --all --sign-*` sign.
+    if (!is_index(manifest.media_type) && signed_parent(*policy, repo, manifest.digest)) return;
+    refuse(*policy, reason == "unsigned" ? "unsigned" : "bad_signature", reason + " (" + manifest.digest.str() + ")",
+           repo, reference);
+}
+
+bool Registry::signed_parent(const Policy& policy, const std::string& repo, const oci::Digest& child) {
+    const auto wanted = child.str();
+    bool found = false;
+    meta_.visit_manifests(repo, [&](const std::string& digest, const storage::ManifestRecord& record) {
+        if (found || record.deleted || !is_index(record.media_type)) return;
+        try {
+            auto parsed = oci::parse_manifest(record.bytes, record.media_type);
+            const bool lists = std::any_of(parsed.manifests.begin(), parsed.manifests.end(),
+                                           [&](auto& d) { return d.digest.str() == wanted; });
+            if (lists) found = signatures_->unsigned_reason(policy, repo, *oci::Digest::parse(digest)).empty();
+        } catch (const Error&) {}
+    });
+    return found;
+}
+
+void Registry::require_tags_unmoved(const std::string& repo, const std::string& digest,
+                                    const std::vector<std::string>& tags) {
+    const auto* policy = policy_for(options_.policies, repo);
+    if (!policy || !policy->immutable_tags) return;
+    for (auto& tag : tags) {
+        auto record = meta_.tag(repo, tag);
+        if (record && !record->deleted() && record->digest != digest)
+            refuse(*policy, "immutable_tag", "tag " + tag + " is immutable and names " + record->digest, repo, tag);
+    }
+}
+
+void Registry::require_deletable(const std::string& repo, const std::string& tag, const std::string& digest) {
+    const auto* policy = policy_for(options_.policies, repo);
+    if (!policy || !policy->immutable_tags) return;
+    if (!tag.empty()) refuse(*policy, "immutable_tag", "tag " + tag + " is immutable", repo, tag);
+    auto tags = meta_.tags_of(repo, digest);
+    if (!tags.empty())
+        refuse(*policy, "immutable_tag", "the immutable tag " + tags.front() + " names this manifest", repo, digest);
+}
+
+}  // namespace berth::registry

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Policies (the top-level `policies` list, docs/policies.md) on one registry.
+
+require_signature: a manifest in prod/** is served only with a valid signature by one of the
+policy's keys, made here exactly as cosign and containers/image make them (tests/lib/cosign.py):
+the sha256-<hex>.sig tag, the same attached through the referrers API, and a Sigstore bundle
+v0.3 (DSSE). Unsigned, signed by another key, for another digest or another repository
+(match_repository): 403 DENIED naming the policy; signature artifacts, tag lists and referrers
+stay readable; a signature pushed later, or a key rotated, takes effect without a restart; the
+children of a signed index are served with it.
+
+immutable_tags: a tag once pushed keeps its digest (the same digest again is fine); moving or
+deleting it, or deleting the manifest it names, is 403 and changes nothing; retention keeps it.
+"""
+
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import berthtest as bt  # noqa: E402
+import cosign  # noqa: E402
+
+INDEX = "application/vnd.oci.image.index.v1+json"
+
+
+class SignaturePolicy(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        b = bt.Berth()
+        cls.b = b
+        cls.addClassCleanup(b.cleanup)
+        cls.keys = {}
+        for name, kind in (("release", "p256"), ("rsa", "rsa"), ("p384", "p384"), ("ed", "ed25519"),
+                           ("stranger", "p256")):
+            private, public = cosign.generate_key(kind)
+            cls.keys[name] = private
+            with open(os.path.join(b.tmp, f"{name}.pub"), "wb") as f:
+                f.write(public)
+        b.config = {"policies": [
+            {"repositories": ["prod/**"],
+             "require_signature": {"keys": ["release.pub", "rsa.pub", "p384.pub", "ed.pub"],
+                                   "match_repository": True}},
+            {"repositories": ["tools/**"], "immutable_tags": True}],
+            "retention": {"interval_seconds": 1,
+                          "policies": [{"repositories": ["tools/**"], "keep_last": 1}]}}
+        b.start()
+        cls.host = f"127.0.0.1:{b.port}"
+
+    # ---- helpers
+
+    def push(self, repo, tag, manifest, blobs, media_type=bt.OCI_MANIFEST):
+        for data in blobs.values():
+            self.b.push_blob(repo, data)
+        r = self.b.put_manifest(repo, tag, manifest, media_type)
+        self.assertEqual(r.status, 201, r)
+        return bt.sha256_digest(manifest)
+
+    def image(self, repo, tag="v1"):
+        img = bt.make_image((300,))
+        self.push(repo, tag, img["manifest"], img["blobs"])
+        return img
+
+    def sign_tag(self, repo, digest, key="release", reference=None, signed_digest=None, scheme="cosign"):
+        payload = cosign.simple_signing_payload(reference or f"{self.host}/{repo}", signed_digest or digest)
+        entry = (payload, cosign.sign(self.keys[key], payload, scheme))
+        manifest, _, blobs = cosign.signature_manifest([entry])
+        self.push(repo, cosign.sig_tag(digest), manifest, blobs)
+
+    def get(self, repo, ref, method="GET"):
+        return self.b.request(method, f"/v2/{repo}/manifests/{ref}",
+                              headers={"Accept": f"{bt.OCI_MANIFEST}, {INDEX}"})
+
+    def assertRefused(self, repo, ref, words):
+        r = self.get(repo, ref)
+        self.assertEqual(r.status, 403, r)
+        self.assertEqual(r.error_codes(), ["DENIED"])
+        message = r.json()["errors"][0]["message"]
+        self.assertIn("policies[0]", message)
+        self.assertIn(words, message)
+        self.assertEqual(self.get(repo, ref, "HEAD").status, 403)
+
+    # ---- tests
+
+    def test_unsigned_refused_signed_served_signatures_readable(self):
+        repo = "prod/app"
+        img = self.image(repo)
+        self.assertRefused(repo, "v1", "unsigned")
+        self.assertRefused(repo, img["digest"], "unsigned")
+        self.assertEqual(self.b.get(f"/v2/{repo}/tags/list").status, 200)
+        self.sign_tag(repo, img["digest"])  # pushed after the image: takes effect at once
+        for ref in ("v1", img["digest"]):
+            for method in ("GET", "HEAD"):
+                r = self.get(repo, ref, method)
+                self.assertEqual(r.status, 200, (ref, method, r))
+        # The signature itself, its blobs, the referrers list: readable.
+        sig = self.get(repo, cosign.sig_tag(img["digest"]))
+        self.assertEqual(sig.status, 200)
+        for layer in json.loads(sig.body)["layers"]:
+            self.assertEqual(self.b.get(f"/v2/{repo}/blobs/{layer['digest']}").status, 200)
+        self.assertEqual(self.b.get(f"/v2/{repo}/referrers/{img['digest']}").status, 200)
+        metrics = self.b.metrics()
+        self.assertGreater(metrics['berth_policy_refusals_total{policy="policies[0]",reason="unsigned"}'], 0)
+        self.assertGreater(metrics['berth_signature_verifications_total{result="signed",cached="true"}'], 0)
+
+    def test_bad_signatures_refused(self):
+        cases = [
+            ("another key", dict(key="stranger"), "does not verify"),
+            ("another digest", dict(signed_digest="sha256:" + "0" * 64), "another manifest"),
+            ("another repository", dict(reference=None, other_repo=True), "another repository"),
+        ]
+        for n, (what, kw, words) in enumerate(cases):
+            with self.subTest(what):
+                repo = f"prod/bad{n}"
+                img = self.image(repo)
+                if kw.pop("other_repo", False):
+                    kw["reference"] = f"{self.host}/prod/elsewhere"
+                self.sign_tag(repo, img["digest"], **kw)
+                self.assertRefused(repo, "v1", words)
+
+    def test_names_of_the_repository(self):
+        for n, reference in enumerate(["prod/names0", "registry.example/prod/names1:v1", "localhost:5000/prod/names2"]):
+            repo = f"prod/names{n}"
+            img = self.image(repo)
+            self.sign_tag(repo, img["digest"], reference=reference)
+            self.assertEqual(self.get(repo, "v1").status, 200, reference)
+
+    def test_key_kinds_and_writers(self):
+        # RSA and P-384 as cosign 2.6+ signs; P-256 and Ed25519 as containers/image does.
+        for n, (key, scheme) in enumerate((("rsa", "cosign"), ("p384", "cosign"), ("p384", "legacy"),
+                                           ("ed", "legacy"), ("release", "legacy"))):
+            with self.subTest(key=key, scheme=scheme):
+                repo = f"prod/kind{n}"
+                img = self.image(repo)
+                self.sign_tag(repo, img["digest"], key=key, scheme=scheme)
+                self.assertEqual(self.get(repo, "v1").status, 200)
+
+    def test_signature_through_referrers(self):
+        repo = "prod/referred"
+        img = self.image(repo)
+        payload = cosign.simple_signing_payload(f"{self.host}/{repo}", img["digest"])
+        manifest, _, blobs = cosign.referrers_signature_manifest(
+            img["digest"], len(img["manifest"]), bt.OCI_MANIFEST, [(payload, cosign.sign(self.keys["release"], payload))])
+        self.push(repo, bt.sha256_digest(manifest), manifest, blobs)
+        self.assertEqual(self.get(repo, "v1").status, 200)
+
+    def test_sigstore_bundle(self):
+        for n, (key, spaced) in enumerate((("release", False), ("release", True), ("p384", False))):
+            with self.subTest(key=key, spaced=spaced):
+                repo = f"prod/bundle{n}"
+                img = self.image(repo)
+                self.assertRefused(repo, "v1", "unsigned")
+                manifest, _, blobs = cosign.bundle_manifest(img["digest"], len(img["manifest"]), bt.OCI_MANIFEST,
+                                                            private_key=self.keys[key], spaced=spaced)
+                self.push(repo, bt.sha256_digest(manifest), manifest, blobs)
+                self.assertEqual(self.get(repo, "v1").status, 200)
+        # An attestation (another predicate) is no signature; nor is one over another digest.
+        repo = "prod/bundle-bad"
+        img = self.image(repo)
+        algorithm, hex_digest = img["digest"].split(":")
+        attestation = json.dumps({"_type": "https://in-toto.io/Statement/v1",
+                                  "subject": [{"digest": {algorithm: hex_digest}}],
+                                  "predicateType": "https://slsa.dev/provenance/v1", "predicate": {}}).encode()
+        other = cosign.in_toto_statement("sha256:" + "1" * 64)
+        for statement in (attestation, other):
+            bundle = cosign.sigstore_bundle(self.keys["release"], statement)
+            manifest, _, blobs = cosign.bundle_manifest(img["digest"], len(img["manifest"]), bt.OCI_MANIFEST,
+                                                        bundle=bundle)
+            self.push(repo, bt.sha256_digest(manifest), manifest, blobs)
+        self.assertEqual(self.get(repo, "v1").status, 403)
+
+    def test_signed_index_serves_its_children(self):
+        repo = "prod/multi"
+        children = [self.image(repo, tag=f"child{i}") for i in range(2)]
+        index = json.dumps({"schemaVersion": 2, "mediaType": INDEX, "manifests": [
+            {"mediaType": bt.OCI_MANIFEST, "digest": c["digest"], "size": len(c["manifest"]),
+             "platform": {"architecture": arch, "os": "linux"}} for c, arch in zip(children, ("amd64", "arm64"))]}
+        ).encode()
+        digest = self.push(repo, "v1", index, {}, INDEX)
+        self.assertRefused(repo, "v1", "unsigned")
+        self.assertRefused(repo, children[0]["digest"], "unsigned")
+        self.sign_tag(repo, digest)
+        self.assertEqual(self.get(repo, "v1").status, 200)
+        for child in children:
+            self.assertEqual(self.get(repo, child["digest"]).status, 200)
+
+    def test_rotated_key_takes_effect_without_restart(self):
+        repo = "prod/rotated"
+        img = self.image(repo)
+        self.sign_tag(repo, img["digest"], key="ed", scheme="legacy")
+        self.assertEqual(self.get(repo, "v1").status, 200)
+        path = os.path.join(self.b.tmp, "ed.pub")
+        with open(path, "rb") as f:
+            original = f.read()
+
+        def replace_key(pem, later):
+            with open(path + ".new", "wb") as f:
+                f.write(pem)
+            os.replace(path + ".new", path)
+            os.utime(path, (os.path.getmtime(path) + later,) * 2)  # a visibly newer mtime
+
+        try:
+            replace_key(cosign.generate_key("ed25519")[1], 5)
+            bt.poll(lambda: self.get(repo, "v1").status == 403, 10, 0.2, "the rotated key to apply")
+        finally:
+            replace_key(original, 10)
+        bt.poll(lambda: self.get(repo, "v1").status == 200, 10, 0.2, "the key restored")
+
+    def test_immutable_tags(self):
+        repo = "tools/x"
+        first = bt.make_image((200,))
+        self.push(repo, "v1", first["manifest"], first["blobs"])
+        self.push(repo, "v1", first["manifest"], first["blobs"])  # the same digest again: fine
+        second = bt.make_image((200,))
+        for data in second["blobs"].values():
+            self.b.push_blob(repo, data)
+        r = self.b.put_manifest(repo, "v1", second["manifest"])
+        self.assertEqual(r.status, 403, r)
+        self.assertEqual(r.error_codes(), ["DENIED"])
+        self.assertIn("policies[1]", r.json()["errors"][0]["message"])
+        for target in ("v1", first["digest"]):
+            r = self.b.request("DELETE", f"/v2/{repo}/manifests/{target}")
+            self.assertEqual(r.status, 403, (target, r))
+        self.assertEqual(self.get(repo, "v1").header("Docker-Content-Digest"), first["digest"])
+        # Retention would keep only the newest tag of tools/**: v1 stays.
+        self.push(repo, "v2", second["manifest"], {})
+        before = self.b.metrics().get("berth_retention_runs_total", 0)
+        bt.poll(lambda: self.b.metrics().get("berth_retention_runs_total", 0) >= before + 2, 20, 0.2,
+                "two retention rounds")
+        self.assertEqual(self.get(repo, "v1").header("Docker-Content-Digest"), first["digest"])
+        self.assertEqual(self.get(repo, "v2").status, 200)
+        self.assertGreater(self.b.metrics()['berth_policy_refusals_total{policy="policies[1]",reason="immutable_tag"}'], 0)
+
+
+class PolicyConfiguration(unittest.TestCase):
+    def test_checked_at_start(self):
+        for policies, message in (
+                ([{"repositories": ["prod/**"]}], "has no rule"),
+                ([{"repositories": ["prod/**"], "require_signature": {"keys": ["missing.pub"]}}], "cannot read"),
+                ([{"repositories": ["prod/**"], "require_signature": {"keys": []}}], "must list PEM public key"),
+                ([{"repositories": ["prod/**"], "base_images": ["base/debian"]}], "is not REPOSITORY:TAG"),
+                ([{"repositories": ["prod/**"], "immutable_tags": True, "colour": 1}], "unknown key policies[0].colour")):
+            with self.subTest(message=message):
+                b = bt.Berth(config={"policies": policies})
+                self.addCleanup(b.cleanup)
+                with self.assertRaises(AssertionError) as failed:
+                    b.start(timeout=10)
+                self.assertIn(message, str(failed.exception))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
