@@ -41,6 +41,18 @@ Plan apply_plan(replication::PeerService& peers, const Request& request) {
     return plan;
 }
 
+Plan claim_plan(replication::PeerService& peers) {
+    Plan plan;
+    plan.body = Plan::Body::buffer;
+    plan.buffer_limit = 64 << 10;
+    plan.finish = [&peers](std::string& body, std::uint64_t) {
+        auto claim = protocol::parse_claim(body);
+        if (!claim) throw Error(ErrorCode::bad_request, "claim needs a repository, a tag and a digest");
+        return json_response(200, protocol::encode_claim_answer(peers.answer_claim(*claim)));
+    };
+    return plan;
+}
+
 }  // namespace
 
 Plan plan_peer_request(replication::PeerService& peers, Request& request) {
@@ -49,6 +61,7 @@ Plan plan_peer_request(replication::PeerService& peers, Request& request) {
     const bool get = request.method == Method::get || request.method == Method::head;
     const auto operation = protocol::operation_of(path);
     if (request.method == Method::post && operation == Operation::apply) return apply_plan(peers, request);
+    if (request.method == Method::post && operation == Operation::claim) return claim_plan(peers);
     if (!get) throw Error(ErrorCode::unsupported, "no such peer operation");
     switch (operation) {
         case Operation::log: {
@@ -82,6 +95,7 @@ Plan plan_peer_request(replication::PeerService& peers, Request& request) {
         case Operation::pulls:
             return immediate(json_response(200, peers.pulls_json(protocol::parse_pulls_query(query))));
         case Operation::apply:
+        case Operation::claim:
         case Operation::unknown: break;
     }
     throw Error(ErrorCode::unsupported, "no such peer operation");

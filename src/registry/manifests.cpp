@@ -91,9 +91,10 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
         if (std::find(tags.begin(), tags.end(), tag) == tags.end()) tags.push_back(tag);
     }
 
+    const auto digest_text = digest.str();
+    claim_new_tags(repo, digest_text, tags);
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
-    const auto digest_text = digest.str();
     require_tags_unmoved(repo, digest_text, tags);
     storage::MetaStore::Batch batch;
     // Under the lock garbage collection takes to unlink: the blobs are still

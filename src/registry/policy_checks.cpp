@@ -96,6 +96,35 @@ void Registry::require_tags_unmoved(const std::string& repo, const std::string& 
     }
 }
 
+void Registry::claim_new_tags(const std::string& repo, const std::string& digest,
+                              const std::vector<std::string>& tags) {
+    const auto* policy = policy_for(options_.policies, repo);
+    if (!policy || !policy->immutable_tags || !peers_) return;
+    using Outcome = TagClaim::Outcome;
+    for (auto& tag : tags) {
+        // A tag held here already is judged under the write lock (require_tags_unmoved).
+        if (auto record = meta_.tag(repo, tag); record && !record->deleted()) continue;
+        auto claim = peers_->claim_tag(repo, tag, digest);
+        observe::log("info", "audit",
+                     {{"action", "claim"},
+                      {"policy", policy->name},
+                      {"repository", repo},
+                      {"reference", tag + "@" + digest},
+                      {"outcome", claim.outcome == Outcome::granted ? "granted"
+                                  : claim.outcome == Outcome::taken ? "taken"
+                                                                    : "undecided"},
+                      {"detail", claim.detail}});
+        if (claim.outcome == Outcome::granted) continue;
+        if (claim.outcome == Outcome::taken)
+            refuse(*policy, "immutable_tag", "tag " + tag + " is immutable and promised to " + claim.holder, repo, tag);
+        refusals_->count(policy->name, "undecided");
+        throw Error(
+            ErrorCode::unavailable,
+            "tag " + tag + " is immutable and too few replicas could be asked to decide it: nothing was written",
+            claim.detail);
+    }
+}
+
 void Registry::require_deletable(const std::string& repo, const std::string& tag, const std::string& digest) {
     const auto* policy = policy_for(options_.policies, repo);
     if (!policy || !policy->immutable_tags) return;

@@ -126,6 +126,7 @@ std::string record_target(const std::string& repo, RecordKind kind, const std::s
     return std::string(prefix) + "record?repo=" + repo + "&" + record_kind_name(kind) + "=" + key;
 }
 std::string apply_target() { return std::string(prefix) + "apply"; }
+std::string claim_target() { return std::string(prefix) + "claim"; }
 std::string pulls_target(const std::string& repo, std::uint64_t since_ms, const std::string& after) {
     auto target = std::string(prefix) + "pulls?repo=" + repo + "&since=" + std::to_string(since_ms);
     if (!after.empty()) target += "&after=" + net::query_escape(after);  // a digest may hold '+'
@@ -139,6 +140,7 @@ Operation operation_of(std::string_view path) {
     if (path == "record") return Operation::record;
     if (path == "apply") return Operation::apply;
     if (path == "pulls") return Operation::pulls;
+    if (path == "claim") return Operation::claim;
     if (path.starts_with("blobs/")) return Operation::blob;
     if (path.starts_with("manifests/")) return Operation::manifest;
     return Operation::unknown;

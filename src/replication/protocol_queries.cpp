@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "berth/oci/json.hpp"
+#include "berth/oci/names.hpp"
 #include "berth/replication/protocol.hpp"
 
 namespace berth::replication::protocol {
@@ -61,6 +62,41 @@ RecordAnswer parse_record(std::string_view body, RecordKind kind) {
         return answer;
     } catch (const nlohmann::json::exception& error) {
         throw std::invalid_argument(std::string("a peer's record: ") + error.what());
+    }
+}
+
+std::string encode_claim(const ClaimRequest& request) {
+    return nlohmann::json{
+        {"repo", request.repo}, {"tag", request.tag}, {"digest", request.digest}, {"expires_ms", request.expires_ms}}
+        .dump();
+}
+
+std::optional<ClaimRequest> parse_claim(std::string_view body) {
+    auto doc = oci::parse_json(body);
+    if (!doc.is_object()) return std::nullopt;
+    auto field = [&](const char* key) {
+        auto it = doc.find(key);
+        return it != doc.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    ClaimRequest request{field("repo"), field("tag"), field("digest"), 0};
+    if (auto it = doc.find("expires_ms"); it != doc.end() && it->is_number_unsigned())
+        request.expires_ms = it->get<std::uint64_t>();
+    if (!oci::valid_repository_name(request.repo) || !oci::valid_tag(request.tag) ||
+        !oci::Digest::parse(request.digest))
+        return std::nullopt;
+    return request;
+}
+
+std::string encode_claim_answer(const ClaimAnswer& answer) {
+    return nlohmann::json{{"granted", answer.granted}, {"digest", answer.digest}}.dump();
+}
+
+ClaimAnswer parse_claim_answer(std::string_view body) {
+    auto doc = oci::parse_json_or_throw(body, "a peer's claim answer");
+    try {
+        return {doc.at("granted").get<bool>(), doc.at("digest").get<std::string>()};
+    } catch (const nlohmann::json::exception& error) {
+        throw std::invalid_argument(std::string("a peer's claim answer: ") + error.what());
     }
 }
 

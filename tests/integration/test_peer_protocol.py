@@ -24,7 +24,7 @@ import berthtest as bt  # noqa: E402
 
 SECRET = "s3cret-peer-secret-0123456789"
 VERSIONS = "Berth-Protocol"
-OURS = "1-2"  # replication/protocol.hpp: oldest-version
+OURS = "1-3"  # replication/protocol.hpp: oldest-version
 
 
 class StandInPeer:
@@ -95,7 +95,7 @@ class PeerProtocolTest(unittest.TestCase):
         self.assertEqual(legacy.status, 200, legacy)
         newer = self.peer_get("status", "1-4")  # a newer replica that still speaks 1
         self.assertEqual(newer.status, 200, newer)
-        for versions in ("3-4", "9-9"):
+        for versions in ("4-5", "9-9"):
             with self.subTest(versions=versions):
                 r = self.peer_get("status", versions)
                 self.assertEqual(r.status, 400, r)

@@ -144,3 +144,21 @@ TEST_CASE("a log page round-trips and a broken one is refused") {
                     std::invalid_argument);
     CHECK_THROWS_AS(protocol::parse_log_page(std::string(4000, '[')), std::invalid_argument);
 }
+
+TEST_CASE("tag claims travel as the protocol says and refuse what is no claim") {
+    namespace protocol = berth::replication::protocol;
+    const std::string digest = "sha256:" + std::string(64, 'a');
+    auto claim = protocol::parse_claim(protocol::encode_claim({"prod/app", "v1", digest, 1234}));
+    REQUIRE(claim);
+    CHECK(claim->repo == "prod/app");
+    CHECK(claim->tag == "v1");
+    CHECK(claim->digest == digest);
+    CHECK(claim->expires_ms == 1234);
+    for (auto bad : {"", "[]", "{}", R"({"repo":"Prod","tag":"v1","digest":"sha256:aa"})",
+                     R"({"repo":"prod/app","tag":"v 1","digest":"sha256:aa"})"})
+        CHECK_FALSE(protocol::parse_claim(bad));
+    auto answer = protocol::parse_claim_answer(protocol::encode_claim_answer({false, digest}));
+    CHECK_FALSE(answer.granted);
+    CHECK(answer.digest == digest);
+    CHECK_THROWS_AS(protocol::parse_claim_answer(R"({"granted":"yes"})"), std::invalid_argument);
+}

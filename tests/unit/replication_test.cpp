@@ -128,6 +128,9 @@ public:
         on_replicate(events);
     }
     bool evaluates(const std::string&) override { return true; }
+    registry::TagClaim claim_tag(const std::string&, const std::string&, const std::string&) override {
+        return {registry::TagClaim::Outcome::granted, {}, {}};
+    }
     std::optional<std::vector<std::pair<std::string, std::uint64_t>>> pulls_elsewhere(const std::string&,
                                                                                       std::uint64_t) override {
         return std::vector<std::pair<std::string, std::uint64_t>>{};

@@ -116,6 +116,9 @@ public:
     bool fetch_manifest(const std::string&, const std::string&) override { return false; }
     void replicate(const std::vector<storage::Event>&) override {}
     bool evaluates(const std::string&) override { return mine; }
+    registry::TagClaim claim_tag(const std::string&, const std::string&, const std::string&) override {
+        return {registry::TagClaim::Outcome::granted, {}, {}};
+    }
     std::optional<std::vector<std::pair<std::string, std::uint64_t>>> pulls_elsewhere(const std::string&,
                                                                                       std::uint64_t) override {
         return pulls;

@@ -19,6 +19,17 @@ enum class Lookup {
     unknown,  // none that answered has it, but some could not be asked
 };
 
+// How a claim on a new immutable tag came out (docs/ha.md).
+struct TagClaim {
+    enum class Outcome {
+        granted,    // a majority of replicas promised this digest: the tag may be written
+        taken,      // enough replicas promised another digest that this one can never have a majority
+        undecided,  // neither, with some replicas out of reach: nothing may be written
+    } outcome = Outcome::undecided;
+    std::string holder;  // taken: the digest they promised
+    std::string detail;
+};
+
 class Peers {
 public:
     virtual ~Peers() = default;
@@ -28,6 +39,9 @@ public:
     // Returns once the configured write quorum holds these events' results;
     // throws oci::Error(unavailable) when that does not happen in time.
     virtual void replicate(const std::vector<storage::Event>& events) = 0;
+    // Asks every replica, this one included, to promise digest for a tag of repo that none
+    // has yet. A replica promises one digest per tag, durably, and never another.
+    virtual TagClaim claim_tag(const std::string& repo, const std::string& tag, const std::string& digest) = 0;
     // Retention (registry/retention.hpp) judges each repository on one
     // replica per round: whether that is this one.
     virtual bool evaluates(const std::string& repo) = 0;

@@ -182,6 +182,8 @@ private:
     void require_signed(const std::string& repo, const std::string& reference, const Manifest& manifest);
     bool signed_parent(const Policy& policy, const std::string& repo, const oci::Digest& child);
     void require_tags_unmoved(const std::string& repo, const std::string& digest, const std::vector<std::string>& tags);
+    // Before the write lock, since it waits on the peers: a majority promise for each new immutable tag.
+    void claim_new_tags(const std::string& repo, const std::string& digest, const std::vector<std::string>& tags);
     void require_deletable(const std::string& repo, const std::string& tag, const std::string& digest);
     [[noreturn]] void refuse(const Policy& policy, const char* reason, const std::string& message,
                              const std::string& repo, const std::string& reference);

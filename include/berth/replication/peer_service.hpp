@@ -39,6 +39,9 @@ public:
     virtual std::optional<std::string> record_json(const protocol::RecordRequest& request) const = 0;
     // A page of a repository's pull times, for the replica judging its retention.
     virtual std::string pulls_json(const protocol::PullsRequest& request) const = 0;
+    // This replica's promise for a new immutable tag: granted when it holds nothing for the
+    // tag or the same digest (recording the promise durably first).
+    virtual protocol::ClaimAnswer answer_claim(const protocol::ClaimRequest& request) = 0;
     // Applies events another replica pushed for its write quorum, fetching
     // content from it (or any peer); returns once they are durable here.
     virtual void apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed) = 0;

@@ -57,7 +57,7 @@ namespace berth::replication::protocol {
 // Raise `version` with every change to what is above; raise `oldest` when
 // this build no longer understands what an older one sends.
 inline constexpr int oldest = 1;
-inline constexpr int version = 2;  // 2: paged state, log compaction, pulls
+inline constexpr int version = 3;  // 2: paged state, log compaction, pulls; 3: tag claims
 
 inline constexpr std::string_view prefix = "/_berth/v1/";
 
@@ -138,8 +138,28 @@ std::string pulls_target(const std::string& repo, std::uint64_t since_ms, const 
 PullsRequest parse_pulls_query(const Query& query);
 inline constexpr std::size_t pulls_page = 10000;
 
+// A claim on a new immutable tag (docs/ha.md): each replica promises one digest per tag,
+// durably, and a push takes the tag only with a majority of promises.
+struct ClaimRequest {
+    std::string repo, tag, digest;
+    // Wall clock ms after which the asking replica no longer waits: a request that arrives
+    // later (a frozen replica thawing) promises nothing, so an abandoned push reserves no tag.
+    std::uint64_t expires_ms = 0;
+};
+struct ClaimAnswer {
+    bool granted = false;
+    std::string digest;  // the digest this replica holds for the tag (promised or tagged); "" for none
+};
+std::string claim_target();
+std::string encode_claim(const ClaimRequest& request);
+// nullopt for a body that is not one (a name, tag or digest that is invalid).
+std::optional<ClaimRequest> parse_claim(std::string_view body);
+std::string encode_claim_answer(const ClaimAnswer& answer);
+// Throws std::invalid_argument on a body that is not one.
+ClaimAnswer parse_claim_answer(std::string_view body);
+
 // What the peer API serves, from the path after the prefix.
-enum class Operation { log, state, status, blob, manifest, record, apply, pulls, unknown };
+enum class Operation { log, state, status, blob, manifest, record, apply, pulls, claim, unknown };
 Operation operation_of(std::string_view path);
 // The <digest> of blobs/<digest> or manifests/<digest>.
 std::string_view content_digest(std::string_view path);

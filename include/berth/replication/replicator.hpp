@@ -79,11 +79,13 @@ public:
     std::optional<std::string> record_json(const protocol::RecordRequest& request) const override;
     std::string pulls_json(const protocol::PullsRequest& request) const override;
     void apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed) override;
+    protocol::ClaimAnswer answer_claim(const protocol::ClaimRequest& request) override;
 
     // registry::Peers: read-through, the write quorum, and retention's questions.
     registry::Lookup fetch_blob(const std::string& repo, const oci::Digest& digest) override;
     bool fetch_manifest(const std::string& repo, const std::string& reference) override;
     void replicate(const std::vector<storage::Event>& events) override;
+    registry::TagClaim claim_tag(const std::string& repo, const std::string& tag, const std::string& digest) override;
     // Retention: the replica owning a repository (owner_of) judges it, once
     // this one has caught up; every other replica is asked for its pulls.
     bool evaluates(const std::string& repo) override;

@@ -26,6 +26,8 @@
 //                                          peer_cursors           {"<peer id>": last sequence it read of
 //                                                                 this replica's log}: compaction keeps
 //                                                                 the entries after it
+//                                          claim/<repo>\0<tag>    the digest this replica promised for a new
+//                                                                 immutable tag (docs/ha.md), forever
 //                                          usage_counted          "1" once `usage` accounts for every link and
 //                                                                 repository (a store from before it is counted
 //                                                                 at start-up)
@@ -104,6 +106,9 @@ inline std::string cursor(const std::string& peer_id) { return "cursor/" + peer_
 inline std::string bootstrap(const std::string& peer_id) { return "bootstrap/" + peer_id; }
 inline constexpr const char* peer_cursors = "peer_cursors";
 inline constexpr const char* usage_counted = "usage_counted";
+inline std::string tag_claim(const std::string& repo, const std::string& tag) {
+    return "claim/" + repo + std::string(1, '\0') + tag;
+}
 }  // namespace setting
 
 // Keys of the usage column family.
