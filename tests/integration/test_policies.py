@@ -13,8 +13,11 @@ immutable_tags: a tag once pushed keeps its digest (the same digest again is fin
 deleting it, or deleting the manifest it names, is 403 and changes nothing; retention keeps it.
 """
 
+import base64
 import json
 import os
+import shutil
+import subprocess
 import sys
 import unittest
 
@@ -135,6 +138,44 @@ class SignaturePolicy(unittest.TestCase):
                 img = self.image(repo)
                 self.sign_tag(repo, img["digest"], key=key, scheme=scheme)
                 self.assertEqual(self.get(repo, "v1").status, 200)
+
+    def test_skopeo_writes_the_signature(self):
+        """skopeo copies an image with its sigstore signature from a dir: layout, writing the .sig
+        attachment itself (use-sigstore-attachments in a registries.d file), as containers/image
+        does on every copy; the image then pulls."""
+        if not shutil.which("skopeo"):
+            self.skipTest("skopeo is not installed")
+        repo = "prod/skopeo"
+        img = bt.make_image((500,))
+        src = os.path.join(self.b.tmp, "dir-image")
+        os.makedirs(src)
+        with open(os.path.join(src, "version"), "w") as f:
+            f.write("Directory Transport Version: 1.1\n")
+        with open(os.path.join(src, "manifest.json"), "wb") as f:
+            f.write(img["manifest"])
+        for digest, data in img["blobs"].items():
+            with open(os.path.join(src, digest.split(":")[1]), "wb") as f:
+                f.write(data)
+        payload = cosign.containers_image_payload(f"{self.host}/{repo}:v1", img["digest"], "containers/image test",
+                                                  1700000000)
+        signature = base64.b64encode(cosign.sign(self.keys["release"], payload, "legacy")).decode()
+        # containers/image's dir: signature file: NUL, the format's name, a newline, its JSON.
+        with open(os.path.join(src, "signature-1"), "wb") as f:
+            f.write(b"\x00sigstore-json\n" + json.dumps({
+                "mimeType": cosign.SIMPLESIGNING, "payload": base64.b64encode(payload).decode(),
+                "annotations": {cosign.SIG_ANNOTATION: signature}}).encode())
+        registries = os.path.join(self.b.tmp, "registries.d")
+        os.makedirs(registries)
+        with open(os.path.join(registries, "berth.yaml"), "w") as f:
+            f.write(f"docker:\n  {self.host}:\n    use-sigstore-attachments: true\n")
+        copied = subprocess.run(["skopeo", "--registries.d", registries, "copy", "--dest-tls-verify=false",
+                                 f"dir:{src}", f"docker://{self.host}/{repo}:v1"],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(copied.returncode, 0, copied.stderr)
+        self.assertEqual(self.get(repo, cosign.sig_tag(img["digest"])).status, 200, "skopeo wrote the .sig")
+        r = self.get(repo, "v1")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.header("Docker-Content-Digest"), img["digest"])
 
     def test_signature_through_referrers(self):
         repo = "prod/referred"
