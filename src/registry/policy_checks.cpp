@@ -11,7 +11,7 @@
 #include "berth/observe/log.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/storage/meta_store.hpp"
-#include "refusals.hpp"
+#include "policy_memory.hpp"
 
 namespace berth::registry {
 
@@ -46,7 +46,7 @@ bool attachment(const std::string& reference, const Manifest& manifest) {
 
 void Registry::refuse(const Policy& policy, const char* reason, const std::string& message, const std::string& repo,
                       const std::string& reference) {
-    refusals_->count(policy.name, reason);
+    policy_memory_->count(policy.name, reason);
     observe::log("info", "audit",
                  {{"action", "refused"},
                   {"policy", policy.name},
@@ -71,18 +71,24 @@ void Registry::require_signed(const std::string& repo, const std::string& refere
 }
 
 bool Registry::signed_parent(const Policy& policy, const std::string& repo, const oci::Digest& child) {
+    const auto key = repo + '\0' + child.str();
+    // The index found last time, still signed (a cached judgement): no scan of the repository.
+    if (auto known = policy_memory_->parent_of(key))
+        if (signatures_->unsigned_reason(policy, repo, *oci::Digest::parse(*known)).empty()) return true;
     const auto wanted = child.str();
-    bool found = false;
+    std::optional<std::string> found;
     meta_.visit_manifests(repo, [&](const std::string& digest, const storage::ManifestRecord& record) {
         if (found || record.deleted || !is_index(record.media_type)) return;
         try {
             auto parsed = oci::parse_manifest(record.bytes, record.media_type);
             const bool lists = std::any_of(parsed.manifests.begin(), parsed.manifests.end(),
                                            [&](auto& d) { return d.digest.str() == wanted; });
-            if (lists) found = signatures_->unsigned_reason(policy, repo, *oci::Digest::parse(digest)).empty();
+            if (lists && signatures_->unsigned_reason(policy, repo, *oci::Digest::parse(digest)).empty())
+                found = digest;
         } catch (const Error&) {}
     });
-    return found;
+    if (found) policy_memory_->remember_parent(key, *found);
+    return found.has_value();
 }
 
 void Registry::require_tags_unmoved(const std::string& repo, const std::string& digest,
@@ -117,7 +123,7 @@ void Registry::claim_new_tags(const std::string& repo, const std::string& digest
         if (claim.outcome == Outcome::granted) continue;
         if (claim.outcome == Outcome::taken)
             refuse(*policy, "immutable_tag", "tag " + tag + " is immutable and promised to " + claim.holder, repo, tag);
-        refusals_->count(policy->name, "undecided");
+        policy_memory_->count(policy->name, "undecided");
         throw Error(
             ErrorCode::unavailable,
             "tag " + tag + " is immutable and too few replicas could be asked to decide it: nothing was written",

@@ -8,7 +8,7 @@
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/events.hpp"
-#include "refusals.hpp"
+#include "policy_memory.hpp"
 #include "upload_table.hpp"
 #include "validate.hpp"
 
@@ -25,7 +25,7 @@ Registry::Registry(Options options, storage::BlobStore& blobs, storage::MetaStor
           UploadTable::Limits{options_.max_uploads, options_.max_uploads_per_client, options_.min_free_bytes},
           std::move(wall))),
       peers_(with.peers), upstreams_(with.upstreams), pulls_(with.pulls), signatures_(with.signatures),
-      refusals_(std::make_unique<Refusals>()) {}
+      policy_memory_(std::make_unique<PolicyMemory>()) {}
 
 Registry::~Registry() = default;
 

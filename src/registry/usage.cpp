@@ -1,6 +1,6 @@
 // Namespace usage as the Registry reports it: the /_berth/v1/usage listing
 // and the quota metrics. The numbers are the metadata index's (MetaStore::usage).
-#include "refusals.hpp"
+#include "policy_memory.hpp"
 #include <algorithm>
 #include <chrono>
 
@@ -50,8 +50,8 @@ void Registry::write_metrics(observe::MetricsWriter& out) const {
     out.add(Metric::changelog_oldest_entry_age_seconds,
             log.oldest_ms ? std::max(0.0, (now_ms - static_cast<double>(log.oldest_ms)) / 1000) : 0.0);
     {
-        std::lock_guard lock(refusals_->mutex);
-        for (auto& [key, count] : refusals_->counts)
+        std::lock_guard lock(policy_memory_->mutex);
+        for (auto& [key, count] : policy_memory_->counts)
             out.add(Metric::policy_refusals_total, {{"policy", key.first}, {"reason", key.second}},
                     static_cast<double>(count));
     }

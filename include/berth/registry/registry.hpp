@@ -201,8 +201,8 @@ private:
     Upstreams* const upstreams_;
     storage::PullTimes* const pulls_;
     SignatureCheck* const signatures_;
-    struct Refusals;
-    std::unique_ptr<Refusals> refusals_;
+    struct PolicyMemory;
+    std::unique_ptr<PolicyMemory> policy_memory_;
     std::atomic<std::uint64_t> denied_bytes_{0}, denied_repositories_{0};
 };
 
