@@ -123,7 +123,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
 Manifest Registry::get_manifest(const std::string& repo, const std::string& reference, Asker asker) {
     auto manifest = find_manifest(repo, reference, asker);
     // A peer reading through is judged where its client asked.
-    if (asker == Asker::client) require_signed(repo, reference, manifest);
+    if (asker == Asker::client) require_signed(repo, reference, manifest, asker);
     // A peer reading through is not a pull: the replica its client asked notes that one.
     if (pulls_ && asker == Asker::client) {
         const bool by_digest = reference.find(':') != std::string::npos;

@@ -3,6 +3,9 @@
 // DENIED naming the policy and the reason, changes nothing, and is counted and
 // audited.
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 
 #include "berth/oci/error.hpp"
 #include "berth/oci/manifest.hpp"
@@ -10,6 +13,7 @@
 
 #include "berth/observe/log.hpp"
 #include "berth/registry/registry.hpp"
+#include "berth/storage/filling_blob.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "policy_memory.hpp"
 
@@ -57,9 +61,11 @@ void Registry::refuse(const Policy& policy, const char* reason, const std::strin
     throw Error(ErrorCode::denied, policy.name + ": " + message, reference);
 }
 
-void Registry::require_signed(const std::string& repo, const std::string& reference, const Manifest& manifest) {
+void Registry::require_signed(const std::string& repo, const std::string& reference, const Manifest& manifest,
+                              Asker asker) {
     const auto* policy = policy_for(options_.policies, repo);
     if (!policy || !policy->require_signature || attachment(reference, manifest)) return;
+    fetch_mirrored_signature(repo, manifest.digest, asker);
     auto reason = signatures_ ? signatures_->unsigned_reason(*policy, repo, manifest.digest)
                               : std::string("no signature verifier");
     if (reason.empty()) return;
@@ -68,6 +74,45 @@ void Registry::require_signed(const std::string& repo, const std::string& refere
     if (!is_index(manifest.media_type) && signed_parent(*policy, repo, manifest.digest)) return;
     refuse(*policy, reason == "unsigned" ? "unsigned" : "bad_signature", reason + " (" + manifest.digest.str() + ")",
            repo, reference);
+}
+
+void Registry::fetch_mirrored_signature(const std::string& repo, const oci::Digest& digest, Asker asker) {
+    if (!upstreams_ || !upstreams_->mirrors(repo)) return;
+    constexpr std::size_t max_signature_layers = 16;
+    constexpr auto wait = std::chrono::seconds(30);
+    const auto tag = std::string(oci::algorithm_name(digest.algorithm())) + "-" + digest.hex() + ".sig";
+    try {
+        auto signature = get_mirrored_manifest(repo, tag, asker);
+        auto parsed = oci::parse_manifest(signature.bytes, signature.media_type);
+        for (std::size_t i = 0; i < parsed.layers.size() && i < max_signature_layers; ++i) {
+            if (parsed.layers[i].media_type != simple_signing) continue;
+            auto read = open_mirrored_blob(repo, parsed.layers[i].digest, asker);
+            if (!read || !read->blob.filling()) continue;
+            // The verifier reads the stored file: wait for the fetch to be verified and kept
+            // (FillingBlob holds the last byte back until then).
+            auto filling = read->blob.filling();
+            struct Wake {
+                std::mutex mutex;
+                std::condition_variable ready;
+                bool woken = false;
+            };
+            const auto deadline = std::chrono::steady_clock::now() + wait;
+            while (filling->readable() < filling->size() && !filling->failed() &&
+                   std::chrono::steady_clock::now() < deadline) {
+                // Shared: the writer may call back after this wait has given up.
+                auto wake = std::make_shared<Wake>();
+                filling->when_readable(filling->readable(), [wake] {
+                    std::lock_guard lock(wake->mutex);
+                    wake->woken = true;
+                    wake->ready.notify_all();
+                });
+                std::unique_lock lock(wake->mutex);
+                wake->ready.wait_until(lock, deadline, [&] { return wake->woken; });
+            }
+        }
+    } catch (const std::exception&) {
+        // No signature upstream, or none to be had now: judged on what is stored here.
+    }
 }
 
 bool Registry::signed_parent(const Policy& policy, const std::string& repo, const oci::Digest& child) {

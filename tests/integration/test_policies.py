@@ -24,6 +24,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import berthtest as bt  # noqa: E402
 import cosign  # noqa: E402
+import distribution as dist  # noqa: E402
 
 INDEX = "application/vnd.oci.image.index.v1+json"
 
@@ -272,6 +273,45 @@ class SignaturePolicy(unittest.TestCase):
         self.assertEqual(self.get(repo, "v1").header("Docker-Content-Digest"), first["digest"])
         self.assertEqual(self.get(repo, "v2").status, 200)
         self.assertGreater(self.b.metrics()['berth_policy_refusals_total{policy="policies[1]",reason="immutable_tag"}'], 0)
+
+
+@unittest.skipUnless(dist.available(), "docker-registry is not installed")
+class MirroredSignatures(unittest.TestCase):
+    """A policy over a mirrored repository: the upstream's .sig is fetched with the image (a real
+    Distribution as docker.io), so an image signed upstream pulls through berth and an unsigned
+    one does not."""
+
+    def test_signature_fetched_from_the_upstream(self):
+        upstream = dist.Distribution()
+        self.addCleanup(upstream.cleanup)
+        upstream.start()
+        b = bt.Berth()
+        self.addCleanup(b.cleanup)
+        private, public = cosign.generate_key("p256")
+        with open(os.path.join(b.tmp, "release.pub"), "wb") as f:
+            f.write(public)
+        b.config = {"proxy": {"upstreams": [{"host": "docker.io", "url": upstream.url}]},
+                    "policies": [{"repositories": ["docker.io/**"],
+                                  "require_signature": {"keys": ["release.pub"], "match_repository": True}}]}
+        b.start()
+        signed = upstream.push_image("library/signed", "v1", layer_sizes=(300,))
+        upstream.push_image("library/unsigned", "v1", layer_sizes=(300,))
+        payload = cosign.simple_signing_payload("index.docker.io/library/signed", signed["digest"])
+        manifest, _, blobs = cosign.signature_manifest([(payload, cosign.sign(private, payload))])
+        for data in blobs.values():
+            upstream.push_blob("library/signed", data)
+        upstream.put_manifest("library/signed", cosign.sig_tag(signed["digest"]), manifest)
+
+        accept = {"Accept": bt.OCI_MANIFEST}
+        r = b.get("/v2/library/signed/manifests/v1?ns=docker.io", headers=accept)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.header("Docker-Content-Digest"), signed["digest"])
+        r = b.get("/v2/library/unsigned/manifests/v1?ns=docker.io", headers=accept)
+        self.assertEqual(r.status, 403, r)
+        self.assertIn("unsigned", r.json()["errors"][0]["message"])
+        # Stored here now: the signed image is served with the upstream gone.
+        upstream.stop()
+        self.assertEqual(b.get("/v2/docker.io/library/signed/manifests/v1", headers=accept).status, 200)
 
 
 class PolicyConfiguration(unittest.TestCase):

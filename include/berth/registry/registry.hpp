@@ -179,7 +179,10 @@ private:
     // Mirrored repositories (mirror.cpp).
     // policy_checks.cpp: what the policies (registry/policies.hpp) refuse, each refusal
     // counted, audited and thrown as DENIED naming the policy.
-    void require_signed(const std::string& repo, const std::string& reference, const Manifest& manifest);
+    void require_signed(const std::string& repo, const std::string& reference, const Manifest& manifest, Asker asker);
+    // A mirrored repository's signature (the upstream's .sig tag and its payloads), stored here
+    // like any mirrored content before the manifest is judged.
+    void fetch_mirrored_signature(const std::string& repo, const oci::Digest& digest, Asker asker);
     bool signed_parent(const Policy& policy, const std::string& repo, const oci::Digest& child);
     void require_tags_unmoved(const std::string& repo, const std::string& digest, const std::vector<std::string>& tags);
     // Before the write lock, since it waits on the peers: a majority promise for each new immutable tag.
