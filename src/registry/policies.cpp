@@ -10,6 +10,10 @@ const Policy* policy_for(const std::vector<Policy>& policies, const std::string&
     return nullptr;
 }
 
+std::string signature_tag(const oci::Digest& digest) {
+    return std::string(oci::algorithm_name(digest.algorithm())) + "-" + digest.hex() + ".sig";
+}
+
 // cosign's attachment tags (sha256-<hex>.sig, .att, .sbom) and the referrers API's fallback tag
 // (sha256-<hex>).
 bool attachment_tag(const std::string& tag) {

@@ -24,8 +24,6 @@ using oci::ErrorCode;
 
 namespace {
 
-constexpr std::string_view simple_signing = "application/vnd.dev.cosign.simplesigning.v1+json";
-
 bool is_index(const std::string& media_type) {
     return media_type == "application/vnd.oci.image.index.v1+json" ||
            media_type == "application/vnd.docker.distribution.manifest.list.v2+json";
@@ -39,8 +37,9 @@ bool attachment(const std::string& reference, const Manifest& manifest) {
     try {
         auto parsed = oci::parse_manifest(manifest.bytes, manifest.media_type);
         if (parsed.subject) return true;
-        return !parsed.layers.empty() && std::all_of(parsed.layers.begin(), parsed.layers.end(),
-                                                     [](auto& layer) { return layer.media_type == simple_signing; });
+        return !parsed.layers.empty() && std::all_of(parsed.layers.begin(), parsed.layers.end(), [](auto& layer) {
+            return layer.media_type == simple_signing_type;
+        });
     } catch (const Error&) {
         return false;
     }
@@ -80,12 +79,11 @@ void Registry::fetch_mirrored_signature(const std::string& repo, const oci::Dige
     if (!upstreams_ || !upstreams_->mirrors(repo)) return;
     constexpr std::size_t max_signature_layers = 16;
     constexpr auto wait = std::chrono::seconds(30);
-    const auto tag = std::string(oci::algorithm_name(digest.algorithm())) + "-" + digest.hex() + ".sig";
     try {
-        auto signature = get_mirrored_manifest(repo, tag, asker);
+        auto signature = get_mirrored_manifest(repo, signature_tag(digest), asker);
         auto parsed = oci::parse_manifest(signature.bytes, signature.media_type);
         for (std::size_t i = 0; i < parsed.layers.size() && i < max_signature_layers; ++i) {
-            if (parsed.layers[i].media_type != simple_signing) continue;
+            if (parsed.layers[i].media_type != simple_signing_type) continue;
             auto read = open_mirrored_blob(repo, parsed.layers[i].digest, asker);
             if (!read || !read->blob.filling()) continue;
             // The verifier reads the stored file: wait for the fetch to be verified and kept

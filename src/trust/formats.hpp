@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "berth/oci/digest.hpp"
+#include "berth/registry/policies.hpp"
 #include "keys.hpp"
 
 namespace berth::trust {
 
-inline constexpr std::string_view simple_signing_type = "application/vnd.dev.cosign.simplesigning.v1+json";
 inline constexpr std::string_view cosign_signature_artifact = "application/vnd.dev.cosign.artifact.sig.v1+json";
 inline constexpr std::string_view bundle_v03_type = "application/vnd.dev.sigstore.bundle.v0.3+json";
 inline constexpr std::size_t max_payload_bytes = 64 << 10;

@@ -22,10 +22,6 @@ constexpr std::size_t max_judgements = 100000;
 constexpr std::size_t max_referrers = 64;
 constexpr std::size_t max_layers = 1000;  // as cosign's own readers
 
-std::string sig_tag(const oci::Digest& digest) {
-    return std::string(oci::algorithm_name(digest.algorithm())) + "-" + digest.hex() + ".sig";
-}
-
 }  // namespace
 
 struct Verifier::Impl {
@@ -71,7 +67,7 @@ struct Verifier::Impl {
     std::string fingerprint(std::uint64_t generation, const std::string& repo, const oci::Digest& digest,
                             const std::vector<std::string>& attached) const {
         std::string out = std::to_string(generation) + "|";
-        if (auto tag = meta.tag(repo, sig_tag(digest)); tag && !tag->deleted()) out += tag->digest;
+        if (auto tag = meta.tag(repo, registry::signature_tag(digest)); tag && !tag->deleted()) out += tag->digest;
         for (auto& d : attached) out += "|" + d;
         return out;
     }
@@ -93,7 +89,7 @@ struct Verifier::Impl {
             for (std::size_t i = 0; i < parsed.layers.size() && i < max_layers; ++i) {
                 auto& layer = parsed.layers[i];
                 std::string verdict;
-                if (layer.media_type == simple_signing_type) {
+                if (layer.media_type == registry::simple_signing_type) {
                     auto payload = read(layer.digest, max_payload_bytes);
                     verdict = payload ? judge_simple_signing(*payload, layer.annotations_json, keyset, expected)
                                       : "signature payload missing or too large";
@@ -109,7 +105,8 @@ struct Verifier::Impl {
             }
             return false;
         };
-        if (auto tag = meta.tag(repo, sig_tag(digest)); tag && !tag->deleted() && manifest_holds(tag->digest))
+        if (auto tag = meta.tag(repo, registry::signature_tag(digest));
+            tag && !tag->deleted() && manifest_holds(tag->digest))
             return "";
         for (auto& referrer : attached)
             if (manifest_holds(referrer)) return "";

@@ -6,6 +6,7 @@
 // trust/ implements. docs/policies.md.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "berth/oci/digest.hpp"
@@ -27,6 +28,11 @@ struct Policy {
 
 // The first policy whose repositories match repo; null when none does.
 const Policy* policy_for(const std::vector<Policy>& policies, const std::string& repo);
+
+// cosign's simple-signing layer: one signature, its payload the blob.
+inline constexpr std::string_view simple_signing_type = "application/vnd.dev.cosign.simplesigning.v1+json";
+// cosign's tag for a manifest's signatures: sha256-<hex>.sig.
+std::string signature_tag(const oci::Digest& digest);
 
 // A signature artifact, an attestation or an SBOM, by its tag or its shape: what signing and
 // verifying clients must be able to read however the images themselves are guarded.
