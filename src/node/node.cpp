@@ -65,13 +65,14 @@ auto as_config_error(const std::string& key, F&& make) {
     }
 }
 
-// The store made ready for the objects over it: namespace usage counted (once, for a store an
-// older berth wrote), and this replica's id known (returned, and kept in the registry's options).
+// The store made ready for the objects over it: namespace usage counted and lineage indexed (once,
+// for a store an older berth wrote), and this replica's id known (returned, and kept in the registry's options).
 std::string prepare_store(config::Config& config, storage::MetaStore& meta, storage::BlobStore& blobs) {
     meta.count_usage([&blobs](const std::string& digest) -> std::uint64_t {
         auto parsed = oci::Digest::parse(digest);
         return parsed ? blobs.size(*parsed).value_or(0) : 0;
     });
+    meta.index_lineage();
     config.registry.replica_id = replica_id(config, meta);
     return config.registry.replica_id;
 }

@@ -23,6 +23,7 @@ void MetaStore::Batch::record_manifest(const std::string& repo, const oci::Diges
         record.referrer_json = oci::referrer_descriptor_json(parsed, digest, record.bytes.size());
         impl_->put_referrer(repo, record.subject, digest_text, record.referrer_json);
     }
+    impl_->put_lineage(repo, digest_text, parsed, true);
     impl_->put_manifest(repo, digest_text, record);
     impl_->log({Event::Type::manifest, repo, digest_text, {}, stamp});
 }
@@ -36,6 +37,13 @@ void MetaStore::Batch::tombstone_manifest(const std::string& repo, const std::st
         tombstone.media_type = current->media_type;
         tombstone.subject = current->subject;
         if (!current->subject.empty()) impl_->put_referrer(repo, current->subject, digest, std::nullopt);
+        if (!current->deleted) {
+            try {
+                impl_->put_lineage(repo, digest, oci::parse_manifest(current->bytes, current->media_type), false);
+            } catch (const std::exception&) {
+                // Stored bytes were parsed when stored: nothing of a manifest no longer parsable was indexed.
+            }
+        }
     }
     impl_->put_manifest(repo, digest, tombstone);
     impl_->ops.push_back({cf_pulls, key(repo, digest), std::nullopt});
@@ -46,6 +54,7 @@ void MetaStore::Batch::record_tag(const std::string& repo, const std::string& ta
     impl_->ops.push_back({cf_tags, key(repo, tag), encode(TagRecord{digest, stamp})});
     // A tag pushed again later starts from its push, not from pulls of the one deleted.
     if (digest.empty()) impl_->ops.push_back({cf_pulls, key(repo, tag), std::nullopt});
+    else impl_->note_tag(repo, tag, digest, stamp.clock);
     impl_->log({digest.empty() ? Event::Type::tag_deleted : Event::Type::tag, repo, digest, tag, stamp});
 }
 void MetaStore::Batch::record_link(const std::string& repo, const std::string& digest, const Stamp& stamp, bool deleted,

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "berth/oci/manifest.hpp"
 #include "berth/oci/media_types.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/layout.hpp"
@@ -55,6 +56,9 @@ struct MetaStore::Batch::Impl {
                       std::optional<std::string> descriptor_json) {
         ops.push_back({cf_referrers, key(key(repo, subject), digest), std::move(descriptor_json)});
     }
+    // lineage_records.cpp: a manifest's lineage entries, written (live) or dropped, and a tag's history.
+    void put_lineage(const std::string& repo, const std::string& digest, const oci::ParsedManifest& parsed, bool live);
+    void note_tag(const std::string& repo, const std::string& tag, const std::string& digest, std::uint64_t clock);
     void log(Event event) {
         add_repository(event.repo);
         events.push_back(event.json());

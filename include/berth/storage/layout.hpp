@@ -31,6 +31,9 @@
 //                                          usage_counted          "1" once `usage` accounts for every link and
 //                                                                 repository (a store from before it is counted
 //                                                                 at start-up)
+//                                          lineage_indexed        "1" once `lineage` holds every manifest and
+//                                                                 tag (a store from before it is indexed at
+//                                                                 start-up)
 //     repos      <repo> -> ""
 //     manifests  <repo>\0<digest> -> {"t":media type,"sub":subject digest,"ref":referrer descriptor,
 //                                     "s":stamp,"del":tombstone}\0<the manifest's bytes, untouched>
@@ -49,11 +52,24 @@
 //                                                                leading NUL keeps the totals together)
 //                <namespace>\0<digest> -> {"n":live links,"b":the blob's bytes}   a blob the namespace
 //                                                                links, counted once in the totals
+//     lineage    what each manifest is built on and what each tag ever named (registry/lineage.hpp),
+//                written by the batches that write manifests and tags (so replicas keep it too):
+//                c<chain><repo>\0<digest> -> ""        a live image manifest whose whole layer list
+//                                                      hashes to <chain>
+//                p<chain><repo>\0<digest> -> ""        one per layer: its first i layers hash to <chain>
+//                i<repo>\0<child>\0<index> -> ""       a live index lists child
+//                h<repo>\0<tag>\0<digest> -> <clock>   the tag named digest (last set to it at that hybrid clock,
+//                                                      decimal); kept when the tag moves or goes: the
+//                                                      tag's history on this replica since it held it
+//                d<repo>\0<digest>\0<tag> -> ""        the same by digest
+//                where <chain> is 32 hex: chain_i = the first half of SHA-256(chain_{i-1} || layer i's
+//                digest), chain_0 = "". A manifest's tombstone drops its c, p and i entries
 //   where a stamp is {"c": hybrid clock value, "r": replica id}. Names, tags and
 //   digests never hold NUL, so it separates key parts and keeps each
 //   repository's keys together.
 #include <array>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -93,11 +109,12 @@ enum ColumnFamily {
     cf_log,
     cf_pulls,
     cf_usage,
+    cf_lineage,
     cf_count
 };
 // Spelled out, not rocksdb::kDefaultColumnFamilyName: static initialisation order.
 inline constexpr std::array<const char*, cf_count> column_families = {
-    "default", "repos", "manifests", "tags", "links", "referrers", "uploads", "log", "pulls", "usage"};
+    "default", "repos", "manifests", "tags", "links", "referrers", "uploads", "log", "pulls", "usage", "lineage"};
 
 namespace setting {
 inline constexpr const char* replica_id = "replica_id";
@@ -106,6 +123,7 @@ inline std::string cursor(const std::string& peer_id) { return "cursor/" + peer_
 inline std::string bootstrap(const std::string& peer_id) { return "bootstrap/" + peer_id; }
 inline constexpr const char* peer_cursors = "peer_cursors";
 inline constexpr const char* usage_counted = "usage_counted";
+inline constexpr const char* lineage_indexed = "lineage_indexed";
 inline std::string tag_claim(const std::string& repo, const std::string& tag) {
     return "claim/" + repo + std::string(1, '\0') + tag;
 }
@@ -116,5 +134,28 @@ inline std::string usage_total_key(std::string_view ns) { return std::string(1, 
 inline std::string usage_blob_key(std::string_view ns, std::string_view digest) {
     return std::string(ns).append(1, '\0').append(digest);
 }
+
+// Keys of the lineage column family: the first byte says which kind.
+namespace lineage_key {
+inline std::string join(char kind, std::initializer_list<std::string_view> parts) {
+    std::string out(1, kind);
+    for (auto part : parts) out.append(part).push_back('\0');
+    out.pop_back();
+    return out;
+}
+// kind 'c' (whole layer list) or 'p' (a prefix of it); chain: 32 hex, so no separator after it.
+inline std::string chain(char kind, std::string_view chain, std::string_view repo, std::string_view digest) {
+    return std::string(1, kind).append(chain).append(repo).append(1, '\0').append(digest);
+}
+inline std::string index(std::string_view repo, std::string_view child, std::string_view index) {
+    return join('i', {repo, child, index});
+}
+inline std::string history(std::string_view repo, std::string_view tag, std::string_view digest) {
+    return join('h', {repo, tag, digest});
+}
+inline std::string tagged(std::string_view repo, std::string_view digest, std::string_view tag) {
+    return join('d', {repo, digest, tag});
+}
+}  // namespace lineage_key
 
 }  // namespace berth::storage::layout

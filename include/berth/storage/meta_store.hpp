@@ -208,6 +208,32 @@ public:
     // blob_size: a blob's bytes (0 when it is gone). Call before serving.
     void count_usage(const std::function<std::uint64_t(const std::string& digest)>& blob_size);
 
+    // Lineage (the `lineage` column family): what manifests are built on, kept by every
+    // commit that writes manifests or tags. Layers are digests, in the manifest's order.
+    struct ManifestRef {
+        std::string repo, digest;
+        auto operator<=>(const ManifestRef&) const = default;
+    };
+    // Live image manifests whose layer list is exactly `layers`, at most limit.
+    std::vector<ManifestRef> with_layers(const std::vector<std::string>& layers, std::size_t limit) const;
+    // Live image manifests whose layer list begins with `layers` (or is it), in (repo, digest)
+    // order after `after`, at most limit.
+    std::vector<ManifestRef> built_on(const std::vector<std::string>& layers, const ManifestRef& after,
+                                      std::size_t limit) const;
+    // Live indexes of repo that list child.
+    std::vector<std::string> indexes_listing(const std::string& repo, const std::string& child) const;
+    // Every digest a tag named since this replica held it, oldest first.
+    std::vector<std::string> tag_history(const std::string& repo, const std::string& tag) const;
+    // Every tag that ever named digest here.
+    std::vector<std::string> tags_ever(const std::string& repo, const std::string& digest) const;
+    // Every (repository, tag, digest) ever, of repositories beginning with repo_prefix, until visit returns false.
+    void visit_tag_history(const std::string& repo_prefix,
+                           const std::function<bool(const std::string& repo, const std::string& tag,
+                                                    const std::string& digest)>& visit) const;
+    // Indexes every manifest and tag once, for a store that an older berth wrote (no-op when it is
+    // indexed: settings key lineage_indexed). Call before serving.
+    void index_lineage();
+
     std::optional<std::string> setting(const std::string& key) const;
     void put_setting(const std::string& key, const std::string& value);
 
