@@ -1,7 +1,6 @@
 // The top-level `policies` list (registry/policies.hpp, docs/policies.md).
 #include <nlohmann/json.hpp>
 
-#include "berth/observe/log.hpp"
 #include "berth/registry/policies.hpp"
 #include "section.hpp"
 
@@ -42,9 +41,6 @@ void read_policies(const json& list, Reading& r) {
         if (policy.repositories.empty()) throw ConfigError(where + ".repositories must list repository globs");
         check_repository_globs(where + ".repositories", policy.repositories);
         check_base_images(where + ".base_images", policy.base_images);
-        if (!policy.base_images.empty())
-            observe::log("warn", "policies: base_images is read but not enforced by this release",
-                         {{"policy", policy.name}});
         if (!policy.immutable_tags && !policy.require_signature && policy.base_images.empty())
             throw ConfigError(where + " has no rule: give immutable_tags, require_signature or base_images");
         for (auto& other : r.config.registry.policies)

@@ -1,13 +1,19 @@
-// What operators ask: liveness, readiness, metrics and namespace usage.
+// What operators ask: liveness, readiness, metrics, namespace usage and lineage.
 #include <nlohmann/json.hpp>
 
 #include "berth/auth/authorizer.hpp"
+#include "berth/net/host_port.hpp"
+#include "berth/oci/error.hpp"
+#include "berth/oci/names.hpp"
 #include "berth/observe/metrics.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/replication/peer_service.hpp"
 #include "responses.hpp"
 
 namespace berth::http {
+
+using oci::Error;
+using oci::ErrorCode;
 
 Plan plan_healthz() { return immediate(json_response(200, R"({"status":"ok"})")); }
 
@@ -50,6 +56,42 @@ Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer
     }
     auto response = json_response(200, nlohmann::json{{"namespaces", list}}.dump());
     if (page.more) response.set("Link", next_link(std::string(usage_path), read, last_read));
+    return immediate(std::move(response));
+}
+
+// What is built on a base, a page at a time like the tag list: the base's repository must be
+// pullable, and the derived images listed are those the caller may pull.
+Plan plan_lineage(const registry::Registry& registry, const auth::Authorizer* authorizer, Request& request) {
+    if (request.method != Method::get && request.method != Method::head) not_allowed();
+    const auto& query = request.target.query;
+    registry::LineageQuery ask;
+    ask.repository = query.get("repository").value_or("");
+    ask.reference = query.get("reference").value_or("");
+    if (!oci::valid_repository_name(ask.repository))
+        throw Error(ErrorCode::name_invalid, "repository= must name a repository", ask.repository);
+    if (!oci::valid_tag(ask.reference) && !oci::Digest::parse(ask.reference))
+        throw Error(ErrorCode::manifest_invalid, "reference= must be a tag or a digest", ask.reference);
+    constexpr std::size_t default_page = 100, max_page = 1000;
+    ask.limit = std::min(page_size(query).value_or(default_page), max_page);
+    if (auto last = query.get("last")) {
+        auto cursor = registry::parse_lineage_cursor(*last);
+        if (!cursor) throw Error(ErrorCode::bad_request, "last must be REPOSITORY@DIGEST", *last);
+        ask.after = *cursor;
+    }
+    if (authorizer && authorizer->enabled()) {
+        if (!authorizer->may_pull(request.principal, ask.repository))
+            throw Error(ErrorCode::denied, "pulling from the base's repository is not allowed", ask.repository);
+        ask.may_pull = [&](const std::string& repo) { return authorizer->may_pull(request.principal, repo); };
+    }
+    auto lineage = registry.lineage(ask);
+    std::string next;
+    if (lineage.next) {
+        next = std::string(lineage_path) + "?repository=" + net::query_escape(ask.repository) +
+               "&reference=" + net::query_escape(ask.reference) + "&n=" + std::to_string(ask.limit) +
+               "&last=" + net::query_escape(registry::lineage_cursor(*lineage.next));
+    }
+    auto response = json_response(200, registry::lineage_json(lineage, next));
+    if (!next.empty()) response.set("Link", "<" + next + ">; rel=\"next\"");
     return immediate(std::move(response));
 }
 

@@ -102,6 +102,7 @@ std::optional<Target> parse_target(std::string_view target) {
     else if (path == "/metrics") out.route.kind = RouteKind::metrics;
     else if (path == "/auth/token") out.route.kind = RouteKind::token;
     else if (path == usage_path) out.route.kind = RouteKind::usage;
+    else if (path == lineage_path) out.route.kind = RouteKind::lineage;
     else if (path.starts_with(replication::protocol::prefix))
         out.route = {RouteKind::peer, {}, std::string(path.substr(replication::protocol::prefix.size()))};
     else if (path == "/v2") out.route.kind = RouteKind::base;
@@ -142,6 +143,7 @@ constexpr RouteSpec routes[] = {
     {K::token,          "token",        false,     false,        false,      none, none, none},
     {K::peer,           "peer",         false,     false,        false,      none, none, none},
     {K::usage,          "usage",        false,     true,         false,      pull, pull, pull},
+    {K::lineage,        "lineage",      false,     true,         false,      pull, pull, pull},
     {K::unknown,        "unknown",      false,     false,        true,       none, none, none},
 };
 // clang-format on

@@ -22,15 +22,17 @@ enum class RouteKind {
     healthz,
     readyz,
     metrics,
-    token,  // /auth/token, the built-in token endpoint
-    peer,   // the peer API (replication/protocol.hpp); reference: the path after its prefix
-    usage,  // /_berth/v1/usage, namespace usage for users (docs/quotas.md)
+    token,    // /auth/token, the built-in token endpoint
+    peer,     // the peer API (replication/protocol.hpp); reference: the path after its prefix
+    usage,    // /_berth/v1/usage, namespace usage for users (docs/quotas.md)
+    lineage,  // /_berth/v1/lineage, what is built on a base (docs/policies.md)
     unknown
 };
 
-// Namespace usage for users. It sits beside the peer API's paths, so the
-// router matches it before their prefix.
+// Namespace usage and lineage for users. They sit beside the peer API's paths, so the
+// router matches them before their prefix.
 inline constexpr std::string_view usage_path = "/_berth/v1/usage";
+inline constexpr std::string_view lineage_path = "/_berth/v1/lineage";
 
 struct Route {
     RouteKind kind = RouteKind::unknown;
@@ -62,7 +64,7 @@ struct RouteSpec {
     RouteKind kind;
     std::string_view label;  // the route label of berth_http_* metrics
     bool repository;         // names a repository: ?ns= applies, and the rules are asked about it
-    bool authenticated;      // authenticated like /v2/ (usage too, though it lives under /_berth/v1/)
+    bool authenticated;      // authenticated like /v2/ (usage and lineage too, though under /_berth/v1/)
     // A GET or HEAD is planned on the I/O thread: no peer, token or scan of repositories behind it.
     bool quick_reads;
     // For a GET or HEAD, a DELETE, and any other method. Without a repository, pull means

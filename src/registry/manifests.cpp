@@ -91,6 +91,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
         if (std::find(tags.begin(), tags.end(), tag) == tags.end()) tags.push_back(tag);
     }
 
+    require_approved_base(repo, digest, parsed, tags);
     const auto digest_text = digest.str();
     claim_new_tags(repo, digest_text, tags);
     auto lock = meta_.lock_writes();

@@ -1,5 +1,7 @@
 #include "berth/registry/policies.hpp"
 
+#include <algorithm>
+
 #include "berth/oci/names.hpp"
 
 namespace berth::registry {
@@ -22,6 +24,12 @@ bool attachment_tag(const std::string& tag) {
     if (tag.find_first_not_of("0123456789abcdef", 7) < hex_end) return false;
     const auto suffix = tag.substr(hex_end);
     return suffix.empty() || suffix == ".sig" || suffix == ".att" || suffix == ".sbom";
+}
+
+bool attachment_shape(const oci::ParsedManifest& parsed) {
+    if (parsed.subject) return true;
+    return !parsed.layers.empty() && std::all_of(parsed.layers.begin(), parsed.layers.end(),
+                                                 [](auto& layer) { return layer.media_type == simple_signing_type; });
 }
 
 }  // namespace berth::registry

@@ -35,11 +35,7 @@ bool is_index(const std::string& media_type) {
 bool attachment(const std::string& reference, const Manifest& manifest) {
     if (attachment_tag(reference)) return true;
     try {
-        auto parsed = oci::parse_manifest(manifest.bytes, manifest.media_type);
-        if (parsed.subject) return true;
-        return !parsed.layers.empty() && std::all_of(parsed.layers.begin(), parsed.layers.end(), [](auto& layer) {
-            return layer.media_type == simple_signing_type;
-        });
+        return attachment_shape(oci::parse_manifest(manifest.bytes, manifest.media_type));
     } catch (const Error&) {
         return false;
     }

@@ -314,6 +314,211 @@ class MirroredSignatures(unittest.TestCase):
         self.assertEqual(b.get("/v2/docker.io/library/signed/manifests/v1", headers=accept).status, 200)
 
 
+BASE_PASSWORDS = {"root": "root-pw", "alice": "alice-pw", "bob": "bob-pw"}
+
+
+def layer(size=400):
+    return os.urandom(size)
+
+
+def image_on(layers, arch="amd64"):
+    """An OCI image with these layers (bytes) and a config for linux/<arch>: (manifest, blobs)."""
+    config = json.dumps({"architecture": arch, "os": "linux", "nonce": os.urandom(8).hex(),
+                         "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+    manifest = json.dumps({
+        "schemaVersion": 2, "mediaType": bt.OCI_MANIFEST,
+        "config": {"mediaType": bt.OCI_CONFIG, "digest": bt.sha256_digest(config), "size": len(config)},
+        "layers": [{"mediaType": bt.OCI_LAYER, "digest": bt.sha256_digest(x), "size": len(x)} for x in layers],
+    }).encode()
+    blobs = {bt.sha256_digest(config): config, **{bt.sha256_digest(x): x for x in layers}}
+    return manifest, blobs
+
+
+class BaseImages(unittest.TestCase):
+    """base_images: an image pushed to tools/**, alice/** or bob/** begins with the whole layer list of
+    a manifest some base/debian:bookworm* or base/python:3.* tag names or named, for its platform."""
+
+    @classmethod
+    def setUpClass(cls):
+        b = bt.Berth()
+        cls.b = b
+        cls.addClassCleanup(b.cleanup)
+        bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), BASE_PASSWORDS)
+        b.config = {
+            "auth": {"htpasswd": "htpasswd", "rules": [
+                {"repository": "**", "principals": ["user:root"], "actions": ["pull", "push", "delete"]},
+                {"repository": "base/**", "principals": ["authenticated"], "actions": ["pull"]},
+                {"repository": "${user}/**", "principals": ["authenticated"], "actions": ["pull", "push"]}]},
+            "policies": [{"name": "bases", "repositories": ["tools/**", "alice/**", "bob/**"],
+                          "base_images": ["base/debian:bookworm*", "base/python:3.*"]}]}
+        b.ready_statuses = (401,)
+        b.start()
+        # base/debian:bookworm: an index of two platforms, each one layer
+        cls.amd_layer, cls.arm_layer = layer(), layer()
+        cls.amd = cls.push("base/debian", None, *image_on([cls.amd_layer], "amd64"))
+        cls.arm = cls.push("base/debian", None, *image_on([cls.arm_layer], "arm64"))
+        cls.bookworm = cls.push_index("base/debian", "bookworm", [(cls.amd, "amd64"), (cls.arm, "arm64")])
+        # base/python:3.12 (two layers) and base/python:latest (not approved)
+        cls.py_layers = [layer(), layer()]
+        cls.python = cls.push("base/python", "3.12", *image_on(cls.py_layers))
+        cls.latest_layer = layer()
+        cls.push("base/python", "latest", *image_on([cls.latest_layer]))
+
+    # ---- helpers
+
+    @classmethod
+    def push(cls, repo, tag, manifest, blobs, user="root", media_type=bt.OCI_MANIFEST, expect=201):
+        headers = bt.basic_auth(user, BASE_PASSWORDS[user])
+        for digest, data in blobs.items():
+            r = cls.b.request("POST", f"/v2/{repo}/blobs/uploads/?digest={digest}", body=data,
+                              headers={**headers, "Content-Type": "application/octet-stream"})
+            assert r.status == 201, r
+        digest = bt.sha256_digest(manifest)
+        r = cls.b.request("PUT", f"/v2/{repo}/manifests/{tag or digest}", body=manifest,
+                          headers={**headers, "Content-Type": media_type})
+        assert r.status == expect, (r, r.body[:500])
+        return digest if expect == 201 else r.json()["errors"][0]
+
+    @classmethod
+    def push_index(cls, repo, tag, children, user="root", expect=201):
+        index = json.dumps({"schemaVersion": 2, "mediaType": INDEX, "manifests": [
+            {"mediaType": bt.OCI_MANIFEST, "digest": d, "size": len(cls.manifest_bytes(repo, d)),
+             "platform": {"os": "linux", "architecture": arch}} for d, arch in children]}).encode()
+        return cls.push(repo, tag, index, {}, user, INDEX, expect)
+
+    @classmethod
+    def manifest_bytes(cls, repo, digest):
+        r = cls.b.request("GET", f"/v2/{repo}/manifests/{digest}",
+                          headers={**bt.basic_auth("root", "root-pw"), "Accept": bt.OCI_MANIFEST})
+        assert r.status == 200, r
+        return r.body
+
+    def lineage(self, query, user="root"):
+        headers = bt.basic_auth(user, BASE_PASSWORDS[user]) if user else {}
+        return self.b.request("GET", f"/_berth/v1/lineage?{query}", headers=headers)
+
+    def assertRefused(self, error, *words):
+        self.assertEqual(error["code"], "DENIED", error)
+        for word in ("bases:",) + words:
+            self.assertIn(word, error["message"])
+
+    # ---- tests
+
+    def test_built_on_each_platform_of_an_approved_index(self):
+        self.push("tools/amd", "1", *image_on([self.amd_layer, layer()], "amd64"))
+        self.push("tools/arm", "1", *image_on([self.arm_layer, layer()], "arm64"))
+        # the same base, image and all, with nothing added
+        self.push("tools/same", "1", *image_on([self.amd_layer], "amd64"))
+
+    def test_another_platforms_layers_are_refused(self):
+        error = self.push("tools/mixed", "1", *image_on([self.arm_layer, layer()], "amd64"), expect=403)
+        self.assertRefused(error, "linux/arm64", "not linux/amd64")
+
+    def test_unrelated_and_partial_bases_are_refused_and_nothing_is_stored(self):
+        stranger = layer()
+        error = self.push("tools/y", "1", *image_on([stranger, layer()]), expect=403)
+        self.assertRefused(error, "layer 1 (" + bt.sha256_digest(stranger) + ")", "diverges")
+        # the first of python's two layers only
+        error = self.push("tools/short", "1", *image_on([self.py_layers[0], layer()]), expect=403)
+        self.assertRefused(error, "layer 2 (", "shares 1 of its 2 layers")
+        error = self.push("tools/shorter", "1", *image_on([self.py_layers[0]]), expect=403)
+        self.assertRefused(error, "only the beginning of base/python@" + self.python)
+        # base/python:latest is not 3.*
+        error = self.push("tools/latest", "1", *image_on([self.latest_layer, layer()]), expect=403)
+        self.assertRefused(error, "layer 1 (")
+        for repo in ("tools/y", "tools/short", "tools/shorter", "tools/latest"):
+            r = self.b.request("GET", f"/v2/{repo}/manifests/1", headers=bt.basic_auth("root", "root-pw"))
+            self.assertEqual(r.status, 404, repo)
+        self.assertGreaterEqual(
+            self.b.metrics()['berth_policy_refusals_total{policy="bases",reason="unapproved_base"}'], 4)
+
+    def test_an_older_untagged_version_stays_approved(self):
+        old_layer = layer()
+        old = self.push("base/python", "3.11", *image_on([old_layer]))
+        self.push("base/python", "3.11", *image_on([layer()]))  # the tag moves on; old is untagged
+        self.push("tools/old", "1", *image_on([old_layer, layer()]))
+        answer = self.lineage("repository=base/python&reference=3.11").json()
+        self.assertEqual(answer["base"]["versions"][0], old)
+        derived = {d["repository"]: d for d in answer["derived"]}
+        self.assertEqual(derived["tools/old"]["base_digest"], old)
+        self.assertFalse(derived["tools/old"]["current"])
+
+    def test_signatures_and_artifacts_are_not_judged(self):
+        target = self.push("tools/signed", "1", *image_on([self.py_layers[0], self.py_layers[1], layer()]))
+        key, _ = cosign.generate_key("p256")
+        payload = cosign.simple_signing_payload("example.com/tools/signed", target)
+        for writer in ("cosign", "containers/image"):
+            manifest, _, blobs = cosign.signature_manifest([(payload, cosign.sign(key, payload, "cosign"))], writer)
+            self.push("tools/signed", None if writer == "cosign" else cosign.sig_tag(target), manifest, blobs)
+        # an artifact attached through the referrers API
+        sbom = b'{"sbom": true}'
+        manifest = json.dumps({"schemaVersion": 2, "mediaType": bt.OCI_MANIFEST, "artifactType": "application/spdx+json",
+                               "config": {"mediaType": "application/vnd.oci.empty.v1+json",
+                                          "digest": bt.sha256_digest(b"{}"), "size": 2},
+                               "layers": [{"mediaType": "application/spdx+json", "digest": bt.sha256_digest(sbom),
+                                           "size": len(sbom)}],
+                               "subject": {"mediaType": bt.OCI_MANIFEST, "digest": target,
+                                           "size": len(self.manifest_bytes("tools/signed", target))}}).encode()
+        self.push("tools/signed", None, manifest, {bt.sha256_digest(b"{}"): b"{}", bt.sha256_digest(sbom): sbom})
+
+    def test_an_index_is_judged_by_its_children(self):
+        amd = self.push("tools/multi", None, *image_on([self.amd_layer, layer()], "amd64"))
+        arm = self.push("tools/multi", None, *image_on([self.arm_layer, layer()], "arm64"))
+        index = self.push_index("tools/multi", "1", [(amd, "amd64"), (arm, "arm64")])
+        answer = self.lineage("repository=base/debian&reference=bookworm").json()
+        found = {(d["repository"], d["digest"]): d for d in answer["derived"]}
+        self.assertEqual(found[("tools/multi", amd)]["base_digest"], self.bookworm)
+        self.assertEqual(found[("tools/multi", arm)]["base_digest"], self.bookworm)
+        self.assertNotIn(("tools/multi", index), found)
+
+    def test_lineage_lists_what_the_caller_may_pull(self):
+        alice = self.push("alice/app", "v1", *image_on([self.amd_layer, layer()]), user="alice")
+        bob = self.push("bob/app", "v1", *image_on([self.amd_layer, layer()]), user="bob")
+        seen = {}
+        for user in ("root", "alice", "bob"):
+            answer = self.lineage("repository=base/debian&reference=bookworm", user)
+            self.assertEqual(answer.status, 200, answer)
+            seen[user] = {(d["repository"], d["digest"]) for d in answer.json()["derived"]}
+            self.assertEqual(answer.json()["base"]["digest"], self.bookworm)
+        self.assertIn(("alice/app", alice), seen["root"])
+        self.assertIn(("bob/app", bob), seen["root"])
+        self.assertEqual(seen["alice"], {("alice/app", alice)})
+        self.assertEqual(seen["bob"], {("bob/app", bob)})
+        self.assertEqual(self.lineage("repository=base/debian&reference=bookworm", None).status, 401)
+        # a base the caller may not pull: refused, not an empty list
+        r = self.lineage("repository=bob/app&reference=v1", "alice")
+        self.assertEqual(r.status, 403, r)
+
+    def test_lineage_pages_and_current(self):
+        for i in range(5):
+            self.push(f"tools/page{i}", "1", *image_on([self.amd_layer, layer()]))
+        everything = self.lineage("repository=base/debian&reference=bookworm&n=1000").json()["derived"]
+        pages, query = [], "repository=base/debian&reference=bookworm&n=2"
+        while True:
+            r = self.lineage(query)
+            self.assertEqual(r.status, 200, r)
+            pages.extend(r.json()["derived"])
+            if r.json()["next"] is None:
+                self.assertIsNone(r.header("Link"))
+                break
+            self.assertEqual(r.header("Link"), f'<{r.json()["next"]}>; rel="next"')
+            query = r.json()["next"].split("?", 1)[1]
+        self.assertEqual(pages, everything)
+        self.assertTrue(all(d["current"] for d in everything if d["base_digest"] == self.bookworm))
+
+    def test_lineage_refuses_bad_questions(self):
+        for query, status, code in (
+                ("repository=base/debian&reference=trixie", 404, "MANIFEST_UNKNOWN"),
+                ("repository=Base&reference=bookworm", 400, "NAME_INVALID"),
+                ("repository=base/debian&reference=bookworm&last=nonsense", 400, None),
+                ("repository=base/debian&reference=bookworm&n=x", 400, None)):
+            with self.subTest(query=query):
+                r = self.lineage(query)
+                self.assertEqual(r.status, status, r)
+                if code:
+                    self.assertEqual(r.json()["errors"][0]["code"], code)
+
+
 class PolicyConfiguration(unittest.TestCase):
     def test_checked_at_start(self):
         for policies, message in (

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "berth/oci/digest.hpp"
+#include "berth/oci/manifest.hpp"
 
 namespace berth::registry {
 
@@ -34,9 +35,11 @@ inline constexpr std::string_view simple_signing_type = "application/vnd.dev.cos
 // cosign's tag for a manifest's signatures: sha256-<hex>.sig.
 std::string signature_tag(const oci::Digest& digest);
 
-// A signature artifact, an attestation or an SBOM, by its tag or its shape: what signing and
-// verifying clients must be able to read however the images themselves are guarded.
+// A signature artifact, an attestation or an SBOM, by its tag or its shape (attached to a subject,
+// or all simple-signing layers): what signing and verifying clients must be able to read however
+// the images themselves are guarded, and what is built on no base.
 bool attachment_tag(const std::string& tag);
+bool attachment_shape(const oci::ParsedManifest& parsed);
 
 class SignatureCheck {
 public:

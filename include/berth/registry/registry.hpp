@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "berth/oci/digest.hpp"
+#include "berth/registry/lineage.hpp"
 #include "berth/registry/options.hpp"
 #include "berth/registry/peers.hpp"
 #include "berth/registry/quotas.hpp"
@@ -151,6 +152,9 @@ public:
     // An OCI image index of the manifests whose subject is digest.
     std::string referrers(const std::string& repo, const std::string& digest, const std::string& artifact_type);
 
+    // What is built on a base (lineage.hpp), over this replica's index.
+    Lineage lineage(const LineageQuery& query) const { return registry::lineage(meta_, query); }
+
     // Usage and quotas (usage.cpp, quotas.cpp)
     // Namespaces holding anything, in name order after `last`, at most n
     // (clamped like the catalog), with their usage and rule.
@@ -188,6 +192,15 @@ private:
     // Before the write lock, since it waits on the peers: a majority promise for each new immutable tag.
     void claim_new_tags(const std::string& repo, const std::string& digest, const std::vector<std::string>& tags);
     void require_deletable(const std::string& repo, const std::string& tag, const std::string& digest);
+    // base_images.cpp: an image pushed under a policy's base_images begins with an approved base;
+    // an index, each of its children. Attachments (by shape or by tags) are built on nothing.
+    void require_approved_base(const std::string& repo, const oci::Digest& digest, const oci::ParsedManifest& parsed,
+                               const std::vector<std::string>& tags);
+    // Why no approved base fits these layers: where they diverge from the closest.
+    std::string base_divergence(const std::vector<std::string>& base_images, const std::vector<std::string>& layers,
+                                const std::optional<std::string>& platform) const;
+    // "os/architecture[/variant]" from an image's config blob, when it is stored here.
+    std::optional<std::string> platform_of(const oci::ParsedManifest& image) const;
     [[noreturn]] void refuse(const Policy& policy, const char* reason, const std::string& message,
                              const std::string& repo, const std::string& reference);
     Manifest get_mirrored_manifest(const std::string& repo, const std::string& reference, Asker asker);

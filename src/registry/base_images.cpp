@@ -1,0 +1,169 @@
+// Approved base images (a policy's base_images, docs/policies.md): an image pushed to a matching
+// repository begins with the complete layer list of a manifest that a matching REPOSITORY:TAG
+// names or ever named, for the same platform. Found through the lineage index: the pushed
+// layer list's prefixes, longest first, each one seek.
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "berth/oci/error.hpp"
+#include "berth/oci/manifest.hpp"
+#include "berth/oci/names.hpp"
+#include "berth/registry/registry.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/meta_store.hpp"
+
+namespace berth::registry {
+
+namespace {
+
+constexpr std::size_t max_candidates = 64;  // manifests with one layer list, looked at per prefix
+constexpr std::size_t max_approved = 1000;  // base versions compared to say where a refused push diverges
+constexpr std::uint64_t max_config_bytes = 4 << 20;
+
+bool is_image_config(const std::string& media_type) {
+    return media_type == "application/vnd.oci.image.config.v1+json" ||
+           media_type == "application/vnd.docker.container.image.v1+json";
+}
+
+std::vector<std::string> layers_of(const oci::ParsedManifest& parsed) {
+    std::vector<std::string> out;
+    for (auto& layer : parsed.layers) out.push_back(layer.digest.str());
+    return out;
+}
+
+// base_images globs as (repository glob, tag glob); the config checked each has both.
+std::vector<std::pair<std::string, std::string>> split_globs(const std::vector<std::string>& globs) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (auto& glob : globs) {
+        auto colon = glob.rfind(':');
+        out.emplace_back(glob.substr(0, colon), glob.substr(colon + 1));
+    }
+    return out;
+}
+
+bool names_approved(const std::vector<std::pair<std::string, std::string>>& globs, const std::string& repo,
+                    const std::vector<std::string>& tags) {
+    for (auto& [repo_glob, tag_glob] : globs)
+        if (oci::glob_match(repo_glob, repo))
+            for (auto& tag : tags)
+                if (oci::glob_match(tag_glob, tag)) return true;
+    return false;
+}
+
+std::size_t common_prefix(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    std::size_t i = 0;
+    while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+    return i;
+}
+
+}  // namespace
+
+std::optional<std::string> Registry::platform_of(const oci::ParsedManifest& image) const {
+    if (!image.config || image.config->size > static_cast<std::int64_t>(max_config_bytes)) return std::nullopt;
+    std::ifstream in(blobs_.path(image.config->digest), std::ios::binary);
+    if (!in) return std::nullopt;  // a mirrored base whose config was never fetched: the layers decide
+    std::string bytes(static_cast<std::size_t>(image.config->size), '\0');
+    if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) return std::nullopt;
+    auto config = nlohmann::json::parse(bytes, nullptr, false);
+    if (!config.is_object()) return std::nullopt;
+    auto field = [&](const char* key) {
+        auto it = config.find(key);
+        return it != config.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    auto platform = field("os") + "/" + field("architecture");
+    if (auto variant = field("variant"); !variant.empty()) platform += "/" + variant;
+    return platform;
+}
+
+void Registry::require_approved_base(const std::string& repo, const oci::Digest& digest,
+                                     const oci::ParsedManifest& parsed, const std::vector<std::string>& tags) {
+    const auto* policy = policy_for(options_.policies, repo);
+    if (!policy || policy->base_images.empty()) return;
+    if (parsed.kind == oci::ManifestKind::index) {
+        // Every child, also one pushed before the policy named this repository.
+        for (auto& child : parsed.manifests) {
+            auto record = meta_.manifest(repo, child.digest.str());
+            if (!record || record->deleted) continue;  // a sparse repository's child: nothing here to judge
+            require_approved_base(repo, child.digest, oci::parse_manifest(record->bytes, record->media_type), {});
+        }
+        return;
+    }
+    // Images only: signatures, SBOMs and other artifacts are not built on anything.
+    if (parsed.kind != oci::ManifestKind::image || attachment_shape(parsed) || !parsed.config ||
+        !is_image_config(parsed.config->media_type) ||
+        std::any_of(tags.begin(), tags.end(), [](auto& tag) { return attachment_tag(tag); }))
+        return;
+    const auto globs = split_globs(policy->base_images);
+    const auto layers = layers_of(parsed);
+    const auto platform = platform_of(parsed);
+    auto same_platform = [&](const oci::ParsedManifest& base) {
+        auto other = platform_of(base);
+        return !platform || !other || *platform == *other;
+    };
+    auto approved = [&](const storage::MetaStore::ManifestRef& ref) {
+        if (names_approved(globs, ref.repo, meta_.tags_ever(ref.repo, ref.digest))) return true;
+        for (auto& index : meta_.indexes_listing(ref.repo, ref.digest))
+            if (names_approved(globs, ref.repo, meta_.tags_ever(ref.repo, index))) return true;
+        return false;
+    };
+    for (std::size_t n = layers.size(); n > 0; --n) {
+        const std::vector<std::string> prefix(layers.begin(), layers.begin() + static_cast<std::ptrdiff_t>(n));
+        for (auto& ref : meta_.with_layers(prefix, max_candidates)) {
+            auto record = meta_.manifest(ref.repo, ref.digest);
+            if (!record || record->deleted) continue;
+            auto base = oci::parse_manifest(record->bytes, record->media_type);
+            if (layers_of(base) == prefix && same_platform(base) && approved(ref)) return;
+        }
+    }
+    refuse(*policy, "unapproved_base", base_divergence(policy->base_images, layers, platform), repo, digest.str());
+}
+
+std::string Registry::base_divergence(const std::vector<std::string>& base_images,
+                                      const std::vector<std::string>& layers,
+                                      const std::optional<std::string>& platform) const {
+    std::set<storage::MetaStore::ManifestRef> versions;
+    for (auto& [repo_glob, tag_glob] : split_globs(base_images)) {
+        // The tag history of the repositories the glob's literal beginning names.
+        const auto literal = repo_glob.substr(0, repo_glob.find_first_of("*?["));
+        meta_.visit_tag_history(literal, [&](const std::string& repo, const std::string& tag, const std::string& d) {
+            if (oci::glob_match(repo_glob, repo) && oci::glob_match(tag_glob, tag)) versions.insert({repo, d});
+            return versions.size() < max_approved;
+        });
+    }
+    std::string all;
+    for (auto& glob : base_images) all += (all.empty() ? "" : ", ") + glob;
+    if (versions.empty()) return "no approved base (" + all + ") is stored here";
+    // The approved image sharing the most leading layers.
+    std::size_t best = 0;
+    std::optional<std::pair<storage::MetaStore::ManifestRef, oci::ParsedManifest>> closest;
+    auto consider = [&](const storage::MetaStore::ManifestRef& ref, oci::ParsedManifest image) {
+        if (image.kind != oci::ManifestKind::image) return;
+        auto shared = common_prefix(layers, layers_of(image));
+        if (!closest || shared > best) best = shared, closest.emplace(ref, std::move(image));
+    };
+    for (auto& ref : versions) {
+        auto record = meta_.manifest(ref.repo, ref.digest);
+        if (!record || record->deleted) continue;
+        auto parsed = oci::parse_manifest(record->bytes, record->media_type);
+        for (auto& child : parsed.manifests)
+            if (auto c = meta_.manifest(ref.repo, child.digest.str()); c && !c->deleted)
+                consider({ref.repo, child.digest.str()}, oci::parse_manifest(c->bytes, c->media_type));
+        consider(ref, std::move(parsed));
+    }
+    if (!closest) return "no approved base (" + all + ") is stored here";
+    const auto& [ref, image] = *closest;
+    const auto name = ref.repo + "@" + ref.digest;
+    if (best == image.layers.size())
+        return "it is built on " + name + ", which is for " + platform_of(image).value_or("another platform") +
+               ", not " + platform.value_or("this platform");
+    if (best == layers.size())
+        return "its " + std::to_string(layers.size()) + " layers are only the beginning of " + name + " (" +
+               std::to_string(image.layers.size()) + " layers)";
+    return "layer " + std::to_string(best + 1) + " (" + layers[best] + ") diverges from every approved base (" + all +
+           "); the closest, " + name + ", shares " + std::to_string(best) + " of its " +
+           std::to_string(image.layers.size()) + " layers";
+}
+
+}  // namespace berth::registry
