@@ -11,7 +11,6 @@
 //              the newest nor pulled would go (reported, not deleted)
 //   delete     (with --delete) the same for real: tombstones, a chunk at a time
 // and prints wall time, CPU time and the process's peak RSS after each.
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -26,22 +25,13 @@
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/pull_times.hpp"
+#include "process_usage.hpp"
 
 using namespace berth;
+using bench::cpu_seconds;
+using bench::peak_rss_mib;
 
 namespace {
-
-double cpu_seconds() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
-long peak_rss_mib() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_maxrss / 1024;
-}
 
 void measure(const char* what, const std::function<registry::RetentionReport()>& run) {
     const auto cpu = cpu_seconds();
