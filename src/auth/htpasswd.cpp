@@ -1,13 +1,13 @@
 #include "htpasswd.hpp"
 
 #include <crypt.h>
-#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "berth/oci/encoding.hpp"
 #include "berth/observe/log.hpp"
 
 namespace berth::auth {
@@ -18,10 +18,6 @@ std::string sha256(const std::string& text) {
     unsigned size = 0;
     EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr);
     return std::string(reinterpret_cast<char*>(digest), size);
-}
-
-bool equal(const std::string& a, const std::string& b) {
-    return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 }  // namespace
@@ -70,13 +66,13 @@ bool Htpasswd::verify(const std::string& user, const std::string& password) {
         if (it == hashes_.end()) return false;
         auto seen = recent_.find(user);
         if (seen != recent_.end() && seen->second.second > std::chrono::steady_clock::now() &&
-            equal(seen->second.first, fingerprint))
+            oci::equal_secrets(seen->second.first, fingerprint))
             return true;
         hash = it->second;
     }
     auto data = std::make_unique<crypt_data>();
     const char* result = crypt_r(password.c_str(), hash.c_str(), data.get());
-    if (!result || !equal(result, hash)) return false;
+    if (!result || !oci::equal_secrets(result, hash)) return false;
     std::lock_guard lock(mutex_);
     recent_[user] = {fingerprint, std::chrono::steady_clock::now() + std::chrono::minutes(5)};
     return true;

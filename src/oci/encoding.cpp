@@ -1,5 +1,6 @@
 #include "berth/oci/encoding.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include <stdexcept>
@@ -91,6 +92,11 @@ std::string random_bytes(std::size_t count) {
     if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(count)) != 1)
         throw std::runtime_error("OpenSSL's random generator failed");
     return out;
+}
+
+bool equal_secrets(std::string_view presented, std::string_view expected) {
+    return presented.size() == expected.size() &&
+           CRYPTO_memcmp(presented.data(), expected.data(), expected.size()) == 0;
 }
 
 }  // namespace berth::oci

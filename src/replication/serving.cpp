@@ -2,10 +2,9 @@
 // the change log's compaction, which depends on what they have read.
 #include <nlohmann/json.hpp>
 
+#include "berth/oci/encoding.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/oci/error.hpp"
-
-#include <openssl/crypto.h>
 
 #include "berth/replication/protocol.hpp"
 #include "berth/replication/replicator.hpp"
@@ -165,8 +164,7 @@ std::string Replicator::pulls_json(const protocol::PullsRequest& request) const 
 
 bool Replicator::authorized(std::string_view secret) const {
     const auto& expected = impl_->options.secret;
-    return !expected.empty() && secret.size() == expected.size() &&
-           CRYPTO_memcmp(secret.data(), expected.data(), expected.size()) == 0;
+    return !expected.empty() && oci::equal_secrets(secret, expected);
 }
 
 void Replicator::apply_pushed(const std::string& origin, const protocol::ApplyRequest& pushed) {

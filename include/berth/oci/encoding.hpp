@@ -23,4 +23,7 @@ std::optional<std::string> base64url_decode(std::string_view text);
 std::string random_bytes(std::size_t count);
 inline std::string random_hex(std::size_t count) { return hex(random_bytes(count)); }
 
+// Whether a presented secret is the expected one, in time that does not depend on where they differ.
+bool equal_secrets(std::string_view presented, std::string_view expected);
+
 }  // namespace berth::oci
