@@ -56,7 +56,14 @@ struct Replicator::Impl {
             epoch = oci::random_hex(8);
             meta.put_setting(storage::layout::setting::log_epoch, epoch);
         }
-        for (auto& address : options.peers) add_peer(address);
+        std::string addresses;
+        for (auto& address : options.peers) {
+            add_peer(address);
+            addresses += address + "\n";
+        }
+        if (!options.peer_dns.empty()) addresses += options.peer_dns + "\n";
+        // For `berth restore` to ask whether any of them still runs.
+        meta.put_setting(storage::layout::setting::peer_addresses, addresses);
         load_peer_cursors();
     }
 

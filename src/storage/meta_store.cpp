@@ -93,6 +93,9 @@ MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode, std::size_t ca
     // Read-only, a column family added by a newer berth may not exist yet
     // (the store was last opened by an older one): it is left out and reads as empty.
     std::vector<std::string> present;
+    // Beside a running berth, whose compactions delete table files: every one is opened now, so
+    // a file deleted later stays readable through its descriptor.
+    if (mode == Mode::read_only) options.max_open_files = -1;
     if (mode == Mode::read_only)
         check(rocksdb::DB::ListColumnFamilies(options, dir.string(), &present), "list column families");
     std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;

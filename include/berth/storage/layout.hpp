@@ -31,6 +31,9 @@
 //                                          usage_counted          "1" once `usage` accounts for every link and
 //                                                                 repository (a store from before it is counted
 //                                                                 at start-up)
+//                                          peer_addresses         "<HOST:PORT>\n..." the replicas this one was
+//                                                                 configured with, for `berth restore` to see
+//                                                                 whether any of them still runs
 //                                          lineage_indexed        "1" once `lineage` holds every manifest and
 //                                                                 tag (a store from before it is indexed at
 //                                                                 start-up)
@@ -67,6 +70,24 @@
 //   where a stamp is {"c": hybrid clock value, "r": replica id}. Names, tags and
 //   digests never hold NUL, so it separates key parts and keeps each
 //   repository's keys together.
+//
+// A backup target (`berth backup`, storage/backup.hpp, docs/backup.md): content-addressed, its
+// blob files shared by every backup in it, so an incremental backup copies only new blobs.
+//
+// <target>/
+//   blobs/<alg>/<2 hex>/<hex>              a blob file, hard-linked from the store (same file system)
+//                                          or copied and verified; named by its digest
+//   backups/<id>/                          one backup; id: its UTC time, YYYYMMDDTHHMMSSZ
+//     meta/                                the index (every column family) at one moment: a RocksDB
+//                                          store of its own, written from one snapshot
+//     blobs.txt                            "<digest> <size>" per line: the blob files it holds
+//     backup.json                          what it holds and how to check it: {"format","id","created",
+//                                          "replica_id","log_epoch","log_head","incremental","peers",
+//                                          "meta_files":[{"name","size","sha256"}],"blobs":{"count",
+//                                          "bytes","copied","copied_bytes","list_sha256"}}
+//     backup.json.sha256                   SHA-256 of backup.json (hex): damage to it is seen too
+//   backups/.partial-<id>/                 a backup being written, renamed to <id> once complete;
+//                                          a later backup removes what a crash left
 #include <array>
 #include <filesystem>
 #include <initializer_list>
@@ -82,6 +103,25 @@ inline std::filesystem::path scratch_dir(const std::filesystem::path& root) { re
 inline std::filesystem::path quarantine_dir(const std::filesystem::path& root) { return root / "quarantine"; }
 inline std::filesystem::path meta_dir(const std::filesystem::path& root) { return root / "meta"; }
 inline std::filesystem::path issuer_keys_dir(const std::filesystem::path& root) { return root / "issuer-keys"; }
+
+// A backup target's parts (the tree above).
+namespace backup {
+inline std::filesystem::path blobs_dir(const std::filesystem::path& target) { return target / "blobs"; }
+inline std::filesystem::path backups_dir(const std::filesystem::path& target) { return target / "backups"; }
+inline std::filesystem::path backup_dir(const std::filesystem::path& target, const std::string& id) {
+    return backups_dir(target) / id;
+}
+inline std::filesystem::path partial_dir(const std::filesystem::path& target, const std::string& id) {
+    return backups_dir(target) / (".partial-" + id);
+}
+inline bool is_partial(const std::filesystem::path& dir) { return dir.filename().string().starts_with(".partial-"); }
+inline std::filesystem::path meta_dir(const std::filesystem::path& backup) { return backup / "meta"; }
+inline std::filesystem::path blob_list(const std::filesystem::path& backup) { return backup / "blobs.txt"; }
+inline std::filesystem::path description(const std::filesystem::path& backup) { return backup / "backup.json"; }
+inline std::filesystem::path description_sum(const std::filesystem::path& backup) {
+    return backup / "backup.json.sha256";
+}
+}  // namespace backup
 
 inline std::filesystem::path blob_file(const std::filesystem::path& blobs_dir, const oci::Digest& digest) {
     const auto& hex = digest.hex();
@@ -124,6 +164,7 @@ inline std::string bootstrap(const std::string& peer_id) { return "bootstrap/" +
 inline constexpr const char* peer_cursors = "peer_cursors";
 inline constexpr const char* usage_counted = "usage_counted";
 inline constexpr const char* lineage_indexed = "lineage_indexed";
+inline constexpr const char* peer_addresses = "peer_addresses";
 inline std::string tag_claim(const std::string& repo, const std::string& tag) {
     return "claim/" + repo + std::string(1, '\0') + tag;
 }

@@ -234,6 +234,11 @@ public:
     // indexed: settings key lineage_indexed). Call before serving.
     void index_lineage();
 
+    // A copy of every column family as of one moment, as a RocksDB store of its own in dir
+    // (which must not exist): what a backup holds (storage/backup.hpp). Also beside a running
+    // berth, read-only. Returns the copy's log head.
+    std::uint64_t copy_to(const std::filesystem::path& dir) const;
+
     std::optional<std::string> setting(const std::string& key) const;
     void put_setting(const std::string& key, const std::string& value);
 

@@ -1,0 +1,473 @@
+// Backups (storage/backup.hpp, layout.hpp's backup tree): the index copied from one RocksDB
+// snapshot, then the blob files; a backup is written under .partial-<id> and renamed into place
+// once every file in it is durable, so a backup that exists is complete.
+#include "berth/storage/backup.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unordered_set>
+
+#include "berth/oci/encoding.hpp"
+#include "berth/observe/log.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "meta_store_impl.hpp"
+
+namespace berth::storage {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* backup_format = "berth-backup-v1";
+constexpr std::size_t copy_chunk = 1 << 20;
+
+[[noreturn]] void fail(const std::string& what) { throw BackupError(what); }
+
+std::string utc_id(std::chrono::system_clock::time_point when) {
+    auto t = std::chrono::system_clock::to_time_t(when);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y%m%dT%H%M%SZ", &tm);
+    return text;
+}
+
+// Reads a file through a hasher; writes a copy to `to` (fsynced) when given. Returns the
+// digest (of the algorithm asked) and the size.
+std::pair<oci::Digest, std::uint64_t> hash_file(const fs::path& from, oci::DigestAlgorithm algorithm,
+                                                const fs::path* to = nullptr) {
+    int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+    if (in < 0) fail("cannot read " + from.string());
+    int out = -1;
+    if (to) {
+        out = ::open(to->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (out < 0) {
+            ::close(in);
+            fail("cannot write " + to->string());
+        }
+    }
+    oci::Hasher hasher(algorithm);
+    std::vector<char> buffer(copy_chunk);
+    std::uint64_t size = 0;
+    bool ok = true;
+    for (;;) {
+        auto n = ::read(in, buffer.data(), buffer.size());
+        if (n < 0) {
+            ok = false;
+            break;
+        }
+        if (n == 0) break;
+        hasher.update(buffer.data(), static_cast<std::size_t>(n));
+        size += static_cast<std::uint64_t>(n);
+        for (ssize_t written = 0; out >= 0 && written < n;) {
+            auto w = ::write(out, buffer.data() + written, static_cast<std::size_t>(n - written));
+            if (w <= 0) {
+                ok = false;
+                break;
+            }
+            written += w;
+        }
+        if (!ok) break;
+    }
+    ::close(in);
+    if (out >= 0) {
+        if (::fsync(out) != 0) ok = false;
+        ::close(out);
+    }
+    if (!ok) fail("cannot copy " + from.string());
+    return {hasher.peek(), size};
+}
+
+std::string sha256_hex(const fs::path& file) { return hash_file(file, oci::DigestAlgorithm::sha256).first.hex(); }
+
+void write_durably(const fs::path& file, const std::string& text) {
+    {
+        std::ofstream out(file, std::ios::binary | std::ios::trunc);
+        out << text;
+        if (!out.flush()) fail("cannot write " + file.string());
+    }
+    fsync_path(file);
+}
+
+std::string read_file(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail("cannot read " + file.string());
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// A blob file in a tree of blob files (the store's, a target's): layout's one naming.
+fs::path blob_in(const fs::path& blobs_dir, const oci::Digest& digest) { return layout::blob_file(blobs_dir, digest); }
+
+// Puts the blob file `from` at `to`: a hard link when both are on one file system, otherwise a
+// verified copy; a link too is verified first when `verify_links`. false when the bytes no longer
+// match the digest.
+bool place_blob(const fs::path& from, const fs::path& to, const oci::Digest& digest, bool& linked,
+                bool verify_links = false) {
+    fs::create_directories(to.parent_path());
+    if (verify_links && hash_file(from, digest.algorithm()).first != digest) return false;
+    linked = ::link(from.c_str(), to.c_str()) == 0;
+    if (linked || errno == EEXIST) return true;
+    const auto scratch = to.parent_path() / (".copy-" + oci::random_hex(8));
+    auto [copied, size] = hash_file(from, digest.algorithm(), &scratch);
+    if (copied != digest) {
+        fs::remove(scratch);
+        return false;
+    }
+    if (::rename(scratch.c_str(), to.c_str()) != 0) fail("cannot rename into " + to.string());
+    return true;
+}
+
+void sync_dirs(const std::set<fs::path>& dirs) {
+    for (auto& dir : dirs) fsync_path(dir);
+}
+
+json read_description(const fs::path& backup) {
+    auto text = read_file(layout::backup::description(backup));
+    auto sum = read_file(layout::backup::description_sum(backup));
+    while (!sum.empty() && (sum.back() == '\n' || sum.back() == ' ')) sum.pop_back();
+    if (oci::Digest::of(oci::DigestAlgorithm::sha256, text).hex() != sum)
+        fail(backup.filename().string() + ": backup.json does not match its checksum");
+    auto description = json::parse(text, nullptr, false);
+    if (!description.is_object() || description.value("format", "") != backup_format)
+        fail(backup.filename().string() + ": backup.json is not a " + std::string(backup_format) + " description");
+    return description;
+}
+
+// Each line of a backup's blob list: (digest, size).
+template <typename Visit>
+void visit_blob_list(const fs::path& backup, Visit visit) {
+    std::ifstream in(layout::backup::blob_list(backup));
+    if (!in) fail("cannot read " + layout::backup::blob_list(backup).string());
+    std::string digest;
+    std::uint64_t size = 0;
+    while (in >> digest >> size) {
+        auto parsed = oci::Digest::parse(digest);
+        if (!parsed) fail(backup.filename().string() + ": blobs.txt names no digest: " + digest.substr(0, 80));
+        visit(*parsed, size);
+    }
+}
+
+}  // namespace
+
+std::uint64_t MetaStore::copy_to(const fs::path& dir) const {
+    if (fs::exists(dir)) fail(dir.string() + " exists already");
+    rocksdb::DBOptions options;
+    options.create_if_missing = true;
+    options.create_missing_column_families = true;
+    options.error_if_exists = true;
+    std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+    for (auto* name : column_families) descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    check(rocksdb::DB::Open(options, dir.string(), descriptors, &handles, &raw), "open backup index");
+    std::unique_ptr<rocksdb::DB> copy(raw);
+    // One moment for every family: a snapshot of a store open for writing; a read-only store
+    // does not change.
+    const rocksdb::Snapshot* snapshot = impl_->db->GetSnapshot();
+    rocksdb::ReadOptions read;
+    read.snapshot = snapshot;
+    read.fill_cache = false;
+    rocksdb::WriteOptions write_options;
+    write_options.disableWAL = true;  // flushed below, before the copy is called complete
+    std::uint64_t head = 0;
+    try {
+        for (int f = 0; f < cf_count; ++f) {
+            if (!impl_->cf(f)) continue;
+            std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(read, impl_->cf(f)));
+            rocksdb::WriteBatch batch;
+            for (it->SeekToFirst(); it->Valid(); it->Next()) {
+                check(batch.Put(handles[f], it->key(), it->value()), "backup copy");
+                if (f == cf_log) head = sequence_of(it->key());
+                if (batch.GetDataSize() >= 8 << 20) {
+                    check(copy->Write(write_options, &batch), "backup copy");
+                    batch.Clear();
+                }
+            }
+            check(it->status(), "backup read");
+            check(copy->Write(write_options, &batch), "backup copy");
+        }
+        check(copy->Flush(rocksdb::FlushOptions(), handles), "backup flush");
+    } catch (...) {
+        if (snapshot) impl_->db->ReleaseSnapshot(snapshot);
+        for (auto* handle : handles) copy->DestroyColumnFamilyHandle(handle);
+        throw;
+    }
+    if (snapshot) impl_->db->ReleaseSnapshot(snapshot);
+    for (auto* handle : handles) copy->DestroyColumnFamilyHandle(handle);
+    check(copy->Close(), "close backup index");
+    return head;
+}
+
+BackupReport take_backup(const MetaStore& meta, const BlobStore& blobs, const fs::path& target, bool incremental,
+                         const std::function<void(const BackupProgress&)>& progress) {
+    const auto existing = backup_ids(target);
+    if (!incremental && !existing.empty())
+        fail(target.string() + " holds backups already (" + existing.back() + "): --incremental adds to them");
+    fs::create_directories(layout::backup::backups_dir(target));
+    // What a crash left behind: never a backup.
+    for (auto& entry : fs::directory_iterator(layout::backup::backups_dir(target)))
+        if (layout::backup::is_partial(entry.path())) fs::remove_all(entry.path());
+
+    BackupReport report;
+    report.incremental = !existing.empty();
+    auto now = std::chrono::system_clock::now();
+    report.id = utc_id(now);
+    // Two backups within a second: the second waits for its own name.
+    while (std::find(existing.begin(), existing.end(), report.id) != existing.end() ||
+           fs::exists(layout::backup::backup_dir(target, report.id)))
+        report.id = utc_id(now += std::chrono::seconds(1));
+    const auto partial = layout::backup::partial_dir(target, report.id);
+    fs::create_directories(partial);
+
+    if (progress) progress({"index", 0, 0});
+    report.log_head = meta.copy_to(layout::backup::meta_dir(partial));
+    auto meta_files = json::array();
+    for (auto& entry : fs::directory_iterator(layout::backup::meta_dir(partial))) {
+        if (!entry.is_regular_file()) continue;
+        fsync_path(entry.path());
+        meta_files.push_back({{"name", entry.path().filename().string()},
+                              {"size", entry.file_size()},
+                              {"sha256", sha256_hex(entry.path())}});
+    }
+    fsync_path(layout::backup::meta_dir(partial));
+
+    // Every blob file the store holds now: what the copied index links was committed before it
+    // (a link follows its blob), and garbage collection removes only what has been unlinked for
+    // longer than its grace.
+    const auto target_blobs = layout::backup::blobs_dir(target);
+    std::set<fs::path> touched;
+    {
+        std::ofstream list(layout::backup::blob_list(partial), std::ios::binary | std::ios::trunc);
+        blobs.for_each([&](const oci::Digest& digest, std::uint64_t size, std::int64_t) {
+            const auto to = blob_in(target_blobs, digest);
+            std::error_code ec;
+            const auto present = fs::file_size(to, ec);
+            if (ec || present != size) {
+                if (!ec) fs::remove(to);  // a damaged or partial copy: replaced
+                bool linked = false;
+                if (!place_blob(blobs.path(digest), to, digest, linked)) {
+                    ++report.damaged;
+                    observe::log("error", "backup: a blob file does not match its digest; left out",
+                                 {{"digest", digest.str()}});
+                    return;
+                }
+                touched.insert(to.parent_path());
+                ++report.copied;
+                report.copied_bytes += size;
+            }
+            list << digest.str() << ' ' << size << '\n';
+            ++report.blobs;
+            report.bytes += size;
+            if (progress && report.blobs % 1000 == 0) progress({"blobs", report.blobs, report.bytes});
+        });
+        if (!list.flush()) fail("cannot write " + layout::backup::blob_list(partial).string());
+    }
+    sync_dirs(touched);
+    fsync_path(layout::backup::blob_list(partial));
+
+    auto peers = json::array();
+    std::istringstream addresses(meta.setting(layout::setting::peer_addresses).value_or(""));
+    for (std::string address; std::getline(addresses, address);)
+        if (!address.empty()) peers.push_back(address);
+    const json description = {
+        {"format", backup_format},
+        {"id", report.id},
+        {"created", std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count()},
+        {"replica_id", meta.setting(layout::setting::replica_id).value_or("")},
+        {"log_epoch", meta.setting(layout::setting::log_epoch).value_or("")},
+        {"log_head", report.log_head},
+        {"incremental", report.incremental},
+        {"peers", peers},
+        {"meta_files", meta_files},
+        {"blobs",
+         {{"count", report.blobs},
+          {"bytes", report.bytes},
+          {"copied", report.copied},
+          {"copied_bytes", report.copied_bytes},
+          {"list_sha256", sha256_hex(layout::backup::blob_list(partial))}}}};
+    const auto text = description.dump(2);
+    write_durably(layout::backup::description(partial), text);
+    write_durably(layout::backup::description_sum(partial),
+                  oci::Digest::of(oci::DigestAlgorithm::sha256, text).hex() + "\n");
+    fsync_path(partial);
+    report.dir = layout::backup::backup_dir(target, report.id);
+    fs::rename(partial, report.dir);
+    fsync_path(layout::backup::backups_dir(target));
+    if (progress) progress({"done", report.blobs, report.bytes});
+    return report;
+}
+
+std::vector<std::string> backup_ids(const fs::path& target) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (auto& entry : fs::directory_iterator(layout::backup::backups_dir(target), ec))
+        if (entry.is_directory() && !layout::backup::is_partial(entry.path()) &&
+            fs::exists(layout::backup::description(entry.path())))
+            out.push_back(entry.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+VerifyReport verify_backups(const fs::path& target, const std::function<void(const BackupProgress&)>& progress) {
+    VerifyReport report;
+    const auto target_blobs = layout::backup::blobs_dir(target);
+    // Each blob file once, whatever number of backups list it: its bytes must be its name.
+    std::error_code ec;
+    for (auto& algorithm : fs::directory_iterator(target_blobs, ec)) {
+        auto alg = oci::parse_algorithm(algorithm.path().filename().string());
+        if (!alg) continue;
+        for (auto& entry : fs::recursive_directory_iterator(algorithm.path())) {
+            if (!entry.is_regular_file()) continue;
+            const auto name = entry.path().filename().string();
+            if (name.starts_with(".copy-")) continue;  // a copy a crash cut short: listed by no backup
+            auto expected = oci::Digest::parse(std::string(oci::algorithm_name(*alg)) + ":" + name);
+            auto [digest, size] = hash_file(entry.path(), *alg);
+            if (!expected || digest != *expected)
+                report.damage.push_back("blob " + entry.path().string() + " holds bytes of " + digest.str());
+            ++report.blobs;
+            report.bytes += size;
+            if (progress && report.blobs % 1000 == 0) progress({"blobs", report.blobs, report.bytes});
+        }
+    }
+    const auto ids = backup_ids(target);
+    if (ids.empty()) report.damage.push_back(target.string() + " holds no backup");
+    for (auto& id : ids) {
+        const auto backup = layout::backup::backup_dir(target, id);
+        ++report.backups;
+        try {
+            auto description = read_description(backup);
+            for (auto& file : description.at("meta_files")) {
+                const auto path = layout::backup::meta_dir(backup) / file.at("name").get<std::string>();
+                if (!fs::exists(path) || sha256_hex(path) != file.at("sha256").get<std::string>())
+                    report.damage.push_back(id + ": index file " + path.filename().string() + " is damaged or gone");
+            }
+            if (sha256_hex(layout::backup::blob_list(backup)) != description.at("blobs").at("list_sha256"))
+                report.damage.push_back(id + ": blobs.txt does not match backup.json");
+            std::uint64_t listed = 0;
+            visit_blob_list(backup, [&](const oci::Digest& digest, std::uint64_t size) {
+                ++listed;
+                std::error_code missing;
+                auto found = fs::file_size(blob_in(target_blobs, digest), missing);
+                if (missing || found != size)
+                    report.damage.push_back(id + ": blob " + digest.str() +
+                                            (missing ? " is gone" : " has another size"));
+            });
+            if (listed != description.at("blobs").at("count").get<std::uint64_t>())
+                report.damage.push_back(id + ": blobs.txt lists " + std::to_string(listed) + " blobs, backup.json " +
+                                        description.at("blobs").at("count").dump());
+        } catch (const std::exception& error) {
+            report.damage.push_back(id + ": " + error.what());
+        }
+    }
+    return report;
+}
+
+PruneReport prune_backups(const fs::path& target, std::size_t keep) {
+    PruneReport report;
+    auto ids = backup_ids(target);
+    if (ids.size() <= keep) return report;
+    const std::vector<std::string> doomed(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
+    // Removed first, so a crash in the sweep below leaves only unlisted blob files.
+    for (auto& id : doomed) {
+        fs::remove_all(layout::backup::backup_dir(target, id));
+        report.removed.push_back(id);
+    }
+    fsync_path(layout::backup::backups_dir(target));
+    std::unordered_set<std::string> listed;
+    for (auto& id : backup_ids(target))
+        visit_blob_list(layout::backup::backup_dir(target, id),
+                        [&](const oci::Digest& digest, std::uint64_t) { listed.insert(digest.str()); });
+    std::error_code ec;
+    const auto target_blobs = layout::backup::blobs_dir(target);
+    for (auto& algorithm : fs::directory_iterator(target_blobs, ec)) {
+        auto alg = oci::parse_algorithm(algorithm.path().filename().string());
+        if (!alg) continue;
+        std::vector<fs::path> unlisted;
+        for (auto& entry : fs::recursive_directory_iterator(algorithm.path()))
+            if (entry.is_regular_file() &&
+                !listed.count(std::string(oci::algorithm_name(*alg)) + ":" + entry.path().filename().string()))
+                unlisted.push_back(entry.path());
+        for (auto& file : unlisted) {
+            report.bytes_removed += fs::file_size(file);
+            fs::remove(file);
+            ++report.blobs_removed;
+        }
+    }
+    return report;
+}
+
+std::vector<std::string> backup_peers(const fs::path& target, const std::string& id) {
+    auto description = read_description(layout::backup::backup_dir(target, id));
+    std::vector<std::string> out;
+    for (auto& peer : description.value("peers", json::array()))
+        if (peer.is_string()) out.push_back(peer.get<std::string>());
+    return out;
+}
+
+RestoreReport restore_backup(const fs::path& target, const std::string& id, const fs::path& root,
+                             const std::function<void(const BackupProgress&)>& progress) {
+    auto ids = backup_ids(target);
+    if (ids.empty()) fail(target.string() + " holds no backup");
+    RestoreReport report;
+    report.id = id.empty() ? ids.back() : id;
+    if (std::find(ids.begin(), ids.end(), report.id) == ids.end())
+        fail(target.string() + " holds no backup " + report.id);
+    const auto backup = layout::backup::backup_dir(target, report.id);
+    auto description = read_description(backup);
+    const auto meta_dir = layout::meta_dir(root);
+    std::error_code ec;
+    if (fs::exists(meta_dir) && !fs::is_empty(meta_dir, ec))
+        fail(root.string() + " holds a store already: restore into an empty root");
+
+    if (progress) progress({"index", 0, 0});
+    fs::create_directories(meta_dir);
+    for (auto& file : description.at("meta_files")) {
+        const auto name = file.at("name").get<std::string>();
+        if (name.find('/') != std::string::npos || name.starts_with("."))
+            fail(report.id + ": backup.json names an index file outside the index: " + name);
+        const auto to = meta_dir / name;
+        auto [digest, size] = hash_file(layout::backup::meta_dir(backup) / name, oci::DigestAlgorithm::sha256, &to);
+        if (digest.hex() != file.at("sha256").get<std::string>())
+            fail(report.id + ": index file " + name + " is damaged");
+    }
+    fsync_path(meta_dir);
+
+    BlobStore blobs(root);
+    std::set<fs::path> touched;
+    const auto target_blobs = layout::backup::blobs_dir(target);
+    visit_blob_list(backup, [&](const oci::Digest& digest, std::uint64_t size) {
+        bool linked = false;
+        const auto to = blobs.path(digest);
+        // Read once either way: a restore never brings back bytes that are not what they claim.
+        if (!place_blob(blob_in(target_blobs, digest), to, digest, linked, true))
+            fail(report.id + ": blob " + digest.str() + " is damaged in the backup (berth backup verify)");
+        touched.insert(to.parent_path());
+        report.linked += linked;
+        ++report.blobs;
+        report.bytes += size;
+        if (progress && report.blobs % 1000 == 0) progress({"blobs", report.blobs, report.bytes});
+    });
+    sync_dirs(touched);
+    {
+        MetaStore meta(meta_dir);
+        // A new log: peers that read the old one up to a sequence past this backup's head would
+        // otherwise skip what this replica writes next under those numbers.
+        meta.put_setting(layout::setting::log_epoch, oci::random_hex(8));
+        meta.put_setting(layout::setting::peer_cursors, "{}");
+        meta.sync();
+    }
+    report.peers = backup_peers(target, report.id);
+    if (progress) progress({"done", report.blobs, report.bytes});
+    return report;
+}
+
+}  // namespace berth::storage
