@@ -9,7 +9,6 @@
 #include "berth/auth/credential_provider.hpp"
 #include "berth/config/config.hpp"
 #include "berth/node/node.hpp"
-#include "berth/registry/lineage.hpp"
 #include "berth/registry/maintenance.hpp"
 #include "berth/registry/retention.hpp"
 #include "berth/storage/blob_store.hpp"
@@ -17,6 +16,7 @@
 #include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/storage/pull_times.hpp"
+#include "cli/commands.hpp"
 
 namespace layout = berth::storage::layout;
 
@@ -28,6 +28,10 @@ Usage:
   berth serve [--config FILE] [--listen HOST:PORT] [--root DIR]
   berth gc [--config FILE] [--root DIR] [--dry-run]
   berth lineage --root DIR [--json] REPOSITORY[:TAG|@DIGEST]
+  berth backup --root DIR --to TARGET [--incremental]
+  berth backup verify TARGET
+  berth backup prune TARGET --keep N
+  berth restore --from TARGET --root DIR [--backup ID] [--as-new-replica]
   berth credential-provider [--registry HOST[:PORT]]... [--username NAME]
   berth version
   berth help
@@ -145,73 +149,6 @@ int gc(const std::vector<std::string>& args) {
     return 0;
 }
 
-constexpr const char* lineage_help = R"(Usage: berth lineage --root DIR [--json] REPOSITORY[:TAG|@DIGEST]
-
-Lists every image in the store whose layers begin with the layers of any version
-the base ever had (a tag's every digest, or one digest; TAG defaults to latest),
-and whether each is on the version the tag names now. Opens the index read-only,
-so it works beside a running berth. --json prints what GET /_berth/v1/lineage
-answers, with every page. docs/policies.md.
-)";
-
-int lineage(const std::vector<std::string>& args) {
-    std::optional<std::filesystem::path> root;
-    std::optional<std::string> base;
-    bool json = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "-h" || args[i] == "--help") {
-            std::cout << lineage_help;
-            return 0;
-        }
-        if (args[i] == "--root" && i + 1 < args.size()) root = args[++i];
-        else if (args[i] == "--json") json = true;
-        else if (!base && !args[i].starts_with("-")) base = args[i];
-        else {
-            std::cerr << "berth lineage: unexpected argument '" << args[i] << "'\n\n" << lineage_help;
-            return 2;
-        }
-    }
-    if (!root || !base) {
-        std::cerr << lineage_help;
-        return 2;
-    }
-    berth::registry::LineageQuery query;
-    const auto at = base->find('@');
-    const auto colon = base->rfind(':');
-    if (at != std::string::npos) query.repository = base->substr(0, at), query.reference = base->substr(at + 1);
-    else if (colon != std::string::npos && base->find('/', colon) == std::string::npos)
-        query.repository = base->substr(0, colon), query.reference = base->substr(colon + 1);
-    else query.repository = *base, query.reference = "latest";
-    if (!std::filesystem::exists(layout::meta_dir(*root)))
-        throw berth::config::ConfigError("no registry store at " + root->string());
-    berth::storage::MetaStore meta(layout::meta_dir(*root), berth::storage::MetaStore::Mode::read_only);
-    if (meta.setting(layout::setting::lineage_indexed) != "1")
-        throw berth::config::ConfigError("the store's lineage is not indexed yet: berth serve indexes it at start");
-    query.limit = 1000;
-    auto all = berth::registry::lineage(meta, query);
-    for (auto page = all; page.next;) {
-        query.after = *page.next;
-        page = berth::registry::lineage(meta, query);
-        all.derived.insert(all.derived.end(), page.derived.begin(), page.derived.end());
-        all.next = page.next;
-    }
-    if (json) {
-        std::cout << berth::registry::lineage_json(all, "") << "\n";
-        return 0;
-    }
-    std::cout << query.repository << ":" << query.reference << " is "
-              << (all.digest.empty() ? std::string("gone") : all.digest) << "; " << all.versions.size()
-              << " versions\n";
-    for (auto& d : all.derived) {
-        std::string tags;
-        for (auto& tag : d.tags) tags += (tags.empty() ? "" : ",") + tag;
-        std::cout << d.repository << "@" << d.digest << " [" << tags << "] on " << d.base_digest
-                  << (d.current ? " (current)" : " (older)") << "\n";
-    }
-    std::cout << all.derived.size() << " images\n";
-    return 0;
-}
-
 int serve(const std::vector<std::string>& args) {
     auto flags = parse_flags(args, "serve", true);
     if (flags.help) {
@@ -282,12 +219,17 @@ int main(int argc, char** argv) {
         }
         if (args[0] == "serve") return serve({args.begin() + 1, args.end()});
         if (args[0] == "gc") return gc({args.begin() + 1, args.end()});
-        if (args[0] == "lineage") return lineage({args.begin() + 1, args.end()});
+        if (args[0] == "lineage") return berth::cli::lineage({args.begin() + 1, args.end()});
+        if (args[0] == "backup") return berth::cli::backup({args.begin() + 1, args.end()});
+        if (args[0] == "restore") return berth::cli::restore({args.begin() + 1, args.end()});
         if (args[0] == "credential-provider") return credential_provider({args.begin() + 1, args.end()});
         std::cerr << "berth: unknown command '" << args[0] << "'\n\n" << usage_text;
         return 2;
     } catch (const berth::config::ConfigError& error) {
         std::cerr << "berth: " << error.what() << "\n";
+        return 2;
+    } catch (const berth::cli::UsageError& error) {
+        std::cerr << "berth " << args[0] << ": " << error.what() << " (see berth " << args[0] << " --help)\n";
         return 2;
     } catch (const std::exception& error) {
         std::cerr << "berth: " << error.what() << "\n";
