@@ -30,12 +30,13 @@ Plan plan_token(const auth::Authorizer* authorizer, Request& request);  // token
 // agent_handlers.cpp: the node agent's answer where the replicas refuse the caller (or to
 // /auth/token); nullopt to go on.
 std::optional<Plan> plan_delegated(auth::DelegatedAccess& door, Request& request);
-// operation_handlers.cpp: liveness, readiness, metrics, namespace usage, lineage.
+// operation_handlers.cpp: liveness, readiness, metrics, namespace usage, lineage, backups.
 Plan plan_healthz();
 Plan plan_readyz(const replication::PeerService* peers);
 Plan plan_metrics(const observe::MetricsRegistry* metrics);
 Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer, Request& request);
 Plan plan_lineage(const registry::Registry& registry, const auth::Authorizer* authorizer, Request& request);
+Plan plan_backup(storage::BackupJob* backups, const Request& request);
 // A plan that answers at once, on the I/O thread.
 Plan immediate(Response response);
 Response json_response(int status, std::string body, std::string content_type = "application/json");

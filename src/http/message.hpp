@@ -19,6 +19,9 @@
 namespace berth::registry {
 class Registry;
 }
+namespace berth::storage {
+class BackupJob;
+}
 namespace berth::replication {
 class Cluster;
 class PeerService;
@@ -78,7 +81,8 @@ struct Services {
     const auth::Authorizer* authorizer;                 // null: everyone may do everything
     auth::DelegatedAccess* delegated;                   // the node agent's door: the replicas decide who reads
     const observe::MetricsRegistry* metrics = nullptr;  // what GET /metrics writes
-    net::Client* client = nullptr;  // for upload requests sent on to the replica that owns the session
+    net::Client* client = nullptr;          // for upload requests sent on to the replica that owns the session
+    storage::BackupJob* backups = nullptr;  // null: the server takes no backups (config `backup`)
 };
 
 // Where a streamed request body goes, chunk by chunk, as it arrives. The

@@ -1,13 +1,15 @@
-// What operators ask: liveness, readiness, metrics, namespace usage and lineage.
+// What operators ask: liveness, readiness, metrics, namespace usage, lineage and backups.
 #include <nlohmann/json.hpp>
 
 #include "berth/auth/authorizer.hpp"
 #include "berth/net/host_port.hpp"
+#include "berth/oci/encoding.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/oci/names.hpp"
 #include "berth/observe/metrics.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/replication/peer_service.hpp"
+#include "berth/storage/backup.hpp"
 #include "responses.hpp"
 
 namespace berth::http {
@@ -93,6 +95,25 @@ Plan plan_lineage(const registry::Registry& registry, const auth::Authorizer* au
     auto response = json_response(200, registry::lineage_json(lineage, next));
     if (!next.empty()) response.set("Link", "<" + next + ">; rel=\"next\"");
     return immediate(std::move(response));
+}
+
+// Backups the server takes into its configured target: POST starts one (202; 409 while one runs),
+// GET says how the last one went. Only with backup.secret_file's secret as a Bearer token.
+Plan plan_backup(storage::BackupJob* backups, const Request& request) {
+    if (!backups || backups->options().secret.empty())
+        throw Error(ErrorCode::unsupported, "this server takes no backups on request (backup.secret_file)");
+    const std::string expected = "Bearer " + backups->options().secret;
+    if (!oci::equal_secrets(request.authorization, expected)) {
+        auto response = error_response(ErrorCode::unauthorized, "the backup secret is required");
+        response.set("WWW-Authenticate", "Bearer realm=\"berth-backup\"");
+        return immediate(std::move(response));
+    }
+    if (request.method == Method::post) {
+        if (!backups->start()) return immediate(json_response(409, backups->status_json()));
+        return immediate(json_response(202, backups->status_json()));
+    }
+    if (request.method != Method::get && request.method != Method::head) not_allowed();
+    return immediate(json_response(200, backups->status_json()));
 }
 
 }  // namespace berth::http

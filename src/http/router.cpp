@@ -103,6 +103,7 @@ std::optional<Target> parse_target(std::string_view target) {
     else if (path == "/auth/token") out.route.kind = RouteKind::token;
     else if (path == usage_path) out.route.kind = RouteKind::usage;
     else if (path == lineage_path) out.route.kind = RouteKind::lineage;
+    else if (path == backup_path) out.route.kind = RouteKind::backup;
     else if (path.starts_with(replication::protocol::prefix))
         out.route = {RouteKind::peer, {}, std::string(path.substr(replication::protocol::prefix.size()))};
     else if (path == "/v2") out.route.kind = RouteKind::base;
@@ -144,6 +145,7 @@ constexpr RouteSpec routes[] = {
     {K::peer,           "peer",         false,     false,        false,      none, none, none},
     {K::usage,          "usage",        false,     true,         false,      pull, pull, pull},
     {K::lineage,        "lineage",      false,     true,         false,      pull, pull, pull},
+    {K::backup,         "backup",       false,     false,        false,      none, none, none},
     {K::unknown,        "unknown",      false,     false,        true,       none, none, none},
 };
 // clang-format on

@@ -26,13 +26,15 @@ enum class RouteKind {
     peer,     // the peer API (replication/protocol.hpp); reference: the path after its prefix
     usage,    // /_berth/v1/usage, namespace usage for users (docs/quotas.md)
     lineage,  // /_berth/v1/lineage, what is built on a base (docs/policies.md)
+    backup,   // /_berth/v1/backup, backups the server takes (docs/backup.md)
     unknown
 };
 
-// Namespace usage and lineage for users. They sit beside the peer API's paths, so the
+// Namespace usage and lineage for users, backups for operators. They sit beside the peer API's paths, so the
 // router matches them before their prefix.
 inline constexpr std::string_view usage_path = "/_berth/v1/usage";
 inline constexpr std::string_view lineage_path = "/_berth/v1/lineage";
+inline constexpr std::string_view backup_path = "/_berth/v1/backup";
 
 struct Route {
     RouteKind kind = RouteKind::unknown;

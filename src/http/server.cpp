@@ -94,8 +94,8 @@ void run_guarded(asio::io_context& io) {
 struct Server::Impl {
     Impl(ServerOptions options, registry::Registry& registry, const observe::MetricsRegistry& metrics,
          replication::PeerService* peers, const replication::Cluster* cluster, const auth::Authorizer* authorizer,
-         auth::DelegatedAccess* delegated)
-        : context(options, Services{registry, peers, cluster, authorizer, delegated, &metrics, nullptr},
+         auth::DelegatedAccess* delegated, storage::BackupJob* backups)
+        : context(options, Services{registry, peers, cluster, authorizer, delegated, &metrics, nullptr, backups},
                   options.worker_threads ? options.worker_threads : 4 * cores()),
           ios(make_io_contexts(options.io_threads ? options.io_threads : cores())), io(*ios.front()), acceptor(io),
           signals(io, SIGINT, SIGTERM) {
@@ -236,8 +236,9 @@ struct Server::Impl {
 
 Server::Server(ServerOptions options, registry::Registry& registry, observe::MetricsRegistry& metrics,
                replication::PeerService* peers, const replication::Cluster* cluster, const auth::Authorizer* authorizer,
-               auth::DelegatedAccess* delegated)
-    : impl_(std::make_unique<Impl>(std::move(options), registry, metrics, peers, cluster, authorizer, delegated)) {
+               auth::DelegatedAccess* delegated, storage::BackupJob* backups)
+    : impl_(std::make_unique<Impl>(std::move(options), registry, metrics, peers, cluster, authorizer, delegated,
+                                   backups)) {
     metrics.add_source([impl = impl_.get()](observe::MetricsWriter& out) { impl->context.request_metrics.write(out); });
 }
 

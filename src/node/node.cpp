@@ -20,6 +20,7 @@
 #include "berth/registry/registry.hpp"
 #include "berth/registry/retention.hpp"
 #include "berth/replication/replicator.hpp"
+#include "berth/storage/backup.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/layout.hpp"
@@ -111,6 +112,7 @@ private:
     registry::Retention retention_;
     registry::MaintenanceStats maintenance_;
     std::unique_ptr<auth::Authorizer> authorizer_;
+    std::unique_ptr<storage::BackupJob> backups_;
     observe::MetricsRegistry metrics_;
     http::Server server_;
     Scheduler scheduler_;
@@ -154,8 +156,10 @@ Node::Node(config::Config config)
                                       return config_.auth.enabled() ? std::make_unique<auth::Authorizer>(config_.auth)
                                                                     : nullptr;
                                   })),
+      backups_(config_.backup.enabled() ? std::make_unique<storage::BackupJob>(config_.backup, meta_, blobs_)
+                                        : nullptr),
       server_(server_options(config_.server), registry_, metrics_, replicator_.get(), replicator_.get(),
-              authorizer_.get(), proxy_ ? proxy_->agent_access() : nullptr),
+              authorizer_.get(), proxy_ ? proxy_->agent_access() : nullptr, backups_.get()),
       scheduler_(metrics_) {
     as_config_error("listen: cannot listen on " + config_.server.host + ":" + std::to_string(config_.server.port), [&] {
         server_.bind();
@@ -175,6 +179,7 @@ void Node::write_metrics(observe::MetricsWriter& out) {
     if (proxy_) proxy_->write_metrics(out);
     if (verifier_) verifier_->write_metrics(out);
     if (authorizer_) authorizer_->write_metrics(out);
+    if (backups_) backups_->write_metrics(out);
 }
 
 void Node::schedule_storage_jobs() {
@@ -194,6 +199,8 @@ void Node::schedule_storage_jobs() {
             maintenance_.last_gc = std::move(report);
             ++maintenance_.gc_runs;
         });
+    if (backups_ && config_.backup.interval.count())
+        scheduler_.every("backup", config_.backup.interval, [this] { backups_->start(); });
     if (config_.scrub_interval.count())
         scheduler_.every("scrub", config_.scrub_interval, [this] {
             auto report = registry::scrub(blobs_, meta_, config_.scrub_rate_mib << 20, stopping_);

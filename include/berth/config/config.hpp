@@ -12,6 +12,7 @@
 #include "berth/registry/options.hpp"
 #include "berth/registry/retention.hpp"
 #include "berth/replication/options.hpp"
+#include "berth/storage/backup.hpp"
 #include "berth/storage/meta_store.hpp"
 
 namespace berth::config {
@@ -32,6 +33,7 @@ struct Config {
     std::uint64_t scrub_rate_mib = 64;
     // cache.memory_bytes: manifests, tags and pages of tag lists kept decoded in memory.
     std::uint64_t metadata_cache_bytes = storage::MetaStore::default_cache_bytes;
+    storage::BackupOptions backup;  // backups the server takes (docs/backup.md)
 };
 
 class ConfigError : public std::runtime_error {

@@ -21,6 +21,9 @@ class DelegatedAccess;
 namespace berth::observe {
 class MetricsRegistry;
 }
+namespace berth::storage {
+class BackupJob;
+}
 
 namespace berth::http {
 
@@ -76,7 +79,8 @@ public:
     // decide who reads.
     Server(ServerOptions options, registry::Registry& registry, observe::MetricsRegistry& metrics,
            replication::PeerService* peers = nullptr, const replication::Cluster* cluster = nullptr,
-           const auth::Authorizer* authorizer = nullptr, auth::DelegatedAccess* delegated = nullptr);
+           const auth::Authorizer* authorizer = nullptr, auth::DelegatedAccess* delegated = nullptr,
+           storage::BackupJob* backups = nullptr);
     ~Server();
 
     // Binds; after this port() is the real port (useful with port 0).

@@ -36,6 +36,10 @@
     M(scrub_runs_total, counter, "Scrub passes finished.")                                                             \
     M(scrub_last_checked_bytes, gauge, "Bytes re-hashed by the last scrub pass.")                                      \
     M(scrub_corrupt_total, counter, "Corrupt blobs and manifests found by scrubbing.")                                 \
+    /* backups (storage/backup) */                                                                                     \
+    M(backups_total, counter, "Backups the server took, by result.")                                                   \
+    M(backup_last_success_timestamp_seconds, gauge, "When the last backup that succeeded ended (0: none yet).")        \
+    M(backup_running, gauge, "1 while a backup is under way.")                                                         \
     /* replication */                                                                                                  \
     M(replication_lag_events, gauge, "Change-log events of the peer not yet applied here.")                            \
     M(replication_lag_seconds, gauge, "Age of the oldest peer event not yet applied.")                                 \

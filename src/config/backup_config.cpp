@@ -1,0 +1,24 @@
+// The `backup` section: backups the server takes into a directory it mounts (docs/backup.md).
+#include "section.hpp"
+
+namespace berth::config {
+
+void read_backup(Section& s, Reading& r) {
+    auto& backup = r.config.backup;
+    std::string target, secret_file;
+    s.string("target", target);
+    s.string("secret_file", secret_file);
+    s.number("keep", backup.keep, 100000);
+    s.seconds("interval_seconds", backup.interval);
+    if (target.empty()) throw ConfigError("backup.target must name the directory backups go to");
+    backup.target = r.path_of(target);
+    if (!secret_file.empty()) {
+        backup.secret = secret_from("backup.secret_file", r.path_of(secret_file));
+        if (backup.secret.size() < 16)
+            throw ConfigError("backup.secret_file must hold a secret of at least 16 characters");
+    }
+    if (backup.secret.empty() && backup.interval.count() == 0)
+        throw ConfigError("backup: give secret_file (for POST /_berth/v1/backup), interval_seconds, or both");
+}
+
+}  // namespace berth::config
