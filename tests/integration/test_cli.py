@@ -103,6 +103,10 @@ class ConfigValidationTest(unittest.TestCase):
             ({"uploads": {"ttl": 1}}, "uploads.ttl"),
             ({"log": {"access": True, "level": "debug"}}, "log.level"),
             ({"limits": {}, "tsl": {}}, "tsl"),
+            ({"backup": {"target": "t", "interval_seconds": 60, "every": 1}}, "backup.every"),
+            ({"backup": {"interval_seconds": 60}}, "backup.target"),
+            ({"backup": {"target": "t"}}, "backup: give secret_file"),
+            ({"backup": {"target": "t", "secret_file": "missing"}}, "backup.secret_file"),
         ]:
             with self.subTest(config=config):
                 self.assert_refused(config, key)
