@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Starts berth with the configuration from k8s/configmap.yaml to prove berth
 # accepts it (its config check is strict: an unknown key or a wrong type stops
-# the start). Only the peer secret path is changed, to a throwaway secret, and
-# the data goes to a temporary directory. berth serves on a free loopback port
+# the start). Only the secret paths are changed, to a throwaway secret, and
+# the data and backups go to a temporary directory; the backup CronJob's
+# command must then get a backup. berth serves on a free loopback port
 # until /healthz answers, then gets SIGTERM and must exit 0.
 #   bash k8s/validate/check-config.sh [BERTH_BINARY]   (default build/berth)
 # Needs node_modules here (bash k8s/validate/run.sh installs it), curl and python3.
@@ -42,6 +43,13 @@ if [ -z "$healthy" ]; then
     exit 1
 fi
 readyz="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz" || true)"
+# The backup CronJob's command against this configuration: a backup lands in backup.target.
+if ! "$berth" backup --url "http://127.0.0.1:$port" --secret-file "$work/peer-secret" > "$work/backup.json" 2>&1 ||
+    [ -z "$(ls "$work/backups/backups" 2>/dev/null)" ]; then
+    echo "FAIL: berth backup --url with the ConfigMap's backup section:" >&2
+    cat "$work/backup.json" "$work/berth.log" >&2
+    exit 1
+fi
 
 kill -TERM "$pid"
 status=0
@@ -52,4 +60,4 @@ if [ "$status" -ne 0 ]; then
     cat "$work/berth.log" >&2
     exit 1
 fi
-echo "ok: berth accepted k8s/configmap.yaml's configuration (/healthz 200, /readyz $readyz, exit 0 on SIGTERM)"
+echo "ok: berth accepted k8s/configmap.yaml's configuration (/healthz 200, /readyz $readyz, a backup on request, exit 0 on SIGTERM)"

@@ -1,6 +1,7 @@
 // Prints berth's config.json from the ConfigMap in k8s/configmap.yaml (or the
-// file given), with replication.secret_file replaced when a second argument
-// is given: node extract-config.mjs [configmap.yaml] [secret-file]
+// file given), with replication.secret_file and backup.secret_file replaced
+// (and backup.target moved beside it) when a second argument is given:
+// node extract-config.mjs [configmap.yaml] [secret-file]
 import { readFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,4 +19,8 @@ if (!map) {
 }
 const config = JSON.parse(map.data["config.json"]);
 if (secretFile && config.replication) config.replication.secret_file = secretFile;
+if (secretFile && config.backup) {
+    config.backup.secret_file = secretFile;
+    config.backup.target = join(dirname(secretFile), "backups");
+}
 process.stdout.write(JSON.stringify(config, null, 2) + "\n");
