@@ -111,18 +111,25 @@ MountResult Registry::mount_blob(const std::string& repo, const std::string& dig
     // content in repositories the client may not read.
     if (!from.empty()) {
         require_name(from);
-        auto size = has_blob(from, digest) && blobs_.touch(digest) ? blobs_.size(digest) : std::nullopt;
-        if (size) {
-            auto lock = meta_.lock_writes();
-            const auto stamp = this->stamp();
-            storage::MetaStore::Batch batch;
-            batch.record_link(repo, digest.str(), stamp, false, *size);
-            enforce_quotas(batch);
-            meta_.commit(batch);
-            return {digest, {}};
-        }
+        if (has_blob(from, digest) && link_blob(repo, digest)) return {digest, {}};
     }
     return {std::nullopt, uploads_->create(repo, digest.algorithm(), client)->id};
+}
+
+bool Registry::link_blob(const std::string& repo, const oci::Digest& digest) {
+    require_name(repo);
+    require_writable(options_);
+    if (has_blob(repo, digest)) return true;
+    // Made young again first, so garbage collection cannot take it before the link is written.
+    auto size = blobs_.touch(digest) ? blobs_.size(digest) : std::nullopt;
+    if (!size) return false;
+    auto lock = meta_.lock_writes();
+    const auto stamp = this->stamp();
+    storage::MetaStore::Batch batch;
+    batch.record_link(repo, digest.str(), stamp, false, *size);
+    enforce_quotas(batch);
+    meta_.commit(batch);
+    return true;
 }
 
 UploadStatus Registry::upload_status(const std::string& repo, const std::string& id) {

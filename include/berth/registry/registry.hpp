@@ -123,6 +123,9 @@ public:
     MountResult mount_blob(const std::string& repo, const std::string& digest, const std::string& from,
                            const std::string& client = "");
     UploadStatus upload_status(const std::string& repo, const std::string& id);
+    // Links a blob the store holds into repo (an import writing the store directly); false when
+    // the store does not hold it.
+    bool link_blob(const std::string& repo, const oci::Digest& digest);
     // Exclusive access to append; `start` (from Content-Range) must equal the current offset.
     std::unique_ptr<storage::UploadAppender> append(const std::string& repo, const std::string& id,
                                                     std::optional<std::uint64_t> start);
