@@ -30,6 +30,11 @@ expect no auth berth/registry/registry.hpp
 expect no registry berth/trust/verifier.hpp
 expect no http berth/trust/verifier.hpp
 expect yes node berth/trust/verifier.hpp
+expect no transfer berth/http/server.hpp
+expect no transfer berth/replication/replicator.hpp
+expect no registry berth/transfer/transfer.hpp
+expect yes transfer berth/registry/registry.hpp
+expect yes transfer berth/net/client.hpp
 # Private headers of another layer (no layer sees src/).
 expect no http replication/applier.hpp
 expect no http registry/upload_table.hpp

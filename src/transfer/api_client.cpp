@@ -1,0 +1,82 @@
+// The registry API client of import and export (api_client.hpp).
+#include "api_client.hpp"
+
+#include <unistd.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "berth/net/host_port.hpp"
+#include "berth/oci/encoding.hpp"
+
+namespace berth::transfer {
+
+ApiClient::ApiClient(const Endpoint& endpoint) {
+    auto url = net::parse_url(endpoint.url);
+    origin_.address = url.address;
+    origin_.tls.enabled = url.tls;
+    origin_.tls.ca_file = endpoint.ca_file;
+    prefix_ = url.path_prefix;
+    if (!endpoint.username.empty())
+        authorization_ = "Basic " + oci::base64(endpoint.username + ":" + endpoint.password);
+}
+
+net::Headers ApiClient::with_auth(net::Headers headers) const {
+    if (!authorization_.empty()) headers.emplace_back("Authorization", authorization_);
+    return headers;
+}
+
+net::Response ApiClient::request(const std::string& method, const std::string& path, net::Headers headers,
+                                 std::string body) {
+    net::RequestHead head{method,       target(path),  with_auth(std::move(headers)),
+                          std::nullopt, !body.empty(), std::nullopt};
+    return client_.request(origin_, std::move(head), std::move(body));
+}
+
+net::Response ApiClient::send_file(const std::string& method, const std::string& full_target, net::Headers headers,
+                                   const FileRange& file, const std::function<void(std::size_t)>& sent) {
+    net::RequestHead head{method, full_target, with_auth(std::move(headers)), file.size, true, std::nullopt};
+    auto exchange = client_.open(origin_, std::move(head));
+    std::vector<char> buffer(1 << 20);
+    for (std::uint64_t done = 0; done < file.size;) {
+        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), file.size - done));
+        auto n = ::pread(file.fd, buffer.data(), want, static_cast<off_t>(file.offset + done));
+        if (n <= 0) throw std::runtime_error("cannot read the file being sent");
+        exchange->write({buffer.data(), static_cast<std::size_t>(n)});
+        done += static_cast<std::uint64_t>(n);
+        sent(static_cast<std::size_t>(n));
+    }
+    exchange->end_request();
+    net::Response response;
+    static_cast<net::ResponseHead&>(response) = exchange->read_head();
+    for (std::size_t n; (n = exchange->read_body(buffer)) > 0 && response.body.size() < 65536;)
+        response.body.append(buffer.data(), n);
+    return response;
+}
+
+int ApiClient::receive(const std::string& path, const std::function<void(const char*, std::size_t)>& sink,
+                       std::uint64_t& size) {
+    net::RequestHead head{"GET", target(path), with_auth({}), std::nullopt, false, std::nullopt};
+    auto exchange = client_.open(origin_, std::move(head));
+    const auto& answer = exchange->read_head();
+    const int status = answer.status;
+    size = answer.content_length.value_or(0);
+    std::vector<char> buffer(1 << 20);
+    for (std::size_t n; (n = exchange->read_body(buffer)) > 0;)
+        if (status == 200) sink(buffer.data(), n);
+    return status;
+}
+
+std::string ApiClient::location_target(const std::string& location) {
+    // http[s]://host[:port]/path?query -> /path?query
+    auto scheme = location.find("://");
+    if (scheme == std::string::npos) return location;
+    auto path = location.find('/', scheme + 3);
+    return path == std::string::npos ? "/" : location.substr(path);
+}
+
+std::string describe_answer(const std::string& what, const net::Response& response) {
+    return what + " answered " + std::to_string(response.status) + ": " + response.body.substr(0, 300);
+}
+
+}  // namespace berth::transfer

@@ -1,0 +1,78 @@
+// Importing through a registry's API (--url): HEAD to skip what is there, one POST and one PUT
+// with the whole blob streamed per missing blob, PUT per manifest. Any OCI registry will do.
+#include <unistd.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "api_client.hpp"
+#include "berth/oci/paths.hpp"
+#include "destination.hpp"
+
+namespace berth::transfer {
+
+namespace {
+
+// The digest of a file's bytes, for a blob whose name does not say it (an old docker save layer).
+oci::Digest hash_range(const FileRange& file) {
+    oci::Hasher hasher(oci::DigestAlgorithm::sha256);
+    std::vector<char> buffer(1 << 20);
+    for (std::uint64_t done = 0; done < file.size;) {
+        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), file.size - done));
+        auto n = ::pread(file.fd, buffer.data(), want, static_cast<off_t>(file.offset + done));
+        if (n <= 0) throw std::runtime_error("cannot read a blob to hash it");
+        hasher.update(buffer.data(), static_cast<std::size_t>(n));
+        done += static_cast<std::uint64_t>(n);
+    }
+    return hasher.peek();
+}
+
+class ApiDestination : public Destination {
+public:
+    explicit ApiDestination(const Endpoint& endpoint) : api_(endpoint) {}
+
+    bool has_blob(const std::string& repo, const oci::Digest& digest, std::uint64_t size) override {
+        auto answer = api_.request("HEAD", oci::path::blob(repo, digest.str()));
+        return answer.status == 200 && answer.content_length.value_or(size) == size;
+    }
+
+    oci::Digest put_blob(const std::string& repo, const FileRange& file, const std::optional<oci::Digest>& expected,
+                         Progress& progress) override {
+        const auto digest = expected ? *expected : hash_range(file);
+        const auto uploads = oci::path::upload(repo, "");
+        auto started = api_.request("POST", uploads);
+        const auto location = started.header("Location");
+        if (started.status != 202 || location.empty())
+            throw std::runtime_error(describe_answer("POST " + uploads, started));
+        auto target = ApiClient::location_target(location);
+        if (target.starts_with("/v2/")) target = api_.target(target);
+        target += (target.find('?') == std::string::npos ? "?" : "&") + std::string("digest=") + digest.str();
+        auto stored = api_.send_file("PUT", target, {{"Content-Type", "application/octet-stream"}}, file,
+                                     [&](std::size_t n) { progress.bytes += n; });
+        if (stored.status != 201) throw std::runtime_error(describe_answer("PUT of blob " + digest.str(), stored));
+        return digest;
+    }
+
+    void put_manifest(const std::string& repo, const std::string& reference, const std::string& media_type,
+                      const std::string& bytes) override {
+        auto answer = api_.request("PUT", oci::path::manifest(repo, reference), {{"Content-Type", media_type}}, bytes);
+        if (answer.status != 201) throw std::runtime_error(describe_answer("PUT " + repo + ":" + reference, answer));
+    }
+
+private:
+    ApiClient api_;
+};
+
+}  // namespace
+
+std::unique_ptr<Destination> open_api_destination(const Endpoint& endpoint) {
+    return std::make_unique<ApiDestination>(endpoint);
+}
+
+std::unique_ptr<Destination> Destination::open(const Endpoint& endpoint) {
+    if (!endpoint.url.empty()) return open_api_destination(endpoint);
+    return open_store_destination(endpoint.root);
+}
+
+}  // namespace berth::transfer

@@ -1,0 +1,84 @@
+// Files of a directory or a tar archive (files.hpp).
+#include "files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+namespace berth::transfer {
+
+namespace {
+
+class DirectoryFiles : public Files {
+public:
+    explicit DirectoryFiles(std::filesystem::path dir) : dir_(std::move(dir)) {}
+    std::optional<FileRange> open_file(const std::string& path) const override {
+        // Names come from the carrier's own index: never outside its directory.
+        if (path.starts_with("/") || path.find("..") != std::string::npos) return std::nullopt;
+        int fd = ::open((dir_ / path).c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return std::nullopt;
+        struct stat info {};
+        if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+            ::close(fd);
+            return std::nullopt;
+        }
+        return FileRange{fd, 0, static_cast<std::uint64_t>(info.st_size)};
+    }
+    std::string describe() const override { return dir_.string(); }
+
+private:
+    std::filesystem::path dir_;
+};
+
+class TarFiles : public Files {
+public:
+    explicit TarFiles(const std::filesystem::path& archive) : index_(archive) {}
+    std::optional<FileRange> open_file(const std::string& path) const override {
+        auto entry = index_.find(path);
+        if (!entry) return std::nullopt;
+        int fd = ::open(index_.archive().c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return std::nullopt;
+        return FileRange{fd, entry->offset, entry->size};
+    }
+    std::string describe() const override { return index_.archive().string(); }
+
+private:
+    TarIndex index_;
+};
+
+}  // namespace
+
+std::unique_ptr<Files> Files::open(const std::filesystem::path& source) {
+    if (std::filesystem::is_directory(source)) return std::make_unique<DirectoryFiles>(source);
+    if (std::filesystem::is_regular_file(source)) return std::make_unique<TarFiles>(source);
+    throw std::runtime_error(source.string() + " is neither a directory nor an archive");
+}
+
+bool Files::exists(const std::string& path) const {
+    auto file = open_file(path);
+    if (file) ::close(file->fd);
+    return file.has_value();
+}
+
+std::optional<std::string> Files::read(const std::string& path, std::size_t max_bytes) const {
+    auto file = open_file(path);
+    if (!file) return std::nullopt;
+    if (file->size > max_bytes) {
+        ::close(file->fd);
+        throw std::runtime_error(describe() + ": " + path + " is larger than " + std::to_string(max_bytes) + " bytes");
+    }
+    std::string out(file->size, '\0');
+    std::size_t done = 0;
+    while (done < out.size()) {
+        auto n = ::pread(file->fd, out.data() + done, out.size() - done, static_cast<off_t>(file->offset + done));
+        if (n <= 0) break;
+        done += static_cast<std::size_t>(n);
+    }
+    ::close(file->fd);
+    if (done != out.size()) throw std::runtime_error(describe() + ": cannot read " + path);
+    return out;
+}
+
+}  // namespace berth::transfer

@@ -1,0 +1,104 @@
+// Importing into the store directly (--root): blobs copied once into the store's scratch space,
+// hashed on the way, committed and linked; manifests through the registry's own checks and
+// change log, so peers replicate the result.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "berth/registry/registry.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/layout.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "destination.hpp"
+
+namespace berth::transfer {
+
+namespace {
+
+class StoreDestination : public Destination {
+public:
+    explicit StoreDestination(const std::filesystem::path& root)
+        : blobs_(root), meta_(open_meta(root)), clock_(storage::system_wall_clock()),
+          registry_(options(*meta_), blobs_, *meta_, clock_) {}
+
+    bool has_blob(const std::string& repo, const oci::Digest& digest, std::uint64_t size) override {
+        return blobs_.size(digest) == size && registry_.link_blob(repo, digest);
+    }
+
+    oci::Digest put_blob(const std::string& repo, const FileRange& file, const std::optional<oci::Digest>& expected,
+                         Progress& progress) override {
+        const auto scratch = storage::layout::fetch_file(blobs_.scratch_dir());
+        oci::Hasher hasher(expected ? expected->algorithm() : oci::DigestAlgorithm::sha256);
+        {
+            int out = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            if (out < 0) throw std::runtime_error("cannot write " + scratch.string());
+            std::vector<char> buffer(1 << 20);
+            std::uint64_t done = 0;
+            bool ok = true;
+            while (ok && done < file.size) {
+                auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), file.size - done));
+                auto n = ::pread(file.fd, buffer.data(), want, static_cast<off_t>(file.offset + done));
+                if (n <= 0) ok = false;
+                for (ssize_t written = 0; ok && written < n;) {
+                    auto w = ::write(out, buffer.data() + written, static_cast<std::size_t>(n - written));
+                    if (w <= 0) ok = false;
+                    else written += w;
+                }
+                if (!ok) break;
+                hasher.update(buffer.data(), static_cast<std::size_t>(n));
+                done += static_cast<std::uint64_t>(n);
+                progress.bytes += static_cast<std::uint64_t>(n);
+            }
+            ::close(out);
+            if (!ok) {
+                std::filesystem::remove(scratch);
+                throw std::runtime_error("cannot copy a blob into the store");
+            }
+        }
+        const auto digest = hasher.peek();
+        if (expected && digest != *expected) {
+            std::filesystem::remove(scratch);
+            throw std::runtime_error("blob " + expected->str() + " holds bytes of " + digest.str());
+        }
+        blobs_.commit(scratch, digest);  // fsyncs it before it is visible
+        if (!registry_.link_blob(repo, digest)) throw std::runtime_error("blob " + digest.str() + " vanished");
+        return digest;
+    }
+
+    void put_manifest(const std::string& repo, const std::string& reference, const std::string& media_type,
+                      const std::string& bytes) override {
+        registry_.put_manifest(repo, reference, media_type, bytes);
+    }
+
+private:
+    static std::unique_ptr<storage::MetaStore> open_meta(const std::filesystem::path& root) {
+        try {
+            return std::make_unique<storage::MetaStore>(storage::layout::meta_dir(root));
+        } catch (const std::exception& error) {
+            throw std::runtime_error(std::string(error.what()) +
+                                     " (is berth serving this store? import into it with --url instead)");
+        }
+    }
+    static registry::Options options(const storage::MetaStore& meta) {
+        registry::Options options;
+        options.replica_id = meta.setting(storage::layout::setting::replica_id).value_or("berth");
+        return options;
+    }
+
+    storage::BlobStore blobs_;
+    std::unique_ptr<storage::MetaStore> meta_;
+    storage::HybridClock clock_;
+    registry::Registry registry_;
+};
+
+}  // namespace
+
+std::unique_ptr<Destination> open_store_destination(const std::filesystem::path& root) {
+    return std::make_unique<StoreDestination>(root);
+}
+
+}  // namespace berth::transfer
