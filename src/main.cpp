@@ -32,6 +32,8 @@ Usage:
   berth backup verify TARGET
   berth backup prune TARGET --keep N
   berth restore --from TARGET --root DIR [--backup ID] [--as-new-replica]
+  berth import (--root DIR | --url URL) SOURCE... [--repository R] [--repository-prefix P]
+  berth export (--root DIR | --url URL) REPOSITORY[:TAG|@DIGEST]... --to DIR|FILE.tar [--since TIME]
   berth credential-provider [--registry HOST[:PORT]]... [--username NAME]
   berth version
   berth help
@@ -222,6 +224,8 @@ int main(int argc, char** argv) {
         if (args[0] == "lineage") return berth::cli::lineage({args.begin() + 1, args.end()});
         if (args[0] == "backup") return berth::cli::backup({args.begin() + 1, args.end()});
         if (args[0] == "restore") return berth::cli::restore({args.begin() + 1, args.end()});
+        if (args[0] == "import") return berth::cli::import({args.begin() + 1, args.end()});
+        if (args[0] == "export") return berth::cli::export_images({args.begin() + 1, args.end()});
         if (args[0] == "credential-provider") return credential_provider({args.begin() + 1, args.end()});
         std::cerr << "berth: unknown command '" << args[0] << "'\n\n" << usage_text;
         return 2;

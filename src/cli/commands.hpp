@@ -52,5 +52,7 @@ inline Arguments parse_arguments(const std::vector<std::string>& args, const std
 int lineage(const std::vector<std::string>& args);
 int backup(const std::vector<std::string>& args);
 int restore(const std::vector<std::string>& args);
+int import(const std::vector<std::string>& args);
+int export_images(const std::vector<std::string>& args);
 
 }  // namespace berth::cli
