@@ -323,15 +323,8 @@ def layer(size=400):
 
 def image_on(layers, arch="amd64"):
     """An OCI image with these layers (bytes) and a config for linux/<arch>: (manifest, blobs)."""
-    config = json.dumps({"architecture": arch, "os": "linux", "nonce": os.urandom(8).hex(),
-                         "rootfs": {"type": "layers", "diff_ids": []}}).encode()
-    manifest = json.dumps({
-        "schemaVersion": 2, "mediaType": bt.OCI_MANIFEST,
-        "config": {"mediaType": bt.OCI_CONFIG, "digest": bt.sha256_digest(config), "size": len(config)},
-        "layers": [{"mediaType": bt.OCI_LAYER, "digest": bt.sha256_digest(x), "size": len(x)} for x in layers],
-    }).encode()
-    blobs = {bt.sha256_digest(config): config, **{bt.sha256_digest(x): x for x in layers}}
-    return manifest, blobs
+    img = bt.image_of(layers, arch)
+    return img["manifest"], img["blobs"]
 
 
 class BaseImages(unittest.TestCase):

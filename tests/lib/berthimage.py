@@ -9,7 +9,7 @@ import os
 import random
 import subprocess
 
-__all__ = ["OCI_MANIFEST", "OCI_CONFIG", "OCI_LAYER", "sha256_digest", "make_image", "tree", "blob_files",
+__all__ = ["OCI_MANIFEST", "OCI_CONFIG", "OCI_LAYER", "sha256_digest", "make_image", "image_of", "tree", "blob_files",
            "evict_from_page_cache", "on_tmpfs", "COLD_BYTES", "file_sha256"]
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -24,10 +24,14 @@ def sha256_digest(data):
 def make_image(layer_sizes=(1024,), rng=None):
     """A random OCI image: {"blobs": {digest: bytes}, "manifest": bytes, "digest": str, ...}."""
     rnd = rng or random
-    config = json.dumps({"architecture": "amd64", "os": "linux",
-                         "nonce": rnd.getrandbits(64),
+    return image_of([rnd.randbytes(n) if rng else os.urandom(n) for n in layer_sizes], nonce=rnd.getrandbits(64))
+
+
+def image_of(layers, arch="amd64", nonce=None):
+    """An OCI image with these layers (bytes) and a config for linux/<arch>, as make_image returns it."""
+    config = json.dumps({"architecture": arch, "os": "linux",
+                         "nonce": random.getrandbits(64) if nonce is None else nonce,
                          "rootfs": {"type": "layers", "diff_ids": []}}).encode()
-    layers = [rnd.randbytes(n) if rng else os.urandom(n) for n in layer_sizes]
     blobs = {sha256_digest(config): config}
     for layer in layers:
         blobs[sha256_digest(layer)] = layer
@@ -36,7 +40,7 @@ def make_image(layer_sizes=(1024,), rng=None):
         "config": {"mediaType": OCI_CONFIG, "digest": sha256_digest(config), "size": len(config)},
         "layers": [{"mediaType": OCI_LAYER, "digest": sha256_digest(x), "size": len(x)} for x in layers],
     }).encode()
-    return {"blobs": blobs, "config": config, "layers": layers, "manifest": manifest,
+    return {"blobs": blobs, "config": config, "layers": list(layers), "manifest": manifest,
             "digest": sha256_digest(manifest)}
 
 
