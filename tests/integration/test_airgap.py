@@ -122,6 +122,25 @@ class AirGap(unittest.TestCase):
         self.assertEqual(again.returncode, 0, again.stdout)
         self.assertIn(" 0 blobs written", again.stdout)  # resumable: only what is missing
 
+    def test_a_zarf_package_is_its_images_layout(self):
+        # an unpacked Zarf package: images/ is an OCI layout naming each image in base.name
+        package = os.path.join(self.tmp, "zarf-package")
+        shutil.copytree(self.layout, os.path.join(package, "images"))
+        index_path = os.path.join(package, "images", "index.json")
+        with open(index_path) as f:
+            index = json.load(f)
+        for entry in index["manifests"]:
+            name = entry["annotations"].pop("org.opencontainers.image.ref.name")
+            entry["annotations"]["org.opencontainers.image.base.name"] = "registry.example:443/" + name
+        with open(index_path, "w") as f:
+            json.dump(index, f)
+        b = self.fresh()
+        r = bt.run_cli("import", "--root", b.root, package, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        b.start()
+        r = self.manifest(b, "registry.example/airgap/multi", "1")
+        self.assertEqual(r.header("Docker-Content-Digest"), self.index_digest)
+
     def test_import_through_the_api_with_a_prefix(self):
         b = self.fresh()
         b.start()
