@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "berth/oci/json.hpp"
 #include "berth/net/client.hpp"
 #include "berth/net/host_port.hpp"
 #include "berth/net/resolve.hpp"
@@ -127,7 +128,7 @@ int ask_server(const Arguments& arguments) {
     // 409: one was under way already; its end is this one's answer too.
     for (;;) {
         auto status = client.request(origin, {"GET", path, headers, std::nullopt, false, std::nullopt});
-        auto state = nlohmann::json::parse(status.body, nullptr, false);
+        auto state = oci::parse_json(status.body);
         if (status.status != 200 || !state.is_object())
             throw storage::BackupError("GET " + path + " answered " + std::to_string(status.status));
         if (state.value("state", "") != "running") {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "berth/oci/json.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/oci/manifest.hpp"
 #include "berth/oci/names.hpp"
@@ -66,7 +67,7 @@ std::optional<std::string> Registry::platform_of(const oci::ParsedManifest& imag
     if (!in) return std::nullopt;  // a mirrored base whose config was never fetched: the layers decide
     std::string bytes(static_cast<std::size_t>(image.config->size), '\0');
     if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) return std::nullopt;
-    auto config = nlohmann::json::parse(bytes, nullptr, false);
+    auto config = oci::parse_json(bytes);
     if (!config.is_object()) return std::nullopt;
     auto field = [&](const char* key) {
         auto it = config.find(key);

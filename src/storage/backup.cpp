@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "berth/oci/encoding.hpp"
+#include "berth/oci/json.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "meta_store_impl.hpp"
@@ -136,7 +137,7 @@ json read_description(const fs::path& backup) {
     while (!sum.empty() && (sum.back() == '\n' || sum.back() == ' ')) sum.pop_back();
     if (oci::Digest::of(oci::DigestAlgorithm::sha256, text).hex() != sum)
         fail(backup.filename().string() + ": backup.json does not match its checksum");
-    auto description = json::parse(text, nullptr, false);
+    auto description = oci::parse_json(text);
     if (!description.is_object() || description.value("format", "") != backup_format)
         fail(backup.filename().string() + ": backup.json is not a " + std::string(backup_format) + " description");
     return description;

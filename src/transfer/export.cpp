@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api_client.hpp"
+#include "berth/oci/json.hpp"
 #include "berth/oci/manifest.hpp"
 #include "berth/oci/paths.hpp"
 #include "berth/storage/blob_store.hpp"
@@ -73,7 +74,7 @@ public:
     std::vector<oci::Digest> referrers(const std::string& repo, const oci::Digest& subject) override {
         std::vector<oci::Digest> out;
         for (auto& descriptor : meta_.referrers(repo, subject.str())) {
-            auto parsed = json::parse(descriptor, nullptr, false);
+            auto parsed = oci::parse_json(descriptor);
             if (auto d = parsed.is_object() ? oci::Digest::parse(parsed.value("digest", "")) : std::nullopt)
                 out.push_back(*d);
         }
@@ -120,7 +121,7 @@ public:
         auto answer = api_.request("GET", oci::path::referrers(repo, subject.str()));
         std::vector<oci::Digest> out;
         if (answer.status != 200) return out;  // a registry without the referrers API: none to carry
-        auto index = json::parse(answer.body, nullptr, false);
+        auto index = oci::parse_json(answer.body);
         if (!index.is_object() || !index.contains("manifests") || !index["manifests"].is_array()) return out;
         for (auto& descriptor : index["manifests"])
             if (auto d = descriptor.is_object() ? oci::Digest::parse(descriptor.value("digest", "")) : std::nullopt)

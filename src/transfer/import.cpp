@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "berth/oci/json.hpp"
 #include "berth/oci/manifest.hpp"
 #include "berth/oci/media_types.hpp"
 #include "berth/transfer/transfer.hpp"
@@ -70,7 +71,7 @@ private:
     // ---- OCI image layouts
 
     void load_layout(const Files& files, ImportReport& report) {
-        auto index = json::parse(*files.read("index.json", max_index_bytes), nullptr, false);
+        auto index = oci::parse_json(*files.read("index.json", max_index_bytes));
         if (!index.is_object() || !index.contains("manifests") || !index["manifests"].is_array())
             throw std::runtime_error("index.json is not an image index");
         std::map<std::string, std::string> repository_of;  // digest -> where it was loaded
@@ -177,7 +178,7 @@ private:
     // ---- docker save archives (without an OCI layout in them)
 
     void load_docker_archive(const Files& files, ImportReport& report) {
-        auto list = json::parse(*files.read("manifest.json", max_index_bytes), nullptr, false);
+        auto list = oci::parse_json(*files.read("manifest.json", max_index_bytes));
         if (!list.is_array()) throw std::runtime_error("manifest.json is not a docker save manifest");
         for (auto& entry : list) {
             std::string what = files.describe();

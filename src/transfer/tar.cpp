@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <string_view>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -56,22 +58,31 @@ bool read_exactly(int fd, char* data, std::size_t size, std::uint64_t offset) {
 }
 
 // "path" (and "size") from a pax extended header's records: "LEN key=value\n".
-// size: 0 when the records give none (a pax size of 0 changes nothing then either).
+// A decimal number, or nullopt when the text is not one.
+std::optional<std::uint64_t> decimal(std::string_view text) {
+    std::uint64_t value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+    return value;
+}
+
+// "path" and "size" from a pax extended header's records: "LEN key=value\n". size: 0 when the
+// records give none (a pax size of 0 then changes nothing either).
 void pax_records(const std::string& records, std::string& path, std::uint64_t& size) {
     std::size_t at = 0;
     while (at < records.size()) {
         auto space = records.find(' ', at);
         if (space == std::string::npos) return;
-        auto length = std::stoul(records.substr(at, space - at));
-        if (length == 0 || at + length > records.size()) return;
-        auto record = records.substr(space + 1, length - (space - at) - 2);
+        auto length = decimal(std::string_view(records).substr(at, space - at));
+        if (!length || *length < space - at + 2 || *length > records.size() - at) return;
+        auto record = std::string_view(records).substr(space + 1, *length - (space - at) - 2);
         auto equals = record.find('=');
-        if (equals != std::string::npos) {
+        if (equals != std::string_view::npos) {
             auto key = record.substr(0, equals), value = record.substr(equals + 1);
-            if (key == "path") path = value;
-            else if (key == "size") size = std::stoull(value);
+            if (key == "path") path = std::string(value);
+            else if (key == "size") size = decimal(value).value_or(0);
         }
-        at += length;
+        at += *length;
     }
 }
 
@@ -97,6 +108,8 @@ TarIndex::TarIndex(const std::filesystem::path& archive) : archive_(archive) {
             auto size = number(header.data() + 124, 12);
             const char type = header[156];
             const auto data = offset + block;
+            // Sizes past the end are refused before any arithmetic on them can wrap.
+            if (size > length - data) malformed(archive, "an entry runs past the end");
             if (type == 'x' || type == 'L') {
                 if (size > max_long_name) malformed(archive, "an extended header too large");
                 std::string content(size, '\0');
@@ -105,6 +118,7 @@ TarIndex::TarIndex(const std::filesystem::path& archive) : archive_(archive) {
                 else pax_records(content, long_name, pax_size);
             } else {
                 if (pax_size) size = pax_size;
+                if (size > length - data) malformed(archive, "an entry runs past the end");
                 auto name = long_name;
                 if (name.empty()) {
                     name = text(header.data(), 100);
@@ -112,9 +126,7 @@ TarIndex::TarIndex(const std::filesystem::path& archive) : archive_(archive) {
                     if (!prefix.empty() && std::memcmp(header.data() + 257, "ustar", 5) == 0)
                         name = prefix + "/" + name;
                 }
-                if ((type == '0' || type == '\0' || type == '7') && data + size <= length)
-                    entries_[clean(name)] = {data, size};
-                else if (type == '0' || type == '\0') malformed(archive, name + " runs past the end");
+                if (type == '0' || type == '\0' || type == '7') entries_[clean(name)] = {data, size};
                 long_name.clear();
                 pax_size = 0;
             }

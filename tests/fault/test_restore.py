@@ -6,11 +6,14 @@ replicas:
    other two start empty and bootstrap from it; what the backup held is served by all three;
 2. one replica lost while the others run: `berth restore` refuses (its peers answer), restores
    with --as-new-replica, and the replica converges on the cluster's state, with what was pushed
-   and deleted after the backup.
+   and deleted after the backup;
+3. `berth import --root` into a stopped replica: once it is back, its peers have the images
+   (the import wrote the change log as a push would).
 
 Synchronisation is by polling (/readyz, /_berth/v1/status, the registry API), never by sleeps.
 """
 
+import json
 import os
 import sys
 import unittest
@@ -93,6 +96,29 @@ class Restore(unittest.TestCase):
         # what the restored replica writes reaches the others (its new log is followed from its start)
         img = b.push_image("app/from-b", "v1")
         self.assertServes(self.cluster[2], img)
+
+    def test_an_import_into_a_stopped_replica_replicates(self):
+        layout = os.path.join(self.cluster[0].tmp, "layout")
+        os.makedirs(os.path.join(layout, "blobs", "sha256"))
+        images, entries = [], []
+        for i in range(3):
+            img = bt.image_of([os.urandom(3000), os.urandom(2000)])
+            for digest, data in list(img["blobs"].items()) + [(img["digest"], img["manifest"])]:
+                with open(os.path.join(layout, "blobs", "sha256", digest.split(":")[1]), "wb") as f:
+                    f.write(data)
+            entries.append({"mediaType": bt.OCI_MANIFEST, "digest": img["digest"], "size": len(img["manifest"]),
+                            "annotations": {"org.opencontainers.image.ref.name": f"carried/r{i}:1"}})
+            images.append(dict(img, repo=f"carried/r{i}", tag="1"))
+        with open(os.path.join(layout, "index.json"), "w") as f:
+            json.dump({"schemaVersion": 2, "manifests": entries}, f)
+        a = self.cluster[1]
+        a.kill()
+        r = bt.run_cli("import", "--root", a.root, layout, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        a.restart()
+        for replica in self.cluster:
+            for img in images:
+                self.assertServes(replica, img)
 
 
 if __name__ == "__main__":

@@ -103,17 +103,17 @@ class Backups(unittest.TestCase):
         stop = threading.Event()
         pushed, errors = [], []
 
-        def pusher():
+        def pusher(k):
             i = 0
             while not stop.is_set():
                 try:
-                    pushed.append(self.b.push_image(f"busy/r{i % 7}", f"t{i}", layer_sizes=(20000,)))
+                    pushed.append(self.b.push_image(f"busy/r{i % 7}", f"p{k}-t{i}", layer_sizes=(20000,)))
                 except Exception as e:  # noqa: BLE001 - reported below
                     errors.append(e)
                     return
                 i += 1
 
-        threads = [threading.Thread(target=pusher) for _ in range(2)]
+        threads = [threading.Thread(target=pusher, args=(k,)) for k in range(2)]
         for t in threads:
             t.start()
         bt.poll(lambda: len(pushed) >= 10, 30, what="pushes under way")
