@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "api_client.hpp"
@@ -166,7 +167,18 @@ public:
              Progress& progress) {
         oci::Hasher hasher(digest.algorithm());
         const auto scratch = dir_ / ("blobs/.partial-" + digest.hex());
-        int fd = -1;
+        // The scratch file's descriptor, closed and the file removed if this ends early.
+        struct Scratch {
+            int fd = -1;
+            std::filesystem::path path;
+            ~Scratch() {
+                if (fd < 0) return;
+                ::close(fd);
+                std::error_code ignored;
+                std::filesystem::remove(path, ignored);
+            }
+        } file{-1, scratch};
+        int& fd = file.fd;
         produce(
             [&](std::uint64_t size) {
                 if (tar_)
@@ -188,13 +200,12 @@ public:
                     done += static_cast<std::size_t>(w);
                 }
             });
-        if (fd >= 0) {
-            const bool synced = ::fsync(fd) == 0;
-            ::close(fd);
-            if (!synced) throw std::runtime_error("cannot sync " + scratch.string());
-        }
+        if (fd >= 0 && ::fsync(fd) != 0) throw std::runtime_error("cannot sync " + scratch.string());
         if (hasher.peek() != digest) throw std::runtime_error("blob " + digest.str() + " read back as other bytes");
-        if (!tar_) std::filesystem::rename(scratch, path_of(digest));
+        if (!tar_) {
+            ::close(std::exchange(fd, -1));
+            std::filesystem::rename(scratch, path_of(digest));
+        }
         written_.insert(digest.str());
     }
     void add_bytes(const oci::Digest& digest, const std::string& bytes, Progress& progress) {
