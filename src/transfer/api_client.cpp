@@ -67,12 +67,15 @@ int ApiClient::receive(const std::string& path, const std::function<void(const c
     return status;
 }
 
-std::string ApiClient::location_target(const std::string& location) {
-    // http[s]://host[:port]/path?query -> /path?query
-    auto scheme = location.find("://");
-    if (scheme == std::string::npos) return location;
-    auto path = location.find('/', scheme + 3);
-    return path == std::string::npos ? "/" : location.substr(path);
+std::string ApiClient::location_path(const std::string& location) const {
+    // http[s]://host[:port]/path?query -> /path?query, then without the prefix
+    auto path = location;
+    if (auto scheme = location.find("://"); scheme != std::string::npos) {
+        auto slash = location.find('/', scheme + 3);
+        path = slash == std::string::npos ? "/" : location.substr(slash);
+    }
+    if (!prefix_.empty() && path.starts_with(prefix_ + "/")) path = path.substr(prefix_.size());
+    return path;
 }
 
 std::string describe_answer(const std::string& what, const net::Response& response) {

@@ -21,9 +21,10 @@ public:
     // An answer's body streamed to `sink` piece by piece (blobs); returns the status.
     int receive(const std::string& path, const std::function<void(const char*, std::size_t)>& sink,
                 std::uint64_t& size);
-    // path_prefix + path; a Location a registry answered (absolute URL or path) as a target.
+    // path_prefix + path.
     std::string target(const std::string& path) const { return prefix_ + path; }
-    static std::string location_target(const std::string& location);
+    // A Location a registry answered (absolute URL or path) as a path below the prefix.
+    std::string location_path(const std::string& location) const;
 
 private:
     net::Headers with_auth(net::Headers headers) const;

@@ -1,9 +1,12 @@
-// Importing through a registry's API (--url): HEAD to skip what is there, one POST and one PUT
-// with the whole blob streamed per missing blob, PUT per manifest. Any OCI registry will do.
+// Importing through a registry's API (--url): HEAD to skip what is there, a cross-repository mount
+// of a blob this run put into another repository, otherwise one POST and one PUT with the whole
+// blob streamed; PUT per manifest. Any OCI registry will do.
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 #include <vector>
 
 #include "api_client.hpp"
@@ -34,7 +37,21 @@ public:
 
     bool has_blob(const std::string& repo, const oci::Digest& digest, std::uint64_t size) override {
         auto answer = api_.request("HEAD", oci::path::blob(repo, digest.str()));
-        return answer.status == 200 && answer.content_length.value_or(size) == size;
+        if (answer.status == 200 && answer.content_length.value_or(size) == size) return note(repo, digest);
+        // Uploaded to another repository in this run (images sharing a base): a cross-repository mount.
+        std::string from;
+        {
+            std::lock_guard lock(mutex_);
+            auto it = seen_.find(digest.str());
+            if (it == seen_.end() || it->second == repo) return false;
+            from = it->second;
+        }
+        auto mounted = api_.request("POST", oci::path::upload(repo, "") + "?mount=" + digest.str() + "&from=" + from);
+        if (mounted.status == 201) return note(repo, digest);
+        // 202: the registry started an upload instead of mounting; it is not needed.
+        if (auto location = mounted.header("Location"); mounted.status == 202 && !location.empty())
+            api_.request("DELETE", api_.location_path(location));
+        return false;
     }
 
     oci::Digest put_blob(const std::string& repo, const FileRange& file, const std::optional<oci::Digest>& expected,
@@ -45,12 +62,12 @@ public:
         const auto location = started.header("Location");
         if (started.status != 202 || location.empty())
             throw std::runtime_error(describe_answer("POST " + uploads, started));
-        auto target = ApiClient::location_target(location);
-        if (target.starts_with("/v2/")) target = api_.target(target);
+        auto target = api_.target(api_.location_path(location));
         target += (target.find('?') == std::string::npos ? "?" : "&") + std::string("digest=") + digest.str();
         auto stored = api_.send_file("PUT", target, {{"Content-Type", "application/octet-stream"}}, file,
                                      [&](std::size_t n) { progress.bytes += n; });
         if (stored.status != 201) throw std::runtime_error(describe_answer("PUT of blob " + digest.str(), stored));
+        note(repo, digest);
         return digest;
     }
 
@@ -61,7 +78,15 @@ public:
     }
 
 private:
+    bool note(const std::string& repo, const oci::Digest& digest) {
+        std::lock_guard lock(mutex_);
+        seen_.emplace(digest.str(), repo);
+        return true;
+    }
+
     ApiClient api_;
+    std::mutex mutex_;
+    std::unordered_map<std::string, std::string> seen_;  // digest -> a repository that has it
 };
 
 }  // namespace

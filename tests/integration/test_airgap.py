@@ -149,6 +149,31 @@ class AirGap(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertCarried(b, "site")
 
+    def test_images_sharing_a_base_upload_it_once(self):
+        # two repositories' images on one base layer: the second gets it by a cross-repository mount
+        layout = os.path.join(self.tmp, "shared")
+        os.makedirs(os.path.join(layout, "blobs", "sha256"))
+        base = gzip.compress(os.urandom(50000))
+        entries, images = [], []
+        for name in ("shared/a:1", "shared/b:1"):
+            img = bt.image_of([base, gzip.compress(os.urandom(3000))])
+            for digest, data in list(img["blobs"].items()) + [(img["digest"], img["manifest"])]:
+                with open(os.path.join(layout, "blobs", "sha256", digest.split(":")[1]), "wb") as f:
+                    f.write(data)
+            entries.append({"mediaType": bt.OCI_MANIFEST, "digest": img["digest"], "size": len(img["manifest"]),
+                            "annotations": {"org.opencontainers.image.ref.name": name}})
+            images.append(img)
+        with open(os.path.join(layout, "index.json"), "w") as f:
+            json.dump({"schemaVersion": 2, "manifests": entries}, f)
+        b = self.fresh()
+        b.start()
+        r = bt.run_cli("import", "--url", f"http://127.0.0.1:{b.port}", "--parallel", "1", layout, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("5 blobs written", r.stdout)  # 2 configs, 2 own layers, the base once
+        self.assertIn("1 already there", r.stdout)
+        self.assertEqual(b.get(f"/v2/shared/b/blobs/{bt.sha256_digest(base)}").body, base)
+        self.assertEqual(self.manifest(b, "shared/b", "1").body, images[1]["manifest"])
+
     def test_a_docker_archive_keeps_its_layers_and_config(self):
         b = self.fresh()
         b.start()
