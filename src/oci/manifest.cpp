@@ -117,6 +117,12 @@ ParsedManifest parse_manifest(std::string_view body, std::string_view content_ty
     return out;
 }
 
+std::vector<std::string> ParsedManifest::layer_digests() const {
+    std::vector<std::string> out;
+    for (auto& layer : layers) out.push_back(layer.digest.str());
+    return out;
+}
+
 std::vector<Descriptor> ParsedManifest::local_blobs() const {
     std::vector<Descriptor> out;
     if (config) out.push_back(*config);

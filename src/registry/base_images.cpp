@@ -28,12 +28,6 @@ bool is_image_config(const std::string& media_type) {
            media_type == "application/vnd.docker.container.image.v1+json";
 }
 
-std::vector<std::string> layers_of(const oci::ParsedManifest& parsed) {
-    std::vector<std::string> out;
-    for (auto& layer : parsed.layers) out.push_back(layer.digest.str());
-    return out;
-}
-
 // base_images globs as (repository glob, tag glob); the config checked each has both.
 std::vector<std::pair<std::string, std::string>> split_globs(const std::vector<std::string>& globs) {
     std::vector<std::pair<std::string, std::string>> out;
@@ -97,7 +91,7 @@ void Registry::require_approved_base(const std::string& repo, const oci::Digest&
         std::any_of(tags.begin(), tags.end(), [](auto& tag) { return attachment_tag(tag); }))
         return;
     const auto globs = split_globs(policy->base_images);
-    const auto layers = layers_of(parsed);
+    const auto layers = parsed.layer_digests();
     const auto platform = platform_of(parsed);
     auto same_platform = [&](const oci::ParsedManifest& base) {
         auto other = platform_of(base);
@@ -115,7 +109,7 @@ void Registry::require_approved_base(const std::string& repo, const oci::Digest&
             auto record = meta_.manifest(ref.repo, ref.digest);
             if (!record || record->deleted) continue;
             auto base = oci::parse_manifest(record->bytes, record->media_type);
-            if (layers_of(base) == prefix && same_platform(base) && approved(ref)) return;
+            if (base.layer_digests() == prefix && same_platform(base) && approved(ref)) return;
         }
     }
     refuse(*policy, "unapproved_base", base_divergence(policy->base_images, layers, platform), repo, digest.str());
@@ -141,7 +135,7 @@ std::string Registry::base_divergence(const std::vector<std::string>& base_image
     std::optional<std::pair<storage::MetaStore::ManifestRef, oci::ParsedManifest>> closest;
     auto consider = [&](const storage::MetaStore::ManifestRef& ref, oci::ParsedManifest image) {
         if (image.kind != oci::ManifestKind::image) return;
-        auto shared = common_prefix(layers, layers_of(image));
+        auto shared = common_prefix(layers, image.layer_digests());
         if (!closest || shared > best) best = shared, closest.emplace(ref, std::move(image));
     };
     for (auto& ref : versions) {

@@ -23,12 +23,6 @@ struct BaseChain {
     std::vector<std::string> layers;  // an image's own, or one child's of an index
 };
 
-std::vector<std::string> layers_of(const oci::ParsedManifest& parsed) {
-    std::vector<std::string> out;
-    for (auto& layer : parsed.layers) out.push_back(layer.digest.str());
-    return out;
-}
-
 // The layer lists of one version of the base, and the digests that are the base itself.
 void add_version(const MetaStore& meta, const std::string& repo, const std::string& version,
                  std::vector<BaseChain>& chains, std::set<std::string>& own) {
@@ -38,14 +32,14 @@ void add_version(const MetaStore& meta, const std::string& repo, const std::stri
     try {
         auto parsed = oci::parse_manifest(record->bytes, record->media_type);
         if (parsed.kind == oci::ManifestKind::image && !parsed.layers.empty())
-            chains.push_back({version, layers_of(parsed)});
+            chains.push_back({version, parsed.layer_digests()});
         for (auto& child : parsed.manifests) {
             own.insert(child.digest.str());
             auto child_record = meta.manifest(repo, child.digest.str());
             if (!child_record || child_record->deleted) continue;
             auto child_parsed = oci::parse_manifest(child_record->bytes, child_record->media_type);
             if (child_parsed.kind == oci::ManifestKind::image && !child_parsed.layers.empty())
-                chains.push_back({version, layers_of(child_parsed)});
+                chains.push_back({version, child_parsed.layer_digests()});
         }
     } catch (const oci::Error&) {
         // Stored manifests parsed when they were stored; one that no longer does has no layers to follow.

@@ -22,12 +22,6 @@ std::vector<std::string> chains(const std::vector<std::string>& layers) {
     return out;
 }
 
-std::vector<std::string> layer_digests(const oci::ParsedManifest& parsed) {
-    std::vector<std::string> out;
-    for (auto& layer : parsed.layers) out.push_back(layer.digest.str());
-    return out;
-}
-
 // The (repo, digest) at the end of a chain key, after its kind and chain.
 MetaStore::ManifestRef chain_ref(std::string_view rest) {
     const auto nul = rest.find('\0');
@@ -48,7 +42,7 @@ void MetaStore::Batch::Impl::put_lineage(const std::string& repo, const std::str
         return;
     }
     if (parsed.kind != oci::ManifestKind::image || parsed.layers.empty()) return;
-    auto chain = chains(layer_digests(parsed));
+    auto chain = chains(parsed.layer_digests());
     for (auto& c : chain) ops.push_back({cf_lineage, lineage_key::chain('p', c, repo, digest), value});
     ops.push_back({cf_lineage, lineage_key::chain('c', chain.back(), repo, digest), value});
 }

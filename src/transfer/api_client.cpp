@@ -37,16 +37,12 @@ net::Response ApiClient::send_file(const std::string& method, const std::string&
                                    const FileRange& file, const std::function<void(std::size_t)>& sent) {
     net::RequestHead head{method, full_target, with_auth(std::move(headers)), file.size, true, std::nullopt};
     auto exchange = client_.open(origin_, std::move(head));
-    std::vector<char> buffer(1 << 20);
-    for (std::uint64_t done = 0; done < file.size;) {
-        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), file.size - done));
-        auto n = ::pread(file.fd, buffer.data(), want, static_cast<off_t>(file.offset + done));
-        if (n <= 0) throw std::runtime_error("cannot read the file being sent");
-        exchange->write({buffer.data(), static_cast<std::size_t>(n)});
-        done += static_cast<std::uint64_t>(n);
-        sent(static_cast<std::size_t>(n));
-    }
+    read_pieces(file, [&](const char* data, std::size_t n) {
+        exchange->write({data, n});
+        sent(n);
+    });
     exchange->end_request();
+    std::vector<char> buffer(64 << 10);
     net::Response response;
     static_cast<net::ResponseHead&>(response) = exchange->read_head();
     for (std::size_t n; (n = exchange->read_body(buffer)) > 0 && response.body.size() < 65536;)

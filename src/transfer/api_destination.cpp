@@ -20,14 +20,7 @@ namespace {
 // The digest of a file's bytes, for a blob whose name does not say it (an old docker save layer).
 oci::Digest hash_range(const FileRange& file) {
     oci::Hasher hasher(oci::DigestAlgorithm::sha256);
-    std::vector<char> buffer(1 << 20);
-    for (std::uint64_t done = 0; done < file.size;) {
-        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), file.size - done));
-        auto n = ::pread(file.fd, buffer.data(), want, static_cast<off_t>(file.offset + done));
-        if (n <= 0) throw std::runtime_error("cannot read a blob to hash it");
-        hasher.update(buffer.data(), static_cast<std::size_t>(n));
-        done += static_cast<std::uint64_t>(n);
-    }
+    read_pieces(file, [&](const char* data, std::size_t n) { hasher.update(data, n); });
     return hasher.peek();
 }
 

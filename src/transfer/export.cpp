@@ -86,13 +86,7 @@ public:
         auto open = blobs_.open(digest);
         if (!open) throw std::runtime_error("blob " + digest.str() + " of " + repo + " is not in the store");
         begin(open->size());
-        std::vector<char> buffer(1 << 20);
-        for (std::uint64_t done = 0; done < open->size();) {
-            auto n = ::pread(open->fd(), buffer.data(), buffer.size(), static_cast<off_t>(done));
-            if (n <= 0) throw std::runtime_error("cannot read blob " + digest.str());
-            sink(buffer.data(), static_cast<std::size_t>(n));
-            done += static_cast<std::uint64_t>(n);
-        }
+        read_pieces({open->fd(), 0, open->size()}, sink);
     }
     std::optional<std::uint64_t> linked_at(const std::string& repo, const oci::Digest& digest) override {
         auto link = meta_.link(repo, digest.str());

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace berth::transfer {
 
@@ -54,6 +56,17 @@ std::unique_ptr<Files> Files::open(const std::filesystem::path& source) {
     if (std::filesystem::is_directory(source)) return std::make_unique<DirectoryFiles>(source);
     if (std::filesystem::is_regular_file(source)) return std::make_unique<TarFiles>(source);
     throw std::runtime_error(source.string() + " is neither a directory nor an archive");
+}
+
+void read_pieces(const FileRange& file, const std::function<void(const char*, std::size_t)>& sink) {
+    std::vector<char> buffer(std::min<std::uint64_t>(1 << 20, std::max<std::uint64_t>(file.size, 1)));
+    for (std::uint64_t done = 0; done < file.size;) {
+        auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), file.size - done));
+        auto n = ::pread(file.fd, buffer.data(), want, static_cast<off_t>(file.offset + done));
+        if (n <= 0) throw std::runtime_error("cannot read " + std::to_string(file.size) + " bytes of a file");
+        sink(buffer.data(), static_cast<std::size_t>(n));
+        done += static_cast<std::uint64_t>(n);
+    }
 }
 
 bool Files::exists(const std::string& path) const {

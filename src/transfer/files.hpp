@@ -2,6 +2,7 @@
 // The files of an image carrier: a directory, or the entries of a tar archive, read by path.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,10 @@ struct FileRange {
     int fd = -1;
     std::uint64_t offset = 0, size = 0;
 };
+
+// Reads the file's bytes in order, a piece (up to 1 MiB) at a time, into sink. Throws when the
+// file ends early or cannot be read.
+void read_pieces(const FileRange& file, const std::function<void(const char*, std::size_t)>& sink);
 
 class Files {
 public:

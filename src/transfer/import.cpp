@@ -119,7 +119,6 @@ private:
                 report.failed.push_back(what + ": " + error.what());
             }
         }
-        report.manifests = progress_.manifests;
     }
 
     // The name an index.json entry gives: a full reference in ref.name, or containerd's
@@ -189,7 +188,6 @@ private:
                 report.failed.push_back(what + ": " + error.what());
             }
         }
-        report.manifests = progress_.manifests;
     }
 
     void load_docker_image(const Files& files, const json& entry, ImportReport& report) {
@@ -311,6 +309,7 @@ private:
 ImportReport import_images(const ImportOptions& options, Progress& progress) {
     ImportReport report;
     Importer(options, progress).run(report);
+    report.manifests = progress.manifests;
     return report;
 }
 

@@ -33,32 +33,24 @@ public:
                          Progress& progress) override {
         const auto scratch = storage::layout::fetch_file(blobs_.scratch_dir());
         oci::Hasher hasher(expected ? expected->algorithm() : oci::DigestAlgorithm::sha256);
-        {
-            int out = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-            if (out < 0) throw std::runtime_error("cannot write " + scratch.string());
-            std::vector<char> buffer(1 << 20);
-            std::uint64_t done = 0;
-            bool ok = true;
-            while (ok && done < file.size) {
-                auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), file.size - done));
-                auto n = ::pread(file.fd, buffer.data(), want, static_cast<off_t>(file.offset + done));
-                if (n <= 0) ok = false;
-                for (ssize_t written = 0; ok && written < n;) {
-                    auto w = ::write(out, buffer.data() + written, static_cast<std::size_t>(n - written));
-                    if (w <= 0) ok = false;
-                    else written += w;
+        int out = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (out < 0) throw std::runtime_error("cannot write " + scratch.string());
+        try {
+            read_pieces(file, [&](const char* data, std::size_t n) {
+                for (std::size_t written = 0; written < n;) {
+                    auto w = ::write(out, data + written, n - written);
+                    if (w <= 0) throw std::runtime_error("cannot copy a blob into the store");
+                    written += static_cast<std::size_t>(w);
                 }
-                if (!ok) break;
-                hasher.update(buffer.data(), static_cast<std::size_t>(n));
-                done += static_cast<std::uint64_t>(n);
-                progress.bytes += static_cast<std::uint64_t>(n);
-            }
+                hasher.update(data, n);
+                progress.bytes += n;
+            });
+        } catch (...) {
             ::close(out);
-            if (!ok) {
-                std::filesystem::remove(scratch);
-                throw std::runtime_error("cannot copy a blob into the store");
-            }
+            std::filesystem::remove(scratch);
+            throw;
         }
+        ::close(out);
         const auto digest = hasher.peek();
         if (expected && digest != *expected) {
             std::filesystem::remove(scratch);

@@ -36,6 +36,8 @@ struct ParsedManifest {
     // The blobs a registry must hold for this manifest: config and layers,
     // less foreign layers, which live where their URLs say.
     std::vector<Descriptor> local_blobs() const;
+    // The layers' digests in order: what lineage and approved base images compare.
+    std::vector<std::string> layer_digests() const;
 };
 
 // Throws Error(manifest_invalid) when the body is not a manifest berth accepts.
