@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -195,6 +196,8 @@ int restore(const std::vector<std::string>& args) {
         auto ids = storage::backup_ids(target);
         if (ids.empty()) throw storage::BackupError(target.string() + " holds no backup");
         const auto id = arguments.value("--backup").value_or(ids.back());
+        if (std::find(ids.begin(), ids.end(), id) == ids.end())
+            throw storage::BackupError(target.string() + " holds no backup " + id);
         if (!arguments.flag("--as-new-replica"))
             for (auto& peer : storage::backup_peers(target, id))
                 if (answers(peer, std::chrono::seconds(2))) {

@@ -194,6 +194,11 @@ class AirGap(unittest.TestCase):
         r = bt.run_cli("import", "--root", b.root, bare)
         self.assertEqual(r.returncode, 1)
         self.assertIn("bare tag: give --repository", r.stdout)
+        neither = os.path.join(self.tmp, "neither")
+        os.makedirs(neither, exist_ok=True)
+        r = bt.run_cli("import", "--root", b.root, neither)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("neither an OCI image layout nor a docker save archive", r.stdout)
         self.assertEqual(bt.run_cli("import", "--root", b.root, "--repository", "named/two", bare).returncode, 0)
 
         broken = os.path.join(self.tmp, "broken")

@@ -79,10 +79,21 @@ class Backups(unittest.TestCase):
             self.assertEqual(got.body, img["manifest"])
             for digest, data in img["blobs"].items():
                 self.assertEqual(restored.get(f"/v2/{img['repo']}/blobs/{digest}").body, data)
-        # restoring over a store is refused
+        # restoring over a store is refused, and so is a backup the target does not hold
         r = self.restore(root)
         self.assertEqual(r.returncode, 1)
         self.assertIn("holds a store already", r.stderr)
+        r = self.restore(os.path.join(self.b.tmp, "elsewhere"), "--backup", "19990101T000000Z")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("holds no backup 19990101T000000Z", r.stderr)
+
+    def test_a_server_without_a_backup_secret_takes_none_on_request(self):
+        plain = bt.Berth()
+        self.addCleanup(plain.cleanup)
+        plain.start()
+        r = plain.request("POST", "/_berth/v1/backup", headers={"Authorization": "Bearer " + SECRET})
+        self.assertEqual(r.status, 405, r)
+        self.assertEqual(r.json()["errors"][0]["code"], "UNSUPPORTED")
 
     def test_incremental_backups_copy_only_new_blobs(self):
         self.b.push_image("app/a", "v1", layer_sizes=(5000,))
