@@ -77,6 +77,9 @@ inline ManifestRecord decode_manifest(const std::string& v) {
     return r;
 }
 
+// Whether an encoded manifest record is live, reading its header only (usage counts millions).
+inline bool live_manifest(std::string_view v) { return !json::parse(v.substr(0, v.find('\0'))).at("del").get<bool>(); }
+
 inline std::string encode(const LinkRecord& r) { return json{{"s", stamp_json(r.stamp)}, {"del", r.deleted}}.dump(); }
 inline LinkRecord decode_link(const std::string& v) {
     auto j = json::parse(v);

@@ -99,6 +99,21 @@ struct MetaStore::Impl {
         for (auto& op : batch.ops)
             if (op.family == cf_repos && repos.insert(op.key).second && !get(cf_repos, op.key))
                 tally.repository_added(op.key);
+        // Tags and manifests written, each compared with what it replaces (earlier in this batch, or stored).
+        std::map<std::pair<int, std::string>, bool> records;
+        for (auto& op : batch.ops) {
+            if ((op.family != cf_tags && op.family != cf_manifests) || !op.value) continue;
+            const bool tag = op.family == cf_tags;
+            auto live_record = [tag](std::string_view v) { return tag ? !tombstone(v) : live_manifest(v); };
+            auto [it, first] = records.try_emplace({op.family, op.key}, false);
+            if (first)
+                if (auto value = get(op.family, op.key)) it->second = live_record(*value);
+            const bool now = live_record(*op.value);
+            const auto repo = std::string_view(op.key).substr(0, op.key.find('\0'));
+            if (tag) tally.tag(repo, it->second, now, now ? decode_tag(*op.value).stamp.clock : 0);
+            else tally.manifest(repo, it->second, now);
+            it->second = now;
+        }
         return tally;
     }
 

@@ -26,8 +26,10 @@ void PullTimes::pulled(const std::string& repo, const std::string& name, std::ui
     bool full;
     {
         std::lock_guard lock(mutex_);
-        auto& noted = noted_[key_of(repo, name)];
-        noted = std::max(noted, rounded);
+        for (auto* what : {&name, &whole_repository}) {
+            auto& noted = noted_[key_of(repo, *what)];
+            noted = std::max(noted, rounded);
+        }
         full = noted_.size() >= max_noted;
     }
     if (full) flush();
@@ -59,12 +61,21 @@ void PullTimes::flush() {
     flushing_.clear();
 }
 
+std::optional<std::uint64_t> PullTimes::last(const std::string& repo, const std::string& name) const {
+    auto found = meta_.pull_time(repo, name);
+    std::lock_guard lock(mutex_);
+    for (auto* noted : {&noted_, &flushing_})
+        if (auto it = noted->find(key_of(repo, name)); it != noted->end())
+            found = std::max(found.value_or(0), it->second);
+    return found;
+}
+
 std::vector<std::pair<std::string, std::uint64_t>> PullTimes::since(const std::string& repo, std::uint64_t since_ms,
                                                                     const std::string& after, std::size_t limit) const {
     std::map<std::string, std::uint64_t> found;
     if (limit == 0) return {};
     meta_.visit_pulls(repo, after, [&](const std::string& name, std::uint64_t ms) {
-        if (ms >= since_ms) found.emplace(name, ms);
+        if (ms >= since_ms && name != whole_repository) found.emplace(name, ms);
         return found.size() < limit;
     });
     // Noted names join those read; past the last one read the disk may hold
@@ -75,7 +86,7 @@ std::vector<std::pair<std::string, std::uint64_t>> PullTimes::since(const std::s
         for (auto* noted : {&noted_, &flushing_})
             for (auto it = noted->upper_bound(prefix + after); it != noted->end() && it->first.starts_with(prefix);
                  ++it)
-                if (it->second >= since_ms) {
+                if (it->second >= since_ms && it->first.size() > prefix.size()) {
                     auto& ms = found[it->first.substr(prefix.size())];
                     ms = std::max(ms, it->second);
                 }

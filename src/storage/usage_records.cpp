@@ -23,13 +23,18 @@ std::vector<std::pair<std::string, NamespaceUsage>> MetaStore::usages(const std:
     return out;
 }
 
+RepositoryUsage MetaStore::repository_usage(const std::string& repo) const {
+    auto value = impl_->get(cf_usage, usage_repository_key(repo));
+    return value ? decode_repository_totals(*value) : RepositoryUsage{};
+}
+
 std::vector<UsageChange> MetaStore::usage_change(const Batch& batch) const {
     std::lock_guard lock(impl_->commit_mutex);
     return impl_->tally(*batch.impl_).changes();
 }
 
 void MetaStore::count_usage(const std::function<std::uint64_t(const std::string& digest)>& blob_size) {
-    if (setting(layout::setting::usage_counted)) return;
+    if (setting(layout::setting::usage_counted) == layout::usage_count_version) return;
     // Before anything serves, but under the commit lock all the same: the
     // count must see every link, and no commit may tally against half of it.
     std::lock_guard lock(impl_->commit_mutex);
@@ -44,7 +49,9 @@ void MetaStore::count_usage(const std::function<std::uint64_t(const std::string&
         rocksdb::WriteBatch write;
         for (auto& [k, value] : tally->writes())
             check(value ? write.Put(usage, k, *value) : write.Delete(usage, k), "count usage");
-        if (last) check(write.Put(impl_->cf(cf_settings), layout::setting::usage_counted, "1"), "count usage");
+        if (last)
+            check(write.Put(impl_->cf(cf_settings), layout::setting::usage_counted, layout::usage_count_version),
+                  "count usage");
         check(impl_->db->Write(options, &write), "count usage");
         tally = std::make_unique<UsageTally>([this](const std::string& k) { return impl_->get(cf_usage, k); });
     };
@@ -59,6 +66,18 @@ void MetaStore::count_usage(const std::function<std::uint64_t(const std::string&
         const auto nul = k.find('\0');
         const auto digest = std::string(k.substr(nul + 1));
         tally->link(k.substr(0, nul), digest, false, true, blob_size(digest));
+        if (tally->size() >= piece) flush(false);
+        return true;
+    });
+    impl_->scan(cf_tags, "", "", [&](std::string_view k, std::string_view v) {
+        if (tombstone(v)) return true;
+        tally->tag(k.substr(0, k.find('\0')), false, true, decode_tag(v).stamp.clock);
+        if (tally->size() >= piece) flush(false);
+        return true;
+    });
+    impl_->scan(cf_manifests, "", "", [&](std::string_view k, std::string_view v) {
+        if (!live_manifest(v)) return true;
+        tally->manifest(k.substr(0, k.find('\0')), false, true);
         if (tally->size() >= piece) flush(false);
         return true;
     });

@@ -29,13 +29,17 @@ public:
     void link(std::string_view repo, std::string_view digest, bool was, bool now, std::uint64_t size);
     // A repository record appears.
     void repository_added(std::string_view repo);
+    // A tag or a manifest of repo goes from live (`was`) to live (`now`) or back; a tag written
+    // live at `clock` is the repository's last push when it is the newest.
+    void tag(std::string_view repo, bool was, bool now, std::uint64_t clock);
+    void manifest(std::string_view repo, bool was, bool now);
 
     // Every namespace touched, in name order.
     std::vector<UsageChange> changes() const;
     // The usage records to write: key and value, nullopt to delete.
     std::vector<std::pair<std::string, std::optional<std::string>>> writes() const;
     // Usage records touched so far (bounds a recount's batch).
-    std::size_t size() const { return blobs_.size() + totals_.size(); }
+    std::size_t size() const { return blobs_.size() + totals_.size() + repositories_.size(); }
 
 private:
     struct BlobEntry {
@@ -47,13 +51,19 @@ private:
     };
     BlobEntry& blob(std::string_view ns, std::string_view digest);
     Totals& totals(std::string_view ns);
+    struct RepositoryTotals {
+        RepositoryUsage before, after;
+    };
+    RepositoryTotals& repository(std::string_view repo);
 
     Read read_;
-    std::map<std::string, BlobEntry> blobs_;  // by usage key, as they will be
-    std::map<std::string, Totals> totals_;    // by namespace
+    std::map<std::string, BlobEntry> blobs_;                // by usage key, as they will be
+    std::map<std::string, Totals> totals_;                  // by namespace
+    std::map<std::string, RepositoryTotals> repositories_;  // by repository
 };
 
-// A namespace's totals record.
+// A namespace's totals record, and a repository's.
 NamespaceUsage decode_totals(std::string_view value);
+RepositoryUsage decode_repository_totals(std::string_view value);
 
 }  // namespace berth::storage

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "berth/oci/manifest.hpp"
+#include "berth/oci/media_types.hpp"
 #include "berth/oci/names.hpp"
 #include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
@@ -162,7 +164,7 @@ TEST_CASE("a store without usage is counted once, from its links and repositorie
     meta.count_usage(sizes);
     CHECK(meta.usage("ns") == usage(100, 3));
     CHECK(meta.usage("x") == usage(30, 1));
-    CHECK(meta.setting(layout::setting::usage_counted) == "1");
+    CHECK(meta.setting(layout::setting::usage_counted) == std::string(layout::usage_count_version));
     CHECK_FALSE(asked.empty());
 
     asked.clear();
@@ -185,4 +187,56 @@ TEST_CASE("counting starts over from nothing, whatever usage the store held", "[
     unlink(meta, "ns/s", a, 6);
     CHECK(meta.usage("ns") == usage(0, 2));
     CHECK(meta.usages("", 10).size() == 1);
+}
+
+namespace {
+
+// An image manifest with one layer, distinct per seed.
+void push(MetaStore& meta, const std::string& repo, const std::string& tag, const std::string& seed,
+          std::uint64_t clock) {
+    const std::string bytes =
+        R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
+        R"("config":{"mediaType":"application/vnd.oci.image.config.v1+json","size":2,"digest":")" +
+        digest_of("config") +
+        R"("},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar",)"
+        R"("size":10,"digest":")" +
+        digest_of(seed) + R"("}],"annotations":{"s":")" + seed + R"("}})";
+    const auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, bytes);
+    MetaStore::Batch batch;
+    batch.record_link(repo, digest_of("config"), {clock, "a"}, false, 2);
+    batch.record_link(repo, digest_of(seed), {clock, "a"}, false, 10);
+    batch.record_manifest(repo, digest, oci::parse_manifest(bytes, std::string(oci::media_type::oci_manifest)), bytes,
+                          {clock, "a"});
+    batch.record_tag(repo, tag, digest.str(), {clock, "a"});
+    meta.commit(batch, MetaStore::Durability::none);
+}
+
+}  // namespace
+
+TEST_CASE("a repository's totals follow its links, tags and manifests, and a recount finds the same", "[usage]") {
+    TempDir dir;
+    MetaStore meta(dir.path());
+    push(meta, "ns/app", "1", "one", 100 << 16);
+    push(meta, "ns/app", "2", "two", 200 << 16);
+    push(meta, "ns/app", "1", "three", 150 << 16);  // the tag moves; the first manifest stays, untagged
+    push(meta, "ns/other", "1", "one", 120 << 16);
+    const RepositoryUsage app{2 + 10 * 3, 2, 3, 200 << 16};
+    CHECK(meta.repository_usage("ns/app") == app);
+    CHECK(meta.repository_usage("ns/other") == RepositoryUsage{12, 1, 1, 120 << 16});
+    CHECK(meta.usage("ns").bytes == 2 + 10 * 3);  // "one" counted once for the namespace
+
+    MetaStore::Batch gone;
+    gone.record_tag("ns/app", "2", "", {300 << 16, "a"});
+    gone.record_link("ns/app", digest_of("two"), {300 << 16, "a"}, true, 0);
+    meta.commit(gone, MetaStore::Durability::none);
+    const RepositoryUsage after{2 + 10 * 2, 1, 3, 200 << 16};
+    CHECK(meta.repository_usage("ns/app") == after);
+    CHECK(meta.repository_usage("ns/none") == RepositoryUsage{});
+
+    meta.put_setting(layout::setting::usage_counted, "1");  // what an older berth counted
+    meta.count_usage(
+        [&](const std::string& digest) -> std::uint64_t { return digest == digest_of("config") ? 2 : 10; });
+    // A count knows only the live tags: the last push is the newest of those.
+    CHECK(meta.repository_usage("ns/app") == RepositoryUsage{2 + 10 * 2, 1, 3, 150 << 16});
+    CHECK(meta.repository_usage("ns/other") == RepositoryUsage{12, 1, 1, 120 << 16});
 }

@@ -28,9 +28,10 @@
 //                                                                 the entries after it
 //                                          claim/<repo>\0<tag>    the digest this replica promised for a new
 //                                                                 immutable tag (docs/ha.md), forever
-//                                          usage_counted          "1" once `usage` accounts for every link and
-//                                                                 repository (a store from before it is counted
-//                                                                 at start-up)
+//                                          usage_counted          "2" once `usage` accounts for every link,
+//                                                                 repository, tag and manifest (a store from
+//                                                                 before it, or counted as "1" without
+//                                                                 repositories' totals, is counted at start-up)
 //                                          peer_addresses         "<HOST:PORT>\n..." the replicas this one was
 //                                                                 configured with, for `berth restore` to see
 //                                                                 whether any of them still runs
@@ -47,7 +48,8 @@
 //     log        <sequence, 8 bytes big-endian> -> an event (storage/events.hpp) as JSON
 //     pulls      <repo>\0<tag or digest> -> when this replica last served it to a client, ms since
 //                the epoch rounded up to the hour, 8 bytes big-endian (PullTimes). Per replica, not
-//                logged or replicated; a tag's or manifest's tombstone drops its entry
+//                logged or replicated; a tag's or manifest's tombstone drops its entry.
+//                <repo>\0 (no name) -> the same for anything of the repository (the web UI's last pull)
 //     usage      per namespace (a repository name up to its first '/'), kept by every commit that
 //                writes links or repositories, in the same WriteBatch, for every namespace:
 //                \0<namespace> -> {"b":bytes,"r":repositories}   its totals: the bytes of the distinct
@@ -55,6 +57,10 @@
 //                                                                leading NUL keeps the totals together)
 //                <namespace>\0<digest> -> {"n":live links,"b":the blob's bytes}   a blob the namespace
 //                                                                links, counted once in the totals
+//                \1<repo> -> {"b":bytes,"t":tags,"m":manifests,"p":last push}   a repository's totals (the
+//                                                                web UI's listings): the bytes of the blobs it
+//                                                                links, its live tags and manifests, the hybrid
+//                                                                clock of the newest tag write
 //     lineage    what each manifest is built on and what each tag ever named (registry/lineage.hpp),
 //                written by the batches that write manifests and tags (so replicas keep it too):
 //                c<chain><repo>\0<digest> -> ""        a live image manifest whose whole layer list
@@ -172,6 +178,9 @@ inline std::string tag_claim(const std::string& repo, const std::string& tag) {
 
 // Keys of the usage column family.
 inline std::string usage_total_key(std::string_view ns) { return std::string(1, '\0').append(ns); }
+inline std::string usage_repository_key(std::string_view repo) { return std::string(1, '\1').append(repo); }
+// The count of a store whose usage_counted setting is older is redone at start-up.
+inline constexpr std::string_view usage_count_version = "2";
 inline std::string usage_blob_key(std::string_view ns, std::string_view digest) {
     return std::string(ns).append(1, '\0').append(digest);
 }

@@ -200,6 +200,8 @@ public:
     NamespaceUsage usage(const std::string& ns) const;
     // Namespaces holding anything, after `after` in byte order, at most limit.
     std::vector<std::pair<std::string, NamespaceUsage>> usages(const std::string& after, std::size_t limit) const;
+    // A repository's totals, kept by the same commits (the web UI's listings).
+    RepositoryUsage repository_usage(const std::string& repo) const;
     // What committing batch now would do to each namespace it touches. It
     // stays true until the commit while the caller holds lock_writes().
     std::vector<UsageChange> usage_change(const Batch& batch) const;

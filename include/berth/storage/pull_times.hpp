@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,8 +24,12 @@ public:
 
     explicit PullTimes(MetaStore& meta);
 
-    // Rounded up to the hour: a pull never looks older than it was.
+    // Rounded up to the hour: a pull never looks older than it was. The repository's own entry
+    // (name whole_repository) moves with every name's.
     void pulled(const std::string& repo, const std::string& name, std::uint64_t now_ms);
+    static inline const std::string whole_repository;  // "": no tag or digest is empty
+    // When repo's name (or whole_repository) was last pulled from this replica, noted or written.
+    std::optional<std::uint64_t> last(const std::string& repo, const std::string& name) const;
     void flush();
     // Names of repo pulled at or after since_ms, with when, in byte order after
     // `after`, at most limit: those written and those only noted so far.

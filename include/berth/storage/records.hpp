@@ -41,6 +41,16 @@ struct NamespaceUsage {
     friend bool operator==(const NamespaceUsage&, const NamespaceUsage&) = default;
 };
 
+// What one repository holds, for the web UI's listings: the bytes of the blobs it links (each once),
+// its live tags and manifests, and when a tag was last set (hybrid clock, storage/hybrid_clock.hpp).
+struct RepositoryUsage {
+    std::uint64_t bytes = 0;
+    std::uint64_t tags = 0;
+    std::uint64_t manifests = 0;
+    std::uint64_t last_push = 0;
+    friend bool operator==(const RepositoryUsage&, const RepositoryUsage&) = default;
+};
+
 // A namespace's usage before and after a batch of writes.
 struct UsageChange {
     std::string ns;
