@@ -96,6 +96,7 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
             // Stored for another repository already: the upstream need only say this one has it too.
             if (auto size = blobs.size(digest)) {
                 auto head = upstream.remote.request("HEAD", target, scope, 0);
+                upstream.answered(head.status);
                 if (head.status == 200 && head.content_length == *size) {
                     auto fd = ::open(blobs.path(digest).c_str(), O_RDONLY | O_CLOEXEC);
                     if (fd >= 0) {
@@ -113,6 +114,7 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
             }
             if (!done) {
                 auto opened = upstream.remote.open("GET", target, scope, {}, upstream.remote.deadline());
+                upstream.answered(opened.head->status);
                 ++upstream.counters.requests;
                 upstream.counters.request_micros +=
                     std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();

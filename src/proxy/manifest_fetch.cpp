@@ -150,6 +150,7 @@ registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, cons
     if (cached && reference.find(':') == std::string::npos) {
         // One HEAD says whether the tag moved; only then is the manifest fetched.
         auto head = upstream.remote.request("HEAD", target, scope_of(name), 0, accept_manifests());
+        upstream.answered(head.status);
         if (head.status == 404) return {Status::missing, std::nullopt};
         if (head.status >= 500 || head.status == 429) return {Status::unreachable, std::nullopt};
         if (head.status == 200 && head.header("docker-content-digest") == *cached)
@@ -157,6 +158,7 @@ registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, cons
     }
     auto response =
         upstream.remote.request("GET", target, scope_of(name), limits.max_manifest_bytes, accept_manifests());
+    upstream.answered(response.status);
     if (response.status >= 500 || response.status == 429) {
         log_failure(upstream, repo + ":" + reference, "answered " + std::to_string(response.status));
         return {Status::unreachable, std::nullopt};

@@ -83,8 +83,27 @@ std::unique_ptr<Remote> Proxy::Impl::owner_remote(const std::string& address, co
     return std::make_unique<Remote>(client, std::move(config));
 }
 
+namespace {
+std::uint64_t now_ms() {
+    using namespace std::chrono;
+    return static_cast<std::uint64_t>(duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
+}
+}  // namespace
+
+void UpstreamState::answered(int status) {
+    if (status >= 500 || status == 429) failed("answered " + std::to_string(status));
+    else answered_ms = now_ms();
+}
+
+void UpstreamState::failed(const std::string& why) {
+    std::lock_guard lock(error_mutex);
+    last_error = why;
+    failed_ms = now_ms();
+}
+
 void Proxy::Impl::log_failure(UpstreamState& upstream, const std::string& what, const std::string& why) {
     ++upstream.counters.errors;
+    upstream.failed(why);
     observe::log("warn", "upstream fetch failed",
                  {{"upstream", upstream.options.host.empty() ? "replicas" : upstream.options.host},
                   {"what", what},
@@ -163,6 +182,30 @@ std::size_t Proxy::trim_cache() {
         }
     }
     return evicted;
+}
+
+std::vector<registry::MirrorStatus> Proxy::mirror_status() const {
+    std::vector<registry::MirrorStatus> out;
+    for (auto& upstream : impl_->upstreams) {
+        const auto& c = upstream->counters;
+        registry::MirrorStatus status{upstream->options.host,
+                                      upstream->options.urls,
+                                      c.hits,
+                                      c.misses,
+                                      c.stale,
+                                      c.fetched_bytes,
+                                      c.errors,
+                                      std::nullopt,
+                                      {}};
+        const auto answered = upstream->answered_ms.load(), failed = upstream->failed_ms.load();
+        if (answered || failed) status.reachable = answered >= failed;
+        if (failed) {
+            std::lock_guard lock(upstream->error_mutex);
+            status.last_error = upstream->last_error;
+        }
+        out.push_back(std::move(status));
+    }
+    return out;
 }
 
 void Proxy::write_metrics(observe::MetricsWriter& out) const {

@@ -38,6 +38,12 @@ struct UpstreamState {
     Upstream options;
     Remote remote;
     Counters counters;
+    // Whether the upstream is reachable, as its last answer or failure says (the web UI's mirrors).
+    std::atomic<std::uint64_t> answered_ms{0}, failed_ms{0};
+    std::mutex error_mutex;
+    std::string last_error;
+    void answered(int status);
+    void failed(const std::string& why);
     std::mutex checked_mutex;
     std::unordered_map<std::string, Clock::time_point> checked;  // repo\0tag -> last confirmed upstream
 };

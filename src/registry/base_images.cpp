@@ -10,6 +10,7 @@
 #include "berth/oci/json.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/oci/manifest.hpp"
+#include "berth/oci/media_types.hpp"
 #include "berth/oci/names.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/storage/blob_store.hpp"
@@ -22,11 +23,6 @@ namespace {
 constexpr std::size_t max_candidates = 64;  // manifests with one layer list, looked at per prefix
 constexpr std::size_t max_approved = 1000;  // base versions compared to say where a refused push diverges
 constexpr std::uint64_t max_config_bytes = 4 << 20;
-
-bool is_image_config(const std::string& media_type) {
-    return media_type == "application/vnd.oci.image.config.v1+json" ||
-           media_type == "application/vnd.docker.container.image.v1+json";
-}
 
 // base_images globs as (repository glob, tag glob); the config checked each has both.
 std::vector<std::pair<std::string, std::string>> split_globs(const std::vector<std::string>& globs) {
@@ -87,7 +83,7 @@ void Registry::require_approved_base(const std::string& repo, const oci::Digest&
     }
     // Images only: signatures, SBOMs and other artifacts are not built on anything.
     if (parsed.kind != oci::ManifestKind::image || attachment_shape(parsed) || !parsed.config ||
-        !is_image_config(parsed.config->media_type) ||
+        !oci::media_type::image_config(parsed.config->media_type) ||
         std::any_of(tags.begin(), tags.end(), [](auto& tag) { return attachment_tag(tag); }))
         return;
     const auto globs = split_globs(policy->base_images);

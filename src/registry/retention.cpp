@@ -134,6 +134,16 @@ RetentionReport Retention::run(bool dry_run, const std::function<void(const Rete
     return round.report;
 }
 
+std::optional<std::string> Retention::preview(const std::string& repo,
+                                              const std::function<void(const RetentionDeletion&)>& deleted,
+                                              std::chrono::system_clock::time_point now) {
+    const auto* policy = options_.policy_for(repo);
+    if (!policy) return std::nullopt;
+    Round round{replica_id_, true, ms_of(now), deleted, {}};
+    judge(round, repo, *policy);
+    return policy->name;
+}
+
 void Retention::judge(Round& round, const std::string& repo, const RetentionPolicy& policy) {
     std::vector<std::uint64_t> tagged;
     // An immutable tag is never retained away (registry/policies.hpp): its repository's tags are

@@ -6,6 +6,8 @@
 
 namespace berth::replication::protocol {
 
+std::string status_target() { return std::string(prefix) + "status"; }
+
 std::string encode_status(const Status& status) {
     auto peers = nlohmann::json::array();
     for (auto& p : status.peers) {

@@ -222,7 +222,7 @@ private:
             json manifest = {{"schemaVersion", 2},
                              {"mediaType", oci::media_type::oci_manifest},
                              {"config",
-                              {{"mediaType", "application/vnd.oci.image.config.v1+json"},
+                              {{"mediaType", oci::media_type::oci_config},
                                {"digest", config_digest.str()},
                                {"size", config->size()}}},
                              {"layers", json::array()}};

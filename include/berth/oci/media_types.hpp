@@ -5,6 +5,10 @@ namespace berth::oci::media_type {
 
 inline constexpr std::string_view oci_manifest = "application/vnd.oci.image.manifest.v1+json";
 inline constexpr std::string_view oci_index = "application/vnd.oci.image.index.v1+json";
+inline constexpr std::string_view oci_config = "application/vnd.oci.image.config.v1+json";
+inline constexpr std::string_view docker_config = "application/vnd.docker.container.image.v1+json";
+// A config blob that describes a runnable image (platform, entrypoint, history).
+inline bool image_config(std::string_view type) { return type == oci_config || type == docker_config; }
 inline constexpr std::string_view oci_empty = "application/vnd.oci.empty.v1+json";
 inline constexpr std::string_view docker_manifest = "application/vnd.docker.distribution.manifest.v2+json";
 inline constexpr std::string_view docker_manifest_list = "application/vnd.docker.distribution.manifest.list.v2+json";

@@ -51,6 +51,7 @@ public:
                                                const std::string& last) override;
     void count(const std::string& repo, registry::Cache cache) override;
     void touched(const oci::Digest& digest) override;
+    std::vector<registry::MirrorStatus> mirror_status() const override;
 
     void write_metrics(observe::MetricsWriter& out) const;
     // The agent's door when the replicas decide who reads (agent.authorize "caller"); null otherwise.

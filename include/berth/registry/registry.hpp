@@ -96,6 +96,8 @@ struct Collaborators {
 };
 
 class Registry {
+    friend struct Browse;  // the web UI's views read the index as it stands (browse.hpp)
+
 public:
     // wall gives milliseconds for upload idle times and pull times; tests pass their own.
     Registry(Options options, storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock,

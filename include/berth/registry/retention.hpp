@@ -96,6 +96,11 @@ public:
     RetentionReport run(bool dry_run, const std::function<void(const RetentionDeletion&)>& deleted = {},
                         std::chrono::system_clock::time_point now = std::chrono::system_clock::now(),
                         const std::atomic<bool>* stop = nullptr);
+    // What the policies would delete from repo now, told to `deleted` like a dry run (the web UI's
+    // retention page); the policy's name, or nullopt when none applies here.
+    std::optional<std::string> preview(const std::string& repo,
+                                       const std::function<void(const RetentionDeletion&)>& deleted,
+                                       std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
     void write_metrics(observe::MetricsWriter& out);
 
 private:

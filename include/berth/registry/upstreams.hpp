@@ -2,6 +2,7 @@
 // What the registry needs to mirror other registries, and no more: registry
 // owns this seam, proxy implements it (proxy/proxy.hpp), so registry never
 // sees how upstreams are reached.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,15 @@ struct TagPage {
     bool more = false;
 };
 
+// An upstream as the web UI's mirrors page shows it.
+struct MirrorStatus {
+    std::string host;  // the repository name prefix; "" for the agent's replicas
+    std::vector<std::string> urls;
+    std::uint64_t hits = 0, misses = 0, stale = 0, fetched_bytes = 0, errors = 0;
+    std::optional<bool> reachable;  // as the last answer or failure said; nullopt before either
+    std::string last_error;
+};
+
 class Upstreams {
 public:
     virtual ~Upstreams() = default;
@@ -68,6 +78,7 @@ public:
     virtual void count(const std::string& repo, Cache cache) = 0;
     // A cached blob was read: the cache keeps the recently used.
     virtual void touched(const oci::Digest&) {}
+    virtual std::vector<MirrorStatus> mirror_status() const { return {}; }
 };
 
 }  // namespace berth::registry

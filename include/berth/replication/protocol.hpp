@@ -229,6 +229,7 @@ struct Status {
     std::vector<PeerState> peers;
 };
 std::string encode_status(const Status& status);
+std::string status_target();
 
 // What a replica keeps of its peers between runs (settings, storage/layout.hpp), in the
 // protocol's terms: where an unfinished bootstrap from a peer stands, so it resumes there,
