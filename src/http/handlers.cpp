@@ -109,6 +109,7 @@ Plan plan_route(Services& services, Request& request) {
         case RouteKind::usage: return plan_usage(registry, services.authorizer, request);
         case RouteKind::lineage: return plan_lineage(registry, services.authorizer, request);
         case RouteKind::backup: return plan_backup(services.backups, request);
+        case RouteKind::ui: return plan_ui(services, request);
         case RouteKind::tags: return plan_tags(registry, request);
         case RouteKind::manifest: return plan_manifest(registry, request, from_peer);
         case RouteKind::blob: return plan_blob(registry, request, from_peer);

@@ -35,8 +35,21 @@ Plan plan_healthz();
 Plan plan_readyz(const replication::PeerService* peers);
 Plan plan_metrics(const observe::MetricsRegistry* metrics);
 Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer, Request& request);
+// A page of namespace usage as JSON ({"namespaces":[...],"next"}), filtered to the namespaces
+// holding a repository principal may pull; for plan_usage and the web UI.
+struct UsageAnswer {
+    std::string body;
+    std::size_t read = 0;             // namespaces read for the page
+    std::optional<std::string> next;  // the last read, when more follow
+};
+UsageAnswer usage_answer(registry::Registry& registry, const auth::Authorizer* authorizer,
+                         const auth::Principal& principal, std::optional<std::size_t> n, const std::string& last);
 Plan plan_lineage(const registry::Registry& registry, const auth::Authorizer* authorizer, Request& request);
 Plan plan_backup(storage::BackupJob* backups, const Request& request);
+// ui_handlers.cpp: the web UI, its assets, sign-in and JSON views (docs/ui.md).
+Plan plan_ui(Services& services, Request& request);
+// ui_cluster.cpp: every replica's state as the web UI's cluster page shows it, as JSON.
+std::string cluster_json(Services& services);
 // A plan that answers at once, on the I/O thread.
 Plan immediate(Response response);
 Response json_response(int status, std::string body, std::string content_type = "application/json");

@@ -12,13 +12,15 @@
 #include <vector>
 
 #include "berth/auth/authorizer.hpp"
+#include "berth/http/server.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/storage/filling_blob.hpp"
 #include "router.hpp"
 
 namespace berth::registry {
 class Registry;
-}
+class Retention;
+}  // namespace berth::registry
 namespace berth::storage {
 class BackupJob;
 }
@@ -38,6 +40,8 @@ class Client;
 }
 
 namespace berth::http {
+
+class UiSessions;
 
 enum class Method { get, head, put, post, patch, del, other };
 inline std::string_view method_name(Method method) {
@@ -63,6 +67,7 @@ struct Request {
     bool has_body = false;
     std::string authorization;
     std::string host;
+    std::string cookie;         // the web UI's session (ui_handlers.cpp)
     bool secure = false;        // arrived over TLS
     auth::Principal principal;  // who made it, once authenticated (anonymous: no name)
     std::string peer_address;   // the client's IP address
@@ -81,8 +86,11 @@ struct Services {
     const auth::Authorizer* authorizer;                 // null: everyone may do everything
     auth::DelegatedAccess* delegated;                   // the node agent's door: the replicas decide who reads
     const observe::MetricsRegistry* metrics = nullptr;  // what GET /metrics writes
-    net::Client* client = nullptr;          // for upload requests sent on to the replica that owns the session
-    storage::BackupJob* backups = nullptr;  // null: the server takes no backups (config `backup`)
+    net::Client* client = nullptr;             // for upload requests sent on to the replica that owns the session
+    storage::BackupJob* backups = nullptr;     // null: the server takes no backups (config `backup`)
+    registry::Retention* retention = nullptr;  // the web UI's retention page; null: no policies here
+    const UiOptions* ui = nullptr;             // the web UI (ServerContext points it at its options)
+    const UiSessions* ui_sessions = nullptr;   // and at its sign-ins
 };
 
 // Where a streamed request body goes, chunk by chunk, as it arrives. The

@@ -34,18 +34,16 @@ Plan plan_metrics(const observe::MetricsRegistry* metrics) {
     return immediate(json_response(200, metrics ? metrics->text() : "", "text/plain; version=0.0.4"));
 }
 
-// Namespace usage, a page at a time like the catalog. With authentication,
-// a caller sees the namespaces holding a repository it may pull from.
-Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer, Request& request) {
-    if (request.method != Method::get && request.method != Method::head) not_allowed();
-    auto page = registry.usage(page_size(request.target.query), request.target.query.get("last").value_or(""));
+UsageAnswer usage_answer(registry::Registry& registry, const auth::Authorizer* authorizer,
+                         const auth::Principal& principal, std::optional<std::size_t> n, const std::string& last) {
+    auto page = registry.usage(n, last);
     // The next page starts after the last namespace read, whether or not the caller may see it.
-    const auto read = page.items.size();
     const auto last_read = page.items.empty() ? std::string() : page.items.back().ns;
+    const auto read = page.items.size();
     if (authorizer && authorizer->enabled())
         std::erase_if(page.items, [&](auto& item) {
             return !registry.any_repository(
-                item.ns, [&](const std::string& repo) { return authorizer->may_pull(request.principal, repo); });
+                item.ns, [&](const std::string& repo) { return authorizer->may_pull(principal, repo); });
         });
     auto list = nlohmann::json::array();
     for (auto& item : page.items) {
@@ -56,8 +54,21 @@ Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer
                         {"max_bytes", limit(item.rule ? item.rule->max_bytes : 0)},
                         {"max_repositories", limit(item.rule ? item.rule->max_repositories : 0)}});
     }
-    auto response = json_response(200, nlohmann::json{{"namespaces", list}}.dump());
-    if (page.more) response.set("Link", next_link(std::string(usage_path), read, last_read));
+    UsageAnswer answer{{}, read, std::nullopt};
+    if (page.more) answer.next = last_read;
+    answer.body =
+        nlohmann::json{{"namespaces", list}, {"next", answer.next ? nlohmann::json(*answer.next) : nullptr}}.dump();
+    return answer;
+}
+
+// Namespace usage, a page at a time like the catalog. With authentication,
+// a caller sees the namespaces holding a repository it may pull from.
+Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer, Request& request) {
+    if (request.method != Method::get && request.method != Method::head) not_allowed();
+    auto answer = usage_answer(registry, authorizer, request.principal, page_size(request.target.query),
+                               request.target.query.get("last").value_or(""));
+    auto response = json_response(200, answer.body);
+    if (answer.next) response.set("Link", next_link(std::string(usage_path), answer.read, *answer.next));
     return immediate(std::move(response));
 }
 

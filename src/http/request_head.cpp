@@ -37,6 +37,7 @@ std::optional<Request> request_from_head(const bhttp::request_header<>& head,
     request.has_body = has_body;
     request.authorization = std::string(head[bhttp::field::authorization]);
     request.host = std::string(head[bhttp::field::host]);
+    request.cookie = std::string(head[bhttp::field::cookie]);
     request.peer_address = peer;
     request.secure = secure;
     request.peer_secret = std::string(head[protocol::header::secret]);

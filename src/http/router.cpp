@@ -104,6 +104,9 @@ std::optional<Target> parse_target(std::string_view target) {
     else if (path == usage_path) out.route.kind = RouteKind::usage;
     else if (path == lineage_path) out.route.kind = RouteKind::lineage;
     else if (path == backup_path) out.route.kind = RouteKind::backup;
+    else if (path == ui_path) out.route = {RouteKind::ui, {}, {}};
+    else if (path.starts_with(std::string(ui_path) + "/"))
+        out.route = {RouteKind::ui, {}, "/" + std::string(path.substr(ui_path.size() + 1))};
     else if (path.starts_with(replication::protocol::prefix))
         out.route = {RouteKind::peer, {}, std::string(path.substr(replication::protocol::prefix.size()))};
     else if (path == "/v2") out.route.kind = RouteKind::base;
@@ -146,6 +149,8 @@ constexpr RouteSpec routes[] = {
     {K::usage,          "usage",        false,     true,         false,      pull, pull, pull},
     {K::lineage,        "lineage",      false,     true,         false,      pull, pull, pull},
     {K::backup,         "backup",       false,     false,        false,      none, none, none},
+    // The UI signs its callers in itself (a session cookie, or /v2/'s credentials) and filters what it shows.
+    {K::ui,             "ui",           false,     false,        false,      none, none, none},
     {K::unknown,        "unknown",      false,     false,        true,       none, none, none},
 };
 // clang-format on

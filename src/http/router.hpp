@@ -27,6 +27,7 @@ enum class RouteKind {
     usage,    // /_berth/v1/usage, namespace usage for users (docs/quotas.md)
     lineage,  // /_berth/v1/lineage, what is built on a base (docs/policies.md)
     backup,   // /_berth/v1/backup, backups the server takes (docs/backup.md)
+    ui,       // /ui/..., the web UI (docs/ui.md); reference: the path after /ui/ ("/ui" alone: none)
     unknown
 };
 
@@ -35,6 +36,7 @@ enum class RouteKind {
 inline constexpr std::string_view usage_path = "/_berth/v1/usage";
 inline constexpr std::string_view lineage_path = "/_berth/v1/lineage";
 inline constexpr std::string_view backup_path = "/_berth/v1/backup";
+inline constexpr std::string_view ui_path = "/ui";
 
 struct Route {
     RouteKind kind = RouteKind::unknown;

@@ -94,8 +94,9 @@ void run_guarded(asio::io_context& io) {
 struct Server::Impl {
     Impl(ServerOptions options, registry::Registry& registry, const observe::MetricsRegistry& metrics,
          replication::PeerService* peers, const replication::Cluster* cluster, const auth::Authorizer* authorizer,
-         auth::DelegatedAccess* delegated, storage::BackupJob* backups)
-        : context(options, Services{registry, peers, cluster, authorizer, delegated, &metrics, nullptr, backups},
+         auth::DelegatedAccess* delegated, storage::BackupJob* backups, registry::Retention* retention)
+        : context(options,
+                  Services{registry, peers, cluster, authorizer, delegated, &metrics, nullptr, backups, retention},
                   options.worker_threads ? options.worker_threads : 4 * cores()),
           ios(make_io_contexts(options.io_threads ? options.io_threads : cores())), io(*ios.front()), acceptor(io),
           signals(io, SIGINT, SIGTERM) {
@@ -236,9 +237,9 @@ struct Server::Impl {
 
 Server::Server(ServerOptions options, registry::Registry& registry, observe::MetricsRegistry& metrics,
                replication::PeerService* peers, const replication::Cluster* cluster, const auth::Authorizer* authorizer,
-               auth::DelegatedAccess* delegated, storage::BackupJob* backups)
+               auth::DelegatedAccess* delegated, storage::BackupJob* backups, registry::Retention* retention)
     : impl_(std::make_unique<Impl>(std::move(options), registry, metrics, peers, cluster, authorizer, delegated,
-                                   backups)) {
+                                   backups, retention)) {
     metrics.add_source([impl = impl_.get()](observe::MetricsWriter& out) { impl->context.request_metrics.write(out); });
 }
 

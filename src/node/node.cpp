@@ -159,7 +159,7 @@ Node::Node(config::Config config)
       backups_(config_.backup.enabled() ? std::make_unique<storage::BackupJob>(config_.backup, meta_, blobs_)
                                         : nullptr),
       server_(server_options(config_.server), registry_, metrics_, replicator_.get(), replicator_.get(),
-              authorizer_.get(), proxy_ ? proxy_->agent_access() : nullptr, backups_.get()),
+              authorizer_.get(), proxy_ ? proxy_->agent_access() : nullptr, backups_.get(), &retention_),
       scheduler_(metrics_) {
     as_config_error("listen: cannot listen on " + config_.server.host + ":" + std::to_string(config_.server.port), [&] {
         server_.bind();

@@ -24,6 +24,9 @@ class MetricsRegistry;
 namespace berth::storage {
 class BackupJob;
 }
+namespace berth::registry {
+class Retention;
+}
 
 namespace berth::http {
 
@@ -31,6 +34,15 @@ namespace berth::http {
 inline constexpr const char* default_tls_ciphers =
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
     "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+// The web UI at /ui/ (docs/ui.md), config `ui`.
+struct UiOptions {
+    bool enabled = true;
+    // What pull commands name, e.g. "registry.example.com"; "": the address the browser used.
+    std::string registry_host;
+    // How long a sign-in lasts; the session cannot be renewed past it.
+    std::chrono::seconds session_lifetime{3600};
+};
 
 struct ServerOptions {
     std::string host = "127.0.0.1";
@@ -63,6 +75,7 @@ struct ServerOptions {
     // TLS 1.2 cipher suites (an OpenSSL cipher string); TLS 1.3 has only AEAD suites.
     std::string tls_ciphers = default_tls_ciphers;
     bool tls() const { return !tls_cert_file.empty(); }
+    UiOptions ui;
 };
 
 // Descriptors are a budget: raises the soft RLIMIT_NOFILE to the hard limit
@@ -76,11 +89,11 @@ public:
     // GET /metrics answers what metrics' sources write; the server adds its own (requests,
     // connections). peers and cluster may be null: a single registry without peers;
     // authorizer null: no authentication; delegated: the node agent's door, where the replicas
-    // decide who reads.
+    // decide who reads; retention: what the web UI's retention page asks (null: no policies).
     Server(ServerOptions options, registry::Registry& registry, observe::MetricsRegistry& metrics,
            replication::PeerService* peers = nullptr, const replication::Cluster* cluster = nullptr,
            const auth::Authorizer* authorizer = nullptr, auth::DelegatedAccess* delegated = nullptr,
-           storage::BackupJob* backups = nullptr);
+           storage::BackupJob* backups = nullptr, registry::Retention* retention = nullptr);
     ~Server();
 
     // Binds; after this port() is the real port (useful with port 0).

@@ -1,0 +1,88 @@
+#include "ui_session.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <nlohmann/json.hpp>
+
+#include "berth/oci/encoding.hpp"
+#include "berth/oci/json.hpp"
+
+namespace berth::http {
+namespace {
+
+std::int64_t now_seconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string sha256(std::string_view text) {
+    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    EVP_Digest(text.data(), text.size(), out, &length, EVP_sha256(), nullptr);
+    return std::string(reinterpret_cast<const char*>(out), length);
+}
+
+// The value of cookie `name` in a Cookie header ("a=1; b=2").
+std::optional<std::string_view> cookie_value(std::string_view header, std::string_view name) {
+    while (!header.empty()) {
+        auto end = header.find(';');
+        auto pair = header.substr(0, end);
+        header = end == std::string_view::npos ? std::string_view{} : header.substr(end + 1);
+        while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+        if (pair.starts_with(name) && pair.size() > name.size() && pair[name.size()] == '=')
+            return pair.substr(name.size() + 1);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+UiSessions::UiSessions(const std::string& cluster_secret, std::chrono::seconds lifetime)
+    : key_(cluster_secret.empty() ? oci::random_bytes(32) : sha256("berth ui session\n" + cluster_secret)),
+      lifetime_(lifetime) {}
+
+std::string UiSessions::seal(std::string_view payload) const {
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
+         reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), mac, &length);
+    return oci::base64url(std::string(reinterpret_cast<const char*>(mac), length));
+}
+
+std::string UiSessions::sign_in(const auth::Principal& principal, bool secure) const {
+    const auto payload = oci::base64url(nlohmann::json{
+        {"u", principal.name}, {"g", principal.groups}, {"n", principal.ns}, {"e", now_seconds() + lifetime_.count()}}
+                                            .dump());
+    // No Path: the cookie's path is the folder of /ui/login as the browser saw it, prefix and all.
+    return std::string(session_cookie) + "=" + payload + "." + seal(payload) +
+           "; Max-Age=" + std::to_string(lifetime_.count()) + "; HttpOnly; SameSite=Strict" +
+           (secure ? "; Secure" : "");
+}
+
+std::string UiSessions::sign_out(bool secure) {
+    return std::string(session_cookie) + "=; Max-Age=0; HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "");
+}
+
+std::optional<auth::Principal> UiSessions::principal(std::string_view cookie_header) const {
+    auto value = cookie_value(cookie_header, session_cookie);
+    if (!value || value->size() > 4096) return std::nullopt;
+    const auto dot = value->find('.');
+    if (dot == std::string_view::npos) return std::nullopt;
+    const auto payload = value->substr(0, dot);
+    if (!oci::equal_secrets(value->substr(dot + 1), seal(payload))) return std::nullopt;
+    auto decoded = oci::base64url_decode(payload);
+    if (!decoded) return std::nullopt;
+    auto doc = oci::parse_json(*decoded);
+    try {
+        if (doc.at("e").get<std::int64_t>() <= now_seconds()) return std::nullopt;
+        auth::Principal principal{doc.at("u").get<std::string>(), doc.at("g").get<std::vector<std::string>>(),
+                                  doc.at("n").get<std::string>()};
+        if (principal.anonymous()) return std::nullopt;
+        return principal;
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;  // sealed here, so only an older berth's shape
+    }
+}
+
+}  // namespace berth::http

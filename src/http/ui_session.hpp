@@ -1,0 +1,36 @@
+#pragma once
+// The web UI's sign-in: a session is a cookie holding who signed in and until when, sealed with
+// HMAC-SHA256. Nothing is kept on the server, so any replica accepts a session another replica
+// gave (their key comes from the cluster's secret) and a restart signs nobody out; alone, a
+// replica draws a key at start. Signing out clears the cookie; a copy of it stays valid until it
+// expires, which is why sessions are short (ui.session_lifetime).
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "berth/auth/authorizer.hpp"
+
+namespace berth::http {
+
+inline constexpr std::string_view session_cookie = "berth_session";
+
+class UiSessions {
+public:
+    // cluster_secret: the replicas' shared secret, or "" for a key of this process only.
+    UiSessions(const std::string& cluster_secret, std::chrono::seconds lifetime);
+
+    // The Set-Cookie value that signs principal in; secure: the request came over TLS.
+    std::string sign_in(const auth::Principal& principal, bool secure) const;
+    // The Set-Cookie value that signs out.
+    static std::string sign_out(bool secure);
+    // Who a Cookie header's session names, if it holds one that is sealed here and current.
+    std::optional<auth::Principal> principal(std::string_view cookie_header) const;
+
+private:
+    std::string seal(std::string_view payload) const;
+    std::string key_;
+    std::chrono::seconds lifetime_;
+};
+
+}  // namespace berth::http
