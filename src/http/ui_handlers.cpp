@@ -5,6 +5,7 @@
 
 #include "berth/auth/authorizer.hpp"
 #include "berth/oci/encoding.hpp"
+#include "berth/oci/names.hpp"
 #include "berth/registry/browse.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/registry/retention.hpp"
@@ -110,7 +111,7 @@ Plan sign_in(Services& services, Request& request) {
     return plan;
 }
 
-std::string session_json(const Services& services, const auth::Principal& principal) {
+std::string whoami_json(const Services& services, const auth::Principal& principal) {
     const auto& host = services.ui->registry_host;
     return nlohmann::json{{"user", principal.anonymous() ? nlohmann::json(nullptr) : nlohmann::json(principal.name)},
                           {"auth", services.authorizer && services.authorizer->enabled()},
@@ -137,12 +138,20 @@ std::string api_answer(Services& services, const Request& request, std::string_v
     const auto principal = caller_of(services, request);
     const auto may_pull = may_pull_of(services, principal);
     auto& registry = services.registry;
+    // A malformed name is 400 whoever asks; one the caller may not pull does not exist for it.
     auto repository = [&] {
         auto name = query.get("name").value_or("");
+        if (!oci::valid_repository_name(name)) throw Error(ErrorCode::name_invalid, "invalid repository name", name);
         require_visible(may_pull, principal, name);
+        registry::Browse::require_repository(registry, name);
         return name;
     };
-    if (view == "session") return session_json(services, principal);
+    // Upstream addresses and errors, replica addresses and backup failures are for those signed in.
+    auto signed_in = [&](const char* what) {
+        if (may_pull && principal.anonymous())
+            throw Error(ErrorCode::unauthorized, std::string("sign in to see ") + what);
+    };
+    if (view == "whoami") return whoami_json(services, principal);
     if (view == "repositories")
         return registry::Browse::repositories(
             registry, {query.get("q").value_or(""), query.get("last").value_or(""), page_of(query, 50)}, may_pull);
@@ -153,21 +162,23 @@ std::string api_answer(Services& services, const Request& request, std::string_v
         auto name = repository();
         return registry::Browse::manifest(registry, name, query.get("reference").value_or(""), may_pull);
     }
-    if (view == "mirrors") return registry::Browse::mirrors(registry, may_pull);
+    if (view == "mirrors") {
+        signed_in("the mirrors");
+        return registry::Browse::mirrors(registry, may_pull);
+    }
     if (view == "namespaces")
         return usage_answer(registry, services.authorizer, principal, page_of(query, 50),
                             query.get("last").value_or(""))
             .body;
     if (view == "retention") return retention_json(services, repository());
-    if (view == "cluster") return cluster_json(services);
+    if (view == "cluster") {
+        signed_in("the cluster");
+        return cluster_json(services);
+    }
     throw Error(ErrorCode::name_unknown, "no such view", std::string(view));
 }
 
-}  // namespace
-
-Plan plan_ui(Services& services, Request& request) {
-    if (!services.ui || !services.ui->enabled)
-        throw Error(ErrorCode::name_unknown, "the web UI is turned off (ui.enabled)");
+Plan plan_page(Services& services, Request& request) {
     const std::string_view path = request.target.route.reference;
     if (path.empty()) return immediate(see_other("ui/"));
     if (path == "/logout") {
@@ -178,14 +189,22 @@ Plan plan_ui(Services& services, Request& request) {
         return request.method == Method::post ? sign_in(services, request) : file("login.html", request);
     if (path.starts_with("/api/")) {
         if (request.method != Method::get && request.method != Method::head) not_allowed();
-        try {
-            auto response = json_response(200, api_answer(services, request, path.substr(5)));
-            return immediate(with_ui_headers(std::move(response), false));
-        } catch (const Error& error) {
-            return immediate(with_ui_headers(error_response(error), false));
-        }
+        return immediate(with_ui_headers(json_response(200, api_answer(services, request, path.substr(5))), false));
     }
     return file(path == "/" ? std::string_view("index.html") : path.substr(1), request);
+}
+
+}  // namespace
+
+// Every answer under /ui/, errors too, carries the UI's headers.
+Plan plan_ui(Services& services, Request& request) {
+    if (!services.ui || !services.ui->enabled)
+        throw Error(ErrorCode::name_unknown, "the web UI is turned off (ui.enabled)");
+    try {
+        return plan_page(services, request);
+    } catch (const Error& error) {
+        return immediate(with_ui_headers(error_response(error), false));
+    }
 }
 
 }  // namespace berth::http

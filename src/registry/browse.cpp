@@ -152,6 +152,41 @@ struct Browse::View {
         return policy && policy->immutable_tags && !attachment_tag(tag);
     }
 
+    // A config descriptor, and what an image's config blob says (when stored here and not too big).
+    json config(const oci::Descriptor& descriptor) const {
+        json config = {
+            {"digest", descriptor.digest.str()}, {"mediaType", descriptor.media_type}, {"size", descriptor.size}};
+        auto text = config_text(descriptor);
+        if (!text) return config;
+        auto c = oci::parse_json(*text);
+        auto inner = member(c, "config");
+        for (auto key : {"created", "author", "os", "architecture", "variant"})
+            config[key] = text_or_null(member(c, key));
+        config["entrypoint"] = strings_of(member(inner, "Entrypoint"));
+        config["cmd"] = strings_of(member(inner, "Cmd"));
+        config["env"] = strings_of(member(inner, "Env"));
+        config["working_dir"] = text_or_null(member(inner, "WorkingDir"));
+        config["user"] = text_or_null(member(inner, "User"));
+        config["labels"] = map_of(member(inner, "Labels"));
+        auto ports = json::array();
+        const auto exposed = map_of(member(inner, "ExposedPorts"));
+        for (auto& [port, ignored] : exposed.items()) ports.push_back(port);
+        config["exposed_ports"] = ports;
+        auto history = json::array();
+        auto entries = member(c, "history");
+        if (!entries.is_array()) entries = json::array();
+        for (auto& step : entries) {
+            if (history.size() == Browse::max_history) break;
+            history.push_back({{"created", text_or_null(member(step, "created"))},
+                               {"created_by", text_or_null(member(step, "created_by"))},
+                               {"comment", text_or_null(member(step, "comment"))},
+                               {"empty_layer", member(step, "empty_layer") == true}});
+        }
+        config["history"] = history;
+        config["history_total"] = entries.size();
+        return config;
+    }
+
     // The longest proper layer prefix that is another image's whole layer list, preferring one the
     // caller may pull and that a tag names.
     json base(const std::string& repo, const oci::Digest& digest, const std::vector<std::string>& layers,
@@ -185,6 +220,11 @@ std::string resolve_digest(const storage::MetaStore& meta, const std::string& re
 
 }  // namespace
 
+void Browse::require_repository(const Registry& registry, const std::string& repo) {
+    if (!oci::valid_repository_name(repo)) throw Error(ErrorCode::name_invalid, "invalid repository name", repo);
+    if (!registry.meta_.has_repository(repo)) throw Error(ErrorCode::name_unknown, "repository unknown", repo);
+}
+
 std::string Browse::repositories(const Registry& registry, const RepositoryListQuery& query, const MayPull& may_pull) {
     View view{registry};
     const auto limit = std::clamp<std::size_t>(query.limit, 1, 200);
@@ -210,8 +250,7 @@ std::string Browse::repositories(const Registry& registry, const RepositoryListQ
 std::string Browse::repository(Registry& registry, const TagListQuery& query) {
     View view{registry};
     const auto& repo = query.repository;
-    if (!oci::valid_repository_name(repo)) throw Error(ErrorCode::name_invalid, "invalid repository name", repo);
-    if (!registry.meta_.has_repository(repo)) throw Error(ErrorCode::name_unknown, "repository unknown", repo);
+    require_repository(registry, repo);
     const auto limit = std::clamp<std::size_t>(query.limit, 1, 1000);
     auto names = registry.meta_.tags(repo, query.after, limit + 1);
     const bool more = names.size() > limit;
@@ -224,7 +263,7 @@ std::string Browse::repository(Registry& registry, const TagListQuery& query) {
                       {"digest", record->digest},
                       {"pushed", time_or_null(storage::HybridClock::physical_ms(record->stamp.clock))},
                       {"immutable", view.immutable(repo, tag)},
-                      {"media_type", nullptr},
+                      {"mediaType", nullptr},
                       {"size", nullptr},
                       {"platforms", nullptr},
                       {"signature", nullptr},
@@ -232,7 +271,7 @@ std::string Browse::repository(Registry& registry, const TagListQuery& query) {
         auto pulled = std::max(view.last_pull(repo, tag).value_or(0), view.last_pull(repo, record->digest).value_or(0));
         entry["last_pull"] = time_or_null(pulled);
         if (auto manifest = view.live_manifest(repo, record->digest)) {
-            entry["media_type"] = manifest->media_type;
+            entry["mediaType"] = manifest->media_type;
             entry["size"] = view.size_of(repo, *manifest);
             auto doc = oci::parse_json(manifest->bytes);
             if (auto children = member(doc, "manifests"); children.is_array()) {
@@ -264,8 +303,7 @@ std::string Browse::repository(Registry& registry, const TagListQuery& query) {
 std::string Browse::manifest(Registry& registry, const std::string& repo, const std::string& reference,
                              const MayPull& may_pull) {
     View view{registry};
-    if (!oci::valid_repository_name(repo)) throw Error(ErrorCode::name_invalid, "invalid repository name", repo);
-    if (!registry.meta_.has_repository(repo)) throw Error(ErrorCode::name_unknown, "repository unknown", repo);
+    require_repository(registry, repo);
     const auto digest_text = resolve_digest(registry.meta_, repo, reference);
     auto record = view.live_manifest(repo, digest_text);
     if (!record) throw Error(ErrorCode::manifest_unknown, "manifest unknown", reference);
@@ -277,7 +315,7 @@ std::string Browse::manifest(Registry& registry, const std::string& repo, const 
     json out = {{"repository", repo},
                 {"reference", reference},
                 {"digest", digest_text},
-                {"media_type", record->media_type},
+                {"mediaType", record->media_type},
                 // An artifact without artifactType is known by its config's media type, as the referrers API says.
                 {"artifact_type", parsed.kind == oci::ManifestKind::index || image_config
                                       ? text_or_null(member(doc, "artifactType"))
@@ -293,7 +331,7 @@ std::string Browse::manifest(Registry& registry, const std::string& repo, const 
     for (auto& child : member(doc, "manifests")) {
         if (platforms.size() == max_children) break;
         platforms.push_back({{"digest", text_of(member(child, "digest"))},
-                             {"media_type", text_of(member(child, "mediaType"))},
+                             {"mediaType", text_of(member(child, "mediaType"))},
                              {"size", member(child, "size")},
                              {"platform", platform_text(member(child, "platform"))},
                              {"annotations", map_of(member(child, "annotations"))}});
@@ -306,45 +344,13 @@ std::string Browse::manifest(Registry& registry, const std::string& repo, const 
     for (auto& layer : parsed.layers) {
         layer_bytes += static_cast<std::uint64_t>(layer.size);
         if (layers.size() < max_layers)
-            layers.push_back({{"digest", layer.digest.str()}, {"media_type", layer.media_type}, {"size", layer.size}});
+            layers.push_back({{"digest", layer.digest.str()}, {"mediaType", layer.media_type}, {"size", layer.size}});
     }
     out["layers"] = layers;
     out["layers_total"] = parsed.layers.size();
     out["layers_bytes"] = layer_bytes;
 
-    out["config"] = nullptr;
-    if (parsed.config) {
-        json config = {{"digest", parsed.config->digest.str()},
-                       {"media_type", parsed.config->media_type},
-                       {"size", parsed.config->size}};
-        if (auto text = view.config_text(*parsed.config)) {
-            auto c = oci::parse_json(*text);
-            auto inner = member(c, "config");
-            for (auto key : {"created", "author", "os", "architecture", "variant"})
-                config[key] = text_or_null(member(c, key));
-            config["entrypoint"] = strings_of(member(inner, "Entrypoint"));
-            config["cmd"] = strings_of(member(inner, "Cmd"));
-            config["env"] = strings_of(member(inner, "Env"));
-            config["working_dir"] = text_or_null(member(inner, "WorkingDir"));
-            config["user"] = text_or_null(member(inner, "User"));
-            config["labels"] = map_of(member(inner, "Labels"));
-            auto ports = json::array();
-            for (auto& [port, ignored] : map_of(member(inner, "ExposedPorts")).items()) ports.push_back(port);
-            config["exposed_ports"] = ports;
-            auto history = json::array();
-            auto entries = member(c, "history");
-            for (auto& step : entries.is_array() ? entries : json::array()) {
-                if (history.size() == max_history) break;
-                history.push_back({{"created", text_or_null(member(step, "created"))},
-                                   {"created_by", text_or_null(member(step, "created_by"))},
-                                   {"comment", text_or_null(member(step, "comment"))},
-                                   {"empty_layer", member(step, "empty_layer") == true}});
-            }
-            config["history"] = history;
-            config["history_total"] = entries.is_array() ? entries.size() : 0;
-        }
-        out["config"] = config;
-    }
+    out["config"] = parsed.config ? view.config(*parsed.config) : json(nullptr);
 
     auto referrers = json::array();
     auto listed = registry.meta_.referrers(repo, digest_text);
@@ -352,7 +358,7 @@ std::string Browse::manifest(Registry& registry, const std::string& repo, const 
         if (referrers.size() == max_referrers) break;
         auto d = oci::parse_json(descriptor);
         referrers.push_back({{"digest", text_of(member(d, "digest"))},
-                             {"media_type", text_of(member(d, "mediaType"))},
+                             {"mediaType", text_of(member(d, "mediaType"))},
                              {"artifact_type", text_or_null(member(d, "artifactType"))},
                              {"size", member(d, "size")},
                              {"annotations", map_of(member(d, "annotations"))}});
@@ -360,7 +366,7 @@ std::string Browse::manifest(Registry& registry, const std::string& repo, const 
     out["referrers"] = referrers;
     out["referrers_total"] = listed.size();
     out["subject"] = parsed.subject ? json{{"digest", parsed.subject->digest.str()},
-                                           {"media_type", parsed.subject->media_type},
+                                           {"mediaType", parsed.subject->media_type},
                                            {"size", parsed.subject->size}}
                                     : json(nullptr);
     out["base"] = parsed.kind == oci::ManifestKind::image && parsed.layers.size() > 1

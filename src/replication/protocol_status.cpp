@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "berth/oci/encoding.hpp"
+#include "berth/oci/json.hpp"
 #include "berth/replication/protocol.hpp"
 
 namespace berth::replication::protocol {
@@ -33,6 +34,37 @@ std::string encode_status(const Status& status) {
                           {"bytes_fetched", status.bytes_fetched},
                           {"peers", std::move(peers)}}
         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<Status> parse_status(std::string_view body) {
+    auto doc = oci::parse_json(body);
+    try {
+        Status status{doc.at("replica").get<std::string>(),         doc.at("epoch").get<std::string>(),
+                      doc.at("log_head").get<std::uint64_t>(),      doc.at("ready").get<bool>(),
+                      doc.at("bytes_fetched").get<std::uint64_t>(), {}};
+        for (auto& p : doc.at("peers")) {
+            PeerState peer;
+            peer.address = p.at("address").get<std::string>();
+            peer.id = p.at("id").get<std::string>();
+            peer.reachable = p.at("reachable").get<bool>();
+            peer.caught_up = p.at("caught_up").get<bool>();
+            peer.cursor = p.at("cursor").get<std::uint64_t>();
+            peer.head = p.at("head").get<std::uint64_t>();
+            peer.lag_seconds = p.at("lag_seconds").get<double>();
+            peer.applied = p.at("applied").get<std::uint64_t>();
+            peer.errors = p.at("errors").get<std::uint64_t>();
+            peer.last_error = p.at("last_error").get<std::string>();
+            peer.incompatible = p.at("incompatible").get<std::string>();
+            if (auto b = p.find("bootstrap"); b != p.end()) {
+                peer.bootstrap_part = b->at("part").get<std::string>();
+                peer.bootstrap_records = b->at("records").get<std::uint64_t>();
+            }
+            status.peers.push_back(std::move(peer));
+        }
+        return status;
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
 }
 
 std::string encode_progress(const BootstrapProgress& p) {

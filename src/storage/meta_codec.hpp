@@ -77,8 +77,16 @@ inline ManifestRecord decode_manifest(const std::string& v) {
     return r;
 }
 
-// Whether an encoded manifest record is live, reading its header only (usage counts millions).
-inline bool live_manifest(std::string_view v) { return !json::parse(v.substr(0, v.find('\0'))).at("del").get<bool>(); }
+// Whether an encoded manifest record is live, and its stamp's clock, reading its header only (usage
+// counts millions).
+struct ManifestHeader {
+    bool live;
+    std::uint64_t clock;
+};
+inline ManifestHeader manifest_header(std::string_view v) {
+    auto j = json::parse(v.substr(0, v.find('\0')));
+    return {!j.at("del").get<bool>(), j.at("s").at("c").get<std::uint64_t>()};
+}
 
 inline std::string encode(const LinkRecord& r) { return json{{"s", stamp_json(r.stamp)}, {"del", r.deleted}}.dump(); }
 inline LinkRecord decode_link(const std::string& v) {

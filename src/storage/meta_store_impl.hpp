@@ -104,14 +104,15 @@ struct MetaStore::Impl {
         for (auto& op : batch.ops) {
             if ((op.family != cf_tags && op.family != cf_manifests) || !op.value) continue;
             const bool tag = op.family == cf_tags;
-            auto live_record = [tag](std::string_view v) { return tag ? !tombstone(v) : live_manifest(v); };
+            auto live_record = [tag](std::string_view v) { return tag ? !tombstone(v) : manifest_header(v).live; };
             auto [it, first] = records.try_emplace({op.family, op.key}, false);
             if (first)
                 if (auto value = get(op.family, op.key)) it->second = live_record(*value);
             const bool now = live_record(*op.value);
+            const auto clock = !now ? 0 : tag ? decode_tag(*op.value).stamp.clock : manifest_header(*op.value).clock;
             const auto repo = std::string_view(op.key).substr(0, op.key.find('\0'));
-            if (tag) tally.tag(repo, it->second, now, now ? decode_tag(*op.value).stamp.clock : 0);
-            else tally.manifest(repo, it->second, now);
+            if (tag) tally.tag(repo, it->second, now, clock);
+            else tally.manifest(repo, it->second, now, clock);
             it->second = now;
         }
         return tally;

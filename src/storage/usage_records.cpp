@@ -76,8 +76,9 @@ void MetaStore::count_usage(const std::function<std::uint64_t(const std::string&
         return true;
     });
     impl_->scan(cf_manifests, "", "", [&](std::string_view k, std::string_view v) {
-        if (!live_manifest(v)) return true;
-        tally->manifest(k.substr(0, k.find('\0')), false, true);
+        const auto header = manifest_header(v);
+        if (!header.live) return true;
+        tally->manifest(k.substr(0, k.find('\0')), false, true, header.clock);
         if (tally->size() >= piece) flush(false);
         return true;
     });

@@ -80,9 +80,10 @@ void UsageTally::tag(std::string_view repo, bool was, bool now, std::uint64_t cl
     else held.tags -= std::min<std::uint64_t>(held.tags, 1);
 }
 
-void UsageTally::manifest(std::string_view repo, bool was, bool now) {
-    if (was == now) return;
+void UsageTally::manifest(std::string_view repo, bool was, bool now, std::uint64_t clock) {
     auto& held = repository(repo).after;
+    if (now) held.last_push = std::max(held.last_push, clock);
+    if (was == now) return;
     if (now) ++held.manifests;
     else held.manifests -= std::min<std::uint64_t>(held.manifests, 1);
 }

@@ -29,10 +29,10 @@ public:
     void link(std::string_view repo, std::string_view digest, bool was, bool now, std::uint64_t size);
     // A repository record appears.
     void repository_added(std::string_view repo);
-    // A tag or a manifest of repo goes from live (`was`) to live (`now`) or back; a tag written
-    // live at `clock` is the repository's last push when it is the newest.
+    // A tag or a manifest of repo goes from live (`was`) to live (`now`) or back; one written live
+    // at `clock` is the repository's last push when it is the newest.
     void tag(std::string_view repo, bool was, bool now, std::uint64_t clock);
-    void manifest(std::string_view repo, bool was, bool now);
+    void manifest(std::string_view repo, bool was, bool now, std::uint64_t clock);
 
     // Every namespace touched, in name order.
     std::vector<UsageChange> changes() const;

@@ -162,3 +162,31 @@ TEST_CASE("tag claims travel as the protocol says and refuse what is no claim") 
     CHECK(answer.digest == digest);
     CHECK_THROWS_AS(protocol::parse_claim_answer(R"({"granted":"yes"})"), std::invalid_argument);
 }
+
+TEST_CASE("a replica's status survives the wire, and what is no status is refused") {
+    protocol::Status status{"berth-1", "0123456789abcdef", 42, false, 7, {}};
+    protocol::PeerState peer;
+    peer.address = "berth-0.berth:5000";
+    peer.id = "berth-0";
+    peer.reachable = true;
+    peer.cursor = 10;
+    peer.head = 12345;
+    peer.lag_seconds = 1.5;
+    peer.last_error = "timeout";
+    peer.bootstrap_part = "tags";
+    peer.bootstrap_records = 99;
+    status.peers.push_back(peer);
+    auto parsed = protocol::parse_status(protocol::encode_status(status));
+    REQUIRE(parsed);
+    CHECK(parsed->replica == "berth-1");
+    CHECK(parsed->log_head == 42);
+    CHECK_FALSE(parsed->ready);
+    REQUIRE(parsed->peers.size() == 1);
+    CHECK(parsed->peers[0].address == peer.address);
+    CHECK(parsed->peers[0].head - parsed->peers[0].cursor == 12335);
+    CHECK(parsed->peers[0].lag_seconds == 1.5);
+    CHECK(parsed->peers[0].bootstrap_part == "tags");
+    CHECK(parsed->peers[0].bootstrap_records == 99);
+    CHECK_FALSE(protocol::parse_status(R"({"replica":"x"})"));
+    CHECK_FALSE(protocol::parse_status("[[[["));
+}

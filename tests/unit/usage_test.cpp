@@ -236,7 +236,7 @@ TEST_CASE("a repository's totals follow its links, tags and manifests, and a rec
     meta.put_setting(layout::setting::usage_counted, "1");  // what an older berth counted
     meta.count_usage(
         [&](const std::string& digest) -> std::uint64_t { return digest == digest_of("config") ? 2 : 10; });
-    // A count knows only the live tags: the last push is the newest of those.
-    CHECK(meta.repository_usage("ns/app") == RepositoryUsage{2 + 10 * 2, 1, 3, 150 << 16});
+    // A count sees the live tags and manifests: the untagged manifest of "2" is still there.
+    CHECK(meta.repository_usage("ns/app") == after);
     CHECK(meta.repository_usage("ns/other") == RepositoryUsage{12, 1, 1, 120 << 16});
 }

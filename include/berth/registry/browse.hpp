@@ -30,11 +30,13 @@ struct Browse {
     static constexpr std::size_t max_layers = 500, max_history = 200, max_referrers = 200;
     static constexpr std::size_t max_config_bytes = 1 << 20, max_raw_bytes = 64 << 10;
 
+    // Throws NAME_INVALID for a malformed name, NAME_UNKNOWN for one not stored here.
+    static void require_repository(const Registry& registry, const std::string& repo);
     // {"repositories":[{"name","tags","manifests","bytes","last_push","last_pull"}],"next"}
     static std::string repositories(const Registry& registry, const RepositoryListQuery& query,
                                     const MayPull& may_pull);
     // {"name","tags_total","manifests","bytes","last_push","last_pull","mirrored","tags":[{"tag","digest",
-    // "media_type","size","pushed","last_pull","immutable","signature","signature_detail","platforms"}],"next"}.
+    // "mediaType","size","pushed","last_pull","immutable","signature","signature_detail","platforms"}],"next"}.
     // Throws NAME_UNKNOWN.
     static std::string repository(Registry& registry, const TagListQuery& query);
     // A manifest by tag or digest: its parts, config, annotations, referrers, subject and base

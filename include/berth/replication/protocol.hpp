@@ -229,6 +229,8 @@ struct Status {
     std::vector<PeerState> peers;
 };
 std::string encode_status(const Status& status);
+// nullopt for a body that is not one (the web UI's cluster page reads its peers' answers).
+std::optional<Status> parse_status(std::string_view body);
 std::string status_target();
 
 // What a replica keeps of its peers between runs (settings, storage/layout.hpp), in the

@@ -60,7 +60,7 @@
 //                \1<repo> -> {"b":bytes,"t":tags,"m":manifests,"p":last push}   a repository's totals (the
 //                                                                web UI's listings): the bytes of the blobs it
 //                                                                links, its live tags and manifests, the hybrid
-//                                                                clock of the newest tag write
+//                                                                clock of the newest tag or manifest write
 //     lineage    what each manifest is built on and what each tag ever named (registry/lineage.hpp),
 //                written by the batches that write manifests and tags (so replicas keep it too):
 //                c<chain><repo>\0<digest> -> ""        a live image manifest whose whole layer list

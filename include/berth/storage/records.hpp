@@ -42,7 +42,8 @@ struct NamespaceUsage {
 };
 
 // What one repository holds, for the web UI's listings: the bytes of the blobs it links (each once),
-// its live tags and manifests, and when a tag was last set (hybrid clock, storage/hybrid_clock.hpp).
+// its live tags and manifests, and when a tag or manifest was last pushed (hybrid clock,
+// storage/hybrid_clock.hpp).
 struct RepositoryUsage {
     std::uint64_t bytes = 0;
     std::uint64_t tags = 0;

@@ -43,11 +43,11 @@ export async function getJSON(path, params, signal) {
   return response.json();
 }
 
-const NO_SESSION = { user: null, auth: false, registry: null };
+const NO_SESSION = { user: null, auth: null, registry: null };
 
 export async function getSession() {
   try {
-    return { ...NO_SESSION, ...(await getJSON('api/session')) };
+    return { ...NO_SESSION, ...(await getJSON('api/whoami')) };
   } catch {
     return NO_SESSION;
   }

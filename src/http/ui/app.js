@@ -22,9 +22,13 @@ const PAGES = {
 
 const session = getSession();
 
-function showAccount({ user }) {
+function showAccount({ user, auth }) {
   const account = document.getElementById('account');
   if (!account) return;
+  if (auth === false) {
+    account.replaceChildren(); // nobody to sign in as: everyone sees everything
+    return;
+  }
   if (user == null) {
     if (!document.getElementById('login-link')) {
       account.replaceChildren(el('a', { id: 'login-link', href: 'login' }, 'Sign in'));

@@ -79,6 +79,19 @@ export function timeCell(ms, cls) {
   return el('td', { class: cls }, time(ms));
 }
 
+// Pull times are kept rounded up to the hour: the pull happened in the hour before.
+export function pullTime(ms) {
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) return el('span', { class: 'time' }, DASH);
+  const iso = new Date(ms).toISOString();
+  const title = `in the hour before ${iso}`;
+  if (ms > Date.now()) return el('time', { datetime: iso, title }, 'within the last hour');
+  return el('time', { datetime: iso, title }, `by ${new Date(ms).toLocaleString()}`);
+}
+
+export function pullTimeCell(ms) {
+  return el('td', { class: 'last-pull' }, pullTime(ms));
+}
+
 export function shortDigest(digest) {
   const text = String(digest ?? '');
   const colon = text.indexOf(':');

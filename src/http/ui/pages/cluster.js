@@ -12,13 +12,13 @@ function lag(seconds) {
 
 function bootstrap(b) {
   if (!b) return DASH;
-  return `${b.part}, ${count(b.records)} records`;
+  return `${b.part}, ${count(b.copied)} records`;
 }
 
 function changeLog(log) {
   if (!log) return DASH;
   return el('span', { title: log.oldest ? `oldest entry ${new Date(log.oldest).toISOString()}` : null },
-    `${count(log.entries)} entries, ${formatBytes(log.bytes)}`);
+    `${count(log.length)} entries, ${formatBytes(log.bytes)}`);
 }
 
 function lastBackup(b) {
@@ -35,7 +35,7 @@ function row(r) {
     el('td', { class: 'address' }, r.address ? el('code', {}, r.address) : DASH),
     el('td', { class: 'ready' }, r.ready ? badge('ready', 'ok') : badge('not ready', 'bad')),
     el('td', { class: 'reachable' }, r.reachable ? badge('reachable', 'ok') : badge('unreachable', 'bad')),
-    el('td', { class: 'number log-head' }, count(r.log_head)),
+    el('td', { class: 'number log-head' }, count(r.head)),
     el('td', { class: 'number behind' }, count(r.behind)),
     el('td', { class: 'number lag' }, lag(r.lag_seconds)),
     el('td', { class: 'bootstrap' }, bootstrap(r.bootstrap)),

@@ -29,7 +29,7 @@ function summary(m) {
     ['Repository', el('a', { class: 'repository-link', href: routes.repository(m.repository) }, m.repository)],
     ['Digest', copyable(m.digest, el('code', { class: 'digest full' }, m.digest))],
     ['Kind', m.kind],
-    ['Media type', el('code', {}, m.media_type ?? DASH)],
+    ['Media type', el('code', {}, m.mediaType ?? DASH)],
     ['Artifact type', m.artifact_type ? el('code', {}, m.artifact_type) : null],
     ['Size', size(m.size)],
     ['Tags', tagLinks(m.repository, m.tags, m.immutable_tags) ?? 'none (untagged)'],
@@ -43,7 +43,7 @@ function platforms(m) {
   const rows = m.platforms.map((p) => el('tr', { class: 'platform' },
     el('td', { class: 'platform-name' }, p.platform || 'unknown'),
     el('td', {}, digestLink(m.repository, p.digest)),
-    el('td', {}, el('code', {}, p.media_type ?? DASH)),
+    el('td', {}, el('code', {}, p.mediaType ?? DASH)),
     sizeCell(p.size)));
   return section('platforms', 'Platforms',
     table({ class: 'platforms' }, ['Platform', 'Manifest', 'Media type', 'Size'], rows));
@@ -54,7 +54,7 @@ function layers(m) {
   const rows = m.layers.map((layer, i) => el('tr', { class: 'layer' },
     el('td', { class: 'number' }, String(i + 1)),
     el('td', {}, digest(layer.digest)),
-    el('td', {}, el('code', {}, layer.media_type ?? DASH)),
+    el('td', {}, el('code', {}, layer.mediaType ?? DASH)),
     sizeCell(layer.size)));
   return section('layers', 'Layers',
     note(`${count(m.layers_total)} layers, `, size(m.layers_bytes), ' in all.'),
@@ -94,7 +94,7 @@ function config(c) {
       ['Working directory', code(c.working_dir)],
       ['User', code(c.user)],
       ['Exposed ports', c.exposed_ports?.length ? c.exposed_ports.join(', ') : null],
-      ['Config blob', el('span', { title: c.media_type ?? null }, digest(c.digest), ' ', size(c.size))],
+      ['Config blob', el('span', { title: c.mediaType ?? null }, digest(c.digest), ' ', size(c.size))],
     ]),
     c.env?.length ? [el('h3', {}, 'Environment'),
       el('ul', { class: 'env' }, c.env.map((entry) => el('li', {}, el('code', {}, entry))))] : null,
@@ -110,7 +110,7 @@ function annotations(m) {
 function referrers(m) {
   if (!m.referrers?.length) return null;
   const rows = m.referrers.map((r) => el('tr', { class: 'referrer' },
-    el('td', {}, el('code', {}, r.artifact_type || r.media_type || DASH)),
+    el('td', {}, el('code', {}, r.artifact_type || r.mediaType || DASH)),
     el('td', {}, digestLink(m.repository, r.digest)),
     sizeCell(r.size),
     el('td', {}, el('ul', { class: 'plain' }, Object.entries(r.annotations ?? {}).map(([k, v]) =>
@@ -126,7 +126,7 @@ function subject(m) {
   if (!s) return null;
   return section('subject', 'Subject',
     el('p', {}, 'This artifact refers to ', digestLink(m.repository, s.digest),
-      ' (', el('code', {}, s.media_type ?? DASH), ', ', size(s.size), ').'));
+      ' (', el('code', {}, s.mediaType ?? DASH), ', ', size(s.size), ').'));
 }
 
 function base(m) {

@@ -15,10 +15,17 @@ function repositories(mirror) {
     mirror.repositories_more ? el('li', { class: 'more-items' }, 'and more') : null);
 }
 
+// The answer lists every URL of the upstream (urls), not one url.
+function upstreamUrls(mirror) {
+  const urls = mirror.urls ?? [];
+  if (!urls.length) return '—';
+  return el('ul', { class: 'plain' }, urls.map((url) => el('li', {}, el('code', {}, url))));
+}
+
 function row(mirror) {
   return el('tr', { class: 'mirror', 'data-host': mirror.host },
     el('td', { class: 'host' }, el('code', {}, mirror.host)),
-    el('td', { class: 'url' }, el('code', {}, mirror.url ?? '—')),
+    el('td', { class: 'url' }, upstreamUrls(mirror)),
     el('td', { class: 'reachable' }, reachable(mirror),
       mirror.last_error ? el('div', { class: 'last-error' }, mirror.last_error) : null),
     el('td', { class: 'number hits' }, count(mirror.hits)),

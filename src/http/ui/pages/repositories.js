@@ -1,5 +1,5 @@
 import { getJSON } from '../api.js';
-import { el, routes, sizeCell, timeCell, count, table, note } from '../dom.js';
+import { el, routes, sizeCell, timeCell, pullTimeCell, count, table, note } from '../dom.js';
 import { moreButton } from '../widgets.js';
 
 const PAGE_SIZE = 50;
@@ -11,7 +11,7 @@ function row(repo) {
     el('td', { class: 'tags number', title: `${count(repo.manifests)} manifests` }, count(repo.tags)),
     sizeCell(repo.bytes),
     timeCell(repo.last_push, 'last-push'),
-    timeCell(repo.last_pull, 'last-pull'));
+    pullTimeCell(repo.last_pull));
 }
 
 function searchForm(ctx, q) {

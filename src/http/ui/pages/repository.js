@@ -1,6 +1,6 @@
 import { getJSON, registryHost } from '../api.js';
 import {
-  el, setChildren, routes, size, sizeCell, time, timeCell, count, table, badge, signatureBadge,
+  el, setChildren, routes, size, sizeCell, time, timeCell, pullTime, pullTimeCell, count, table, badge, signatureBadge,
   digestLink, definitions, DASH,
 } from '../dom.js';
 import { moreButton, pullCommands } from '../widgets.js';
@@ -12,10 +12,10 @@ function tagRow(name, host, tag) {
     el('td', { class: 'tag-name' },
       el('a', { class: 'tag-link', href: routes.manifest(name, tag.tag) }, tag.tag),
       tag.immutable ? [' ', badge('immutable', 'info', 'This tag cannot be moved or deleted')] : null),
-    el('td', { class: 'digest', title: tag.media_type ?? null }, digestLink(name, tag.digest)),
+    el('td', { class: 'digest', title: tag.mediaType ?? null }, digestLink(name, tag.digest)),
     sizeCell(tag.size),
     timeCell(tag.pushed, 'pushed'),
-    timeCell(tag.last_pull, 'last-pull'),
+    pullTimeCell(tag.last_pull),
     el('td', { class: 'signature-cell' }, signatureBadge(tag.signature, tag.signature_detail)),
     el('td', { class: 'platforms' }, tag.platforms?.length ? tag.platforms.join(', ') : DASH),
     el('td', { class: 'pull' }, pullDetails(host, name, tag)));
@@ -70,7 +70,7 @@ export async function render(ctx) {
       ['Manifests', count(data.manifests)],
       ['Size (deduplicated)', size(data.bytes)],
       ['Last push', time(data.last_push)],
-      ['Last pull', time(data.last_pull)],
+      ['Last pull', pullTime(data.last_pull)],
       ['Retention', retentionFacts(name, data.retention)],
     ], { id: 'repository-summary' }),
     el('h2', {}, 'Tags'),
