@@ -6,6 +6,7 @@
 #include "berth/auth/authorizer.hpp"
 #include "berth/oci/encoding.hpp"
 #include "berth/oci/names.hpp"
+#include "berth/observe/log.hpp"
 #include "berth/registry/browse.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/registry/retention.hpp"
@@ -105,7 +106,12 @@ Plan sign_in(Services& services, Request& request) {
         if (username.empty() || username.find(':') != std::string::npos) return see_other("login?failed");
         auto decision =
             authorizer->check("Basic " + oci::base64(username + ":" + password), {}, request.host, request.secure);
-        if (!decision.allowed || decision.principal.anonymous()) return see_other("login?failed");
+        const bool signed_in = decision.allowed && !decision.principal.anonymous();
+        observe::log("info", "audit",
+                     {{"action", signed_in ? "ui sign-in" : "ui sign-in refused"},
+                      {"principal", username},
+                      {"peer", request.peer_address}});
+        if (!signed_in) return see_other("login?failed");
         return see_other("./", services.ui_sessions->sign_in(decision.principal, request.secure));
     };
     return plan;

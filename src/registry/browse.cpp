@@ -97,19 +97,24 @@ struct Browse::View {
 
     // An image: its manifest, config and layers; an index: itself and its children stored here.
     std::uint64_t size_of(const std::string& repo, const storage::ManifestRecord& record, int depth = 0) const {
-        std::uint64_t size = record.bytes.size();
         try {
-            auto parsed = oci::parse_manifest(record.bytes, record.media_type);
-            if (parsed.config) size += static_cast<std::uint64_t>(parsed.config->size);
-            for (auto& layer : parsed.layers) size += static_cast<std::uint64_t>(layer.size);
-            std::size_t children = 0;
-            for (auto& child : parsed.manifests) {
-                if (depth > 0 || ++children > max_children) break;
-                if (auto stored = live_manifest(repo, child.digest.str())) size += size_of(repo, *stored, depth + 1);
-                else size += static_cast<std::uint64_t>(child.size);
-            }
+            return size_of(repo, oci::parse_manifest(record.bytes, record.media_type), record.bytes.size(), depth);
         } catch (const std::exception&) {
             // Stored bytes parsed when they were pushed; a newer berth's rule may refuse them now.
+            return record.bytes.size();
+        }
+    }
+
+    std::uint64_t size_of(const std::string& repo, const oci::ParsedManifest& parsed, std::size_t bytes,
+                          int depth = 0) const {
+        std::uint64_t size = bytes;
+        if (parsed.config) size += static_cast<std::uint64_t>(parsed.config->size);
+        for (auto& layer : parsed.layers) size += static_cast<std::uint64_t>(layer.size);
+        std::size_t children = 0;
+        for (auto& child : parsed.manifests) {
+            if (depth > 0 || ++children > max_children) break;
+            if (auto stored = live_manifest(repo, child.digest.str())) size += size_of(repo, *stored, depth + 1);
+            else size += static_cast<std::uint64_t>(child.size);
         }
         return size;
     }
@@ -191,20 +196,18 @@ struct Browse::View {
     // caller may pull and that a tag names.
     json base(const std::string& repo, const oci::Digest& digest, const std::vector<std::string>& layers,
               const MayPull& may_pull) const {
-        constexpr std::size_t max_prefix = 128;  // bases deeper than this are not looked for
-        for (std::size_t n = std::min(layers.size() - 1, max_prefix); n >= 1 && !layers.empty(); --n) {
-            std::vector<std::string> prefix(layers.begin(), layers.begin() + static_cast<std::ptrdiff_t>(n));
-            std::optional<json> found;
-            for (auto& ref : meta().with_layers(prefix, 16)) {
-                if ((ref.repo == repo && ref.digest == digest.str()) || (may_pull && !may_pull(ref.repo))) continue;
-                auto tags = meta().tags_of(ref.repo, ref.digest);
-                json candidate = {{"repository", ref.repo}, {"digest", ref.digest}, {"tags", tags}, {"layers", n}};
-                if (!tags.empty()) return candidate;
-                if (!found) found = candidate;
-            }
-            if (found) return *found;
+        constexpr std::size_t max_length = 128;  // bases deeper than this are not looked for
+        std::optional<json> found;
+        std::size_t found_length = 0;
+        for (auto& [length, ref] : meta().bases_of(layers, max_length, 16)) {
+            if (found && length < found_length) break;
+            if ((ref.repo == repo && ref.digest == digest.str()) || (may_pull && !may_pull(ref.repo))) continue;
+            auto tags = meta().tags_of(ref.repo, ref.digest);
+            json candidate = {{"repository", ref.repo}, {"digest", ref.digest}, {"tags", tags}, {"layers", length}};
+            if (!tags.empty()) return candidate;
+            if (!found) found = candidate, found_length = length;
         }
-        return nullptr;
+        return found ? *found : json(nullptr);
     }
 };
 
@@ -320,7 +323,7 @@ std::string Browse::manifest(Registry& registry, const std::string& repo, const 
                 {"artifact_type", parsed.kind == oci::ManifestKind::index || image_config
                                       ? text_or_null(member(doc, "artifactType"))
                                       : json(parsed.artifact_type)},
-                {"size", view.size_of(repo, *record)},
+                {"size", view.size_of(repo, parsed, record->bytes.size())},
                 {"kind", parsed.kind == oci::ManifestKind::index ? "index"
                          : image_config                          ? "image"
                                                                  : "artifact"},

@@ -64,6 +64,24 @@ std::vector<MetaStore::ManifestRef> MetaStore::with_layers(const std::vector<std
     return out;
 }
 
+std::vector<std::pair<std::size_t, MetaStore::ManifestRef>> MetaStore::bases_of(const std::vector<std::string>& layers,
+                                                                                std::size_t max_length,
+                                                                                std::size_t per_length) const {
+    std::vector<std::pair<std::size_t, ManifestRef>> out;
+    const auto longest = std::min(layers.size() ? layers.size() - 1 : 0, max_length);
+    if (longest == 0 || per_length == 0 || !impl_->cf(cf_lineage)) return out;
+    const auto chain = chains({layers.begin(), layers.begin() + static_cast<std::ptrdiff_t>(longest)});
+    std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(cf_lineage)));
+    for (auto n = longest; n >= 1; --n) {
+        const auto prefix = std::string(1, 'c') + chain[n - 1];
+        std::size_t found = 0;
+        for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix) && found < per_length; it->Next(), ++found)
+            out.emplace_back(n, chain_ref(it->key().ToStringView().substr(prefix.size())));
+    }
+    check(it->status(), "rocksdb iterate");
+    return out;
+}
+
 std::vector<MetaStore::ManifestRef> MetaStore::built_on(const std::vector<std::string>& layers,
                                                         const ManifestRef& after, std::size_t limit) const {
     std::vector<ManifestRef> out;

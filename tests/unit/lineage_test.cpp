@@ -1,5 +1,6 @@
 // The lineage index (storage/layout.hpp's `lineage` column family) and the query over it
 // (registry/lineage.hpp).
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "berth/oci/error.hpp"
@@ -78,6 +79,22 @@ TEST_CASE("the lineage index finds manifests by whole layer list and by leading 
     s.remove("tools/app", app);  // a tombstone takes its entries away
     CHECK(s.meta.with_layers(layers({'1', '2'}), 10).empty());
     CHECK(s.meta.built_on(layers({'1'}), {}, 10) == std::vector<Ref>{{"base/debian", base}});
+}
+
+TEST_CASE("an image's bases are the images its leading layers are, longest first, never itself") {
+    Store s;
+    auto debian = s.put("base/debian", image({'1'}), "bookworm");
+    auto python = s.put("base/python", image({'1', '2'}), "3");
+    auto copy = s.put("mirror/python", image({'1', '2'}, 'd'));
+    s.put("tools/app", image({'1', '2', '3'}), "v1");
+    using Found = std::vector<std::pair<std::size_t, Ref>>;
+    auto bases = s.meta.bases_of(layers({'1', '2', '3'}), 128, 16);
+    std::sort(bases.begin(), bases.begin() + 2);  // the two of length 2 in either order
+    CHECK(bases == Found{{2, {"base/python", python}}, {2, {"mirror/python", copy}}, {1, {"base/debian", debian}}});
+    CHECK(s.meta.bases_of(layers({'1', '2', '3'}), 1, 16) == Found{{1, {"base/debian", debian}}});
+    CHECK(s.meta.bases_of(layers({'1', '2', '3'}), 128, 1).size() == 2);  // one per length
+    CHECK(s.meta.bases_of(layers({'1'}), 128, 16).empty());               // a proper prefix only
+    CHECK(s.meta.bases_of(layers({'9', '1'}), 128, 16).empty());
 }
 
 TEST_CASE("a tag's history outlives its moves and its deletion") {

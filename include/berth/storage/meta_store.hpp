@@ -218,6 +218,11 @@ public:
     };
     // Live image manifests whose layer list is exactly `layers`, at most limit.
     std::vector<ManifestRef> with_layers(const std::vector<std::string>& layers, std::size_t limit) const;
+    // Live image manifests whose whole layer list is a proper prefix of `layers`, at most max_length
+    // layers long: what an image may be built on, longest first, at most per_length of each length
+    // (the web UI's "base image"; one seek per length, on one iterator).
+    std::vector<std::pair<std::size_t, ManifestRef>> bases_of(const std::vector<std::string>& layers,
+                                                              std::size_t max_length, std::size_t per_length) const;
     // Live image manifests whose layer list begins with `layers` (or is it), in (repo, digest)
     // order after `after`, at most limit.
     std::vector<ManifestRef> built_on(const std::vector<std::string>& layers, const ManifestRef& after,
