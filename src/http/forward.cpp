@@ -111,6 +111,8 @@ Plan plan_forward(net::Client& client, const net::Origin& owner, const std::stri
     head.headers = {{protocol::header::secret, secret},
                     {protocol::header::forwarded, "1"},
                     {protocol::header::versions, protocol::versions_text()}};
+    // The owner authorizes the request as the client's own: the peer secret only says where it came from.
+    if (!request.authorization.empty()) head.headers.emplace_back("Authorization", request.authorization);
     if (!request.content_type.empty()) head.headers.emplace_back("Content-Type", request.content_type);
     if (!request.content_range.empty()) head.headers.emplace_back("Content-Range", request.content_range);
     auto pipe = std::make_shared<Pipe>();

@@ -4,7 +4,7 @@
 #include "handlers.hpp"
 
 #include "berth/auth/authorizer.hpp"
-#include "berth/oci/paths.hpp"
+#include "berth/auth/delegated.hpp"
 #include "berth/net/reach.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/registry/upload_id.hpp"
@@ -60,40 +60,64 @@ Plan peer_plan(Services& services, Request& request) {
     return plan;
 }
 
-// Sessions live on the replica that opened them; others pass requests on.
+// Sessions live on the replica that opened them; others pass requests on, with the client's
+// credentials, to a path built from the checked name and id and the one query parameter an
+// upload takes.
 Plan upload_or_forward(Services& services, Request& request) {
-    const auto& id = request.target.route.reference;
-    const std::string owner(registry::upload_owner(id));
+    const auto& route = request.target.route;
+    const std::string owner(registry::upload_owner(route.reference));
     if (services.cluster && !request.forwarded && owner != services.cluster->self_id())
         if (auto address = services.cluster->address_of(owner)) {
             net::reach(net::peers_party);
             return plan_forward(*services.client, services.cluster->peer_origin(*address), services.cluster->secret(),
                                 request, std::string(method_name(request.method)),
-                                oci::path::upload(request.target.route.name, id) + request.target.raw_query);
+                                forwarded_upload_target(request.target));
         }
     return plan_upload(services.registry, request);
+}
+
+// What a replica may read of another through /v2/ on the cluster's word alone: the blobs and
+// manifests a fetch for the whole cluster streams from the replica that owns it (proxy), which
+// the peer API gives any replica anyway. Every write and every upload request is authorized as
+// its client's own, forwarded or not.
+bool peer_read(const Services& services, const Request& request) {
+    if (!request.forwarded || !services.peers || !services.peers->authorized(request.peer_secret)) return false;
+    const auto kind = request.target.route.kind;
+    return (kind == RouteKind::blob || kind == RouteKind::manifest) &&
+           (request.method == Method::get || request.method == Method::head);
+}
+
+Response refusal(const auth::Decision& decision) {
+    const auto code = decision.status == 403   ? ErrorCode::denied
+                      : decision.status == 429 ? ErrorCode::too_many_requests
+                      : decision.status == 503 ? ErrorCode::unavailable
+                                               : ErrorCode::unauthorized;
+    auto response = error_response(code, decision.message);
+    if (!decision.challenge.empty()) response.set("WWW-Authenticate", decision.challenge);
+    return response;
+}
+
+// The node agent's question (auth/delegated.hpp): reaching here, the caller may pull.
+Plan plan_access(const Request& request) {
+    if (request.method != Method::get && request.method != Method::head) not_allowed();
+    auto response = status_only(204);
+    response.set(std::string(auth::access_header), "pull");
+    return immediate(std::move(response));
 }
 
 Plan plan_route(Services& services, Request& request) {
     auto& registry = services.registry;
     const auto kind = request.target.route.kind;
-    // A request forwarded by a peer was authorized where it arrived.
-    const bool from_peer = request.forwarded && services.peers && services.peers->authorized(request.peer_secret);
+    if (registry.options().pull_only && !agent_serves(kind))
+        throw Error(ErrorCode::name_unknown, "the node agent serves pulls only: ask the registry");
+    const bool from_peer = peer_read(services, request);
     if (from_peer) require_compatible_peer(request);
     if (services.delegated && !from_peer)
         if (auto answer = plan_delegated(*services.delegated, request)) return std::move(*answer);
     if (route_spec(kind).authenticated && services.authorizer && services.authorizer->enabled() && !from_peer) {
         auto decision =
             services.authorizer->check(request.authorization, needs_of(request), request.host, request.secure);
-        if (!decision.allowed) {
-            const auto code = decision.status == 403   ? ErrorCode::denied
-                              : decision.status == 429 ? ErrorCode::too_many_requests
-                              : decision.status == 503 ? ErrorCode::unavailable
-                                                       : ErrorCode::unauthorized;
-            auto response = error_response(code, decision.message);
-            if (!decision.challenge.empty()) response.set("WWW-Authenticate", decision.challenge);
-            return immediate(std::move(response));
-        }
+        if (!decision.allowed) return immediate(refusal(decision));
         request.principal = std::move(decision.principal);
     }
     switch (kind) {
@@ -105,10 +129,11 @@ Plan plan_route(Services& services, Request& request) {
         case RouteKind::readyz: return plan_readyz(services.peers);
         case RouteKind::metrics: return plan_metrics(services.metrics);
         case RouteKind::peer: return peer_plan(services, request);
-        case RouteKind::catalog: return plan_catalog(registry, services.authorizer, request);
-        case RouteKind::usage: return plan_usage(registry, services.authorizer, request);
-        case RouteKind::lineage: return plan_lineage(registry, services.authorizer, request);
+        case RouteKind::catalog: return plan_catalog(registry, services.authorizer, *services.cursors, request);
+        case RouteKind::usage: return plan_usage(registry, services.authorizer, *services.cursors, request);
+        case RouteKind::lineage: return plan_lineage(registry, services.authorizer, *services.cursors, request);
         case RouteKind::backup: return plan_backup(services.backups, request);
+        case RouteKind::access: return plan_access(request);
         case RouteKind::ui: return plan_ui(services, request);
         case RouteKind::tags: return plan_tags(registry, request);
         case RouteKind::manifest: return plan_manifest(registry, request, from_peer);
@@ -124,6 +149,7 @@ Plan plan_route(Services& services, Request& request) {
 }  // namespace
 
 Plan plan_request(Services& services, Request& request) {
+    require_valid_parts(request.target.route, request.method == Method::put);
     // Registry proxying (spec main): ?ns=HOST names the repository HOST/NAME.
     std::optional<std::string> ns;
     if (route_spec(request.target.route.kind).repository) {

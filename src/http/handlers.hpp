@@ -25,26 +25,30 @@ Plan plan_manifest(registry::Registry& registry, Request& request, bool from_pee
 Plan plan_tags(registry::Registry& registry, Request& request);                      // tag_handlers.cpp
 Plan plan_referrers(registry::Registry& registry, Request& request);                 // referrer_handlers.cpp
 // authorizer may be null; the listing is filtered to what the caller may pull.
-Plan plan_catalog(registry::Registry& registry, const auth::Authorizer* authorizer, Request& request);
+Plan plan_catalog(registry::Registry& registry, const auth::Authorizer* authorizer, const Cursors& cursors,
+                  Request& request);
 Plan plan_token(const auth::Authorizer* authorizer, Request& request);  // token_handlers.cpp
 // agent_handlers.cpp: the node agent's answer where the replicas refuse the caller (or to
-// /auth/token); nullopt to go on.
+// /auth/token); nullopt to go on. What the agent serves at all: /v2/ pulls, probes, metrics.
 std::optional<Plan> plan_delegated(auth::DelegatedAccess& door, Request& request);
+bool agent_serves(RouteKind kind);
 // operation_handlers.cpp: liveness, readiness, metrics, namespace usage, lineage, backups.
 Plan plan_healthz();
 Plan plan_readyz(const replication::PeerService* peers);
 Plan plan_metrics(const observe::MetricsRegistry* metrics);
-Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer, Request& request);
+Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer, const Cursors& cursors,
+                Request& request);
 // A page of namespace usage as JSON ({"namespaces":[...],"next"}), filtered to the namespaces
-// holding a repository principal may pull; for plan_usage and the web UI.
+// whose every repository the caller may pull (may_pull null: all); for plan_usage and the web UI.
 struct UsageAnswer {
     std::string body;
     std::size_t read = 0;             // namespaces read for the page
-    std::optional<std::string> next;  // the last read, when more follow
+    std::optional<std::string> next;  // where the next page starts, when more follow
 };
-UsageAnswer usage_answer(registry::Registry& registry, const auth::Authorizer* authorizer,
-                         const auth::Principal& principal, std::optional<std::size_t> n, const std::string& last);
-Plan plan_lineage(const registry::Registry& registry, const auth::Authorizer* authorizer, Request& request);
+UsageAnswer usage_answer(registry::Registry& registry, const std::function<bool(const std::string&)>& may_pull,
+                         const Cursors& cursors, std::optional<std::size_t> n, const std::string& last);
+Plan plan_lineage(const registry::Registry& registry, const auth::Authorizer* authorizer, const Cursors& cursors,
+                  Request& request);
 Plan plan_backup(storage::BackupJob* backups, const Request& request);
 // ui_handlers.cpp: the web UI, its assets, sign-in and JSON views (docs/ui.md).
 Plan plan_ui(Services& services, Request& request);
@@ -55,7 +59,8 @@ Plan immediate(Response response);
 Response json_response(int status, std::string body, std::string content_type = "application/json");
 // The peer API (replication/protocol.hpp); the caller has checked the peer secret.
 Plan plan_peer_request(replication::PeerService& peers, Request& request);
-// Sends an upload request on to the replica that owns the session.
+// Sends an upload request on to the replica that owns the session, with the client's own
+// credentials: the owner authorizes it as the client's. target: built from checked parts only.
 Plan plan_forward(net::Client& client, const net::Origin& owner, const std::string& secret, Request& request,
                   const std::string& method, const std::string& target);
 

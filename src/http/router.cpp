@@ -1,3 +1,8 @@
+#include "berth/net/host_port.hpp"
+#include "berth/oci/digest.hpp"
+#include "berth/oci/error.hpp"
+#include "berth/oci/names.hpp"
+#include "berth/oci/paths.hpp"
 #include "berth/replication/protocol.hpp"
 #include "router.hpp"
 
@@ -104,6 +109,7 @@ std::optional<Target> parse_target(std::string_view target) {
     else if (path == usage_path) out.route.kind = RouteKind::usage;
     else if (path == lineage_path) out.route.kind = RouteKind::lineage;
     else if (path == backup_path) out.route.kind = RouteKind::backup;
+    else if (path == access_path) out.route = {RouteKind::access, out.query.get("repository").value_or(""), {}};
     else if (path == ui_path) out.route = {RouteKind::ui, {}, {}};
     else if (path.starts_with(std::string(ui_path) + "/"))
         out.route = {RouteKind::ui, {}, "/" + std::string(path.substr(ui_path.size() + 1))};
@@ -124,6 +130,36 @@ std::optional<Target> parse_target(std::string_view target) {
         out.route = route_v2(segments);
     }
     return out;
+}
+
+void require_valid_parts(const Route& route, bool put) {
+    using oci::Error;
+    using oci::ErrorCode;
+    if (!route_spec(route.kind).repository) return;
+    if (!oci::valid_repository_name(route.name))
+        throw Error(ErrorCode::name_invalid, "invalid repository name", route.name.substr(0, 300));
+    const auto& reference = route.reference;
+    switch (route.kind) {
+        case RouteKind::manifest:
+            if (reference.find(':') != std::string::npos) oci::Digest::parse_or_throw(reference);
+            else if (!oci::valid_tag(reference) && put)
+                throw Error(ErrorCode::tag_invalid, "invalid tag", reference.substr(0, 200));
+            else if (!oci::valid_tag(reference))
+                throw Error(ErrorCode::manifest_unknown, "manifest unknown", reference.substr(0, 200));
+            break;
+        case RouteKind::blob:
+        case RouteKind::referrers: oci::Digest::parse_or_throw(reference); break;
+        case RouteKind::upload:
+            if (!oci::valid_upload_id(reference)) throw Error(ErrorCode::blob_upload_unknown, "upload unknown");
+            break;
+        default: break;
+    }
+}
+
+std::string forwarded_upload_target(const Target& target) {
+    auto path = oci::path::upload(target.route.name, target.route.reference);
+    if (auto digest = target.query.get("digest")) path += "?digest=" + net::query_escape(*digest);
+    return path;
 }
 
 namespace {
@@ -149,6 +185,7 @@ constexpr RouteSpec routes[] = {
     {K::usage,          "usage",        false,     true,         false,      pull, pull, pull},
     {K::lineage,        "lineage",      false,     true,         false,      pull, pull, pull},
     {K::backup,         "backup",       false,     false,        false,      none, none, none},
+    {K::access,         "access",       true,      true,         true,       pull, pull, pull},
     // The UI signs its callers in itself (a session cookie, or /v2/'s credentials) and filters what it shows.
     {K::ui,             "ui",           false,     false,        false,      none, none, none},
     {K::unknown,        "unknown",      false,     false,        true,       none, none, none},

@@ -27,6 +27,7 @@ enum class RouteKind {
     usage,    // /_berth/v1/usage, namespace usage for users (docs/quotas.md)
     lineage,  // /_berth/v1/lineage, what is built on a base (docs/policies.md)
     backup,   // /_berth/v1/backup, backups the server takes (docs/backup.md)
+    access,   // /_berth/v1/access?repository=NAME: may the caller pull NAME (the node agent asks)
     ui,       // /ui/..., the web UI (docs/ui.md); reference: the path after /ui/ ("/ui" alone: none)
     unknown
 };
@@ -36,6 +37,10 @@ enum class RouteKind {
 inline constexpr std::string_view usage_path = "/_berth/v1/usage";
 inline constexpr std::string_view lineage_path = "/_berth/v1/lineage";
 inline constexpr std::string_view backup_path = "/_berth/v1/backup";
+// Answers 204 with `Berth-Access: pull` to a caller the rules let pull the repository its query
+// names, whether or not the repository exists; a refusal is the usual 401 or 403.
+inline constexpr std::string_view access_path = "/_berth/v1/access";
+inline constexpr std::string_view access_header = "Berth-Access";
 inline constexpr std::string_view ui_path = "/ui";
 
 struct Route {
@@ -80,6 +85,17 @@ inline std::string_view route_label(RouteKind kind) { return route_spec(kind).la
 
 // nullopt when the target is not a path (absolute-form, '*', bad escapes).
 std::optional<Target> parse_target(std::string_view target);
+
+// Every part of a route meets its grammar before anything sees it (throws the spec's error), so
+// nothing a client decoded (an encoded '/', '?' or '#') reaches a path built from it, the store,
+// another replica, or the question the node agent asks: a name, a reference that is a tag or a
+// digest (a PUT's bad tag is TAG_INVALID, a read's MANIFEST_UNKNOWN), a blob or subject digest,
+// an upload id.
+void require_valid_parts(const Route& route, bool put);
+
+// Where an upload request goes on the replica owning its session: built from the checked name
+// and id and the one query parameter an upload takes (digest), re-escaped.
+std::string forwarded_upload_target(const Target& target);
 
 std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space);
 

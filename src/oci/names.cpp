@@ -56,6 +56,13 @@ bool valid_tag(std::string_view tag) {
     return true;
 }
 
+bool valid_upload_id(std::string_view id) {
+    if (id.empty() || id.size() > 128) return false;
+    for (char c : id)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
+    return true;
+}
+
 bool valid_registry_host(std::string_view host) {
     if (host.empty() || host.size() > max_name_length) return false;
     if (auto colon = host.find(':'); colon != std::string_view::npos) {

@@ -11,6 +11,7 @@ namespace {
 
 constexpr std::size_t max_decisions = 10000;
 constexpr std::size_t max_token_answer = 64 << 10;
+constexpr std::size_t max_access_answer = 4 << 10;
 
 enum Result { allowed, denied, unavailable };
 constexpr const char* result_names[] = {"allowed", "denied", "unavailable"};
@@ -34,7 +35,7 @@ AgentGate::AgentGate(net::Client& client, RemoteConfig replicas, DecisionTtl ttl
     for (auto& url : replicas.urls) replica_addresses_.push_back(url.address);
 }
 
-auth::Verdict AgentGate::check(const std::string& authorization, const std::string& repository, const std::string& path,
+auth::Verdict AgentGate::check(const std::string& authorization, const std::string& repository,
                                const std::string& origin) {
     // The credential is kept hashed: the table must not become a store of passwords and tokens.
     const auto key = oci::Digest::of(oci::DigestAlgorithm::sha256, authorization).hex() + repository;
@@ -51,7 +52,7 @@ auth::Verdict AgentGate::check(const std::string& authorization, const std::stri
     const auto now = Clock::now();
     if (remembered && now - remembered->asked < ttl_.fresh) return answer(remembered->verdict, true);
     net::reach(net::upstream_party(""));
-    auto verdict = ask(authorization, path);
+    auto verdict = ask(authorization, repository);
     // Through an outage of the replicas, what they last said holds a while longer.
     if (verdict.status == 503 && remembered && now - remembered->asked < ttl_.outage)
         return answer(remembered->verdict, true);
@@ -66,17 +67,19 @@ auth::Verdict AgentGate::check(const std::string& authorization, const std::stri
     return answer(std::move(verdict), false);
 }
 
-auth::Verdict AgentGate::ask(const std::string& authorization, const std::string& path) {
+auth::Verdict AgentGate::ask(const std::string& authorization, const std::string& repository) {
     net::Headers headers;
     if (!authorization.empty()) headers.emplace_back("Authorization", authorization);
-    if (path.find("/manifests/") != std::string::npos)
-        headers.insert(headers.end(), accept_manifests().begin(), accept_manifests().end());
+    const auto path = auth::access_target(repository);
     try {
-        auto answer = replicas_.request("HEAD", path, "", 0, headers);
-        // The replicas judge who asks before they look for what is asked: a 404 is an allowed caller.
+        auto answer = replicas_.request("GET", path, "", max_access_answer, headers);
         if (answer.status == 401) return {401, answer.header("www-authenticate"), "authentication required"};
         if (answer.status == 403) return {403, {}, "access denied by the registry"};
-        if ((answer.status >= 200 && answer.status < 300) || answer.status == 404) return {};
+        // Only an explicit allow lets a caller in: a 404 (a path the replica did not know) or any
+        // other answer is no decision.
+        const bool allowed = repository.empty() ? answer.status == 200
+                                                : answer.status == 204 && answer.header(auth::access_header) == "pull";
+        if (allowed) return {};
         return {503, {}, "the registry answered " + std::to_string(answer.status) + " when asked who may read"};
     } catch (const std::exception& error) {
         return {503, {}, std::string("the registry could not be asked who may read: ") + error.what()};

@@ -1,8 +1,9 @@
 #pragma once
 // The node agent's door (agent.authorize "caller"): before anything is served
 // from the node's cache or fetched for a caller, the replicas are asked, with
-// that caller's own credentials, for the same path; their 401 or 403 is the
-// agent's answer. Decisions are remembered per credential and repository for
+// that caller's own credentials, whether it may pull the repository
+// (auth::access_path); their 401 or 403 is the agent's answer, and only their
+// explicit allow lets the caller in. Decisions are remembered per credential and repository for
 // agent.decision_seconds, and through an outage of the replicas for
 // agent.outage_decision_seconds. docs/node-agent.md.
 #include <atomic>
@@ -28,14 +29,14 @@ public:
     };
     AgentGate(net::Client& client, RemoteConfig replicas, DecisionTtl ttl);
 
-    auth::Verdict check(const std::string& authorization, const std::string& repository, const std::string& path,
+    auth::Verdict check(const std::string& authorization, const std::string& repository,
                         const std::string& origin) override;
     auth::RelayedToken token(const std::string& authorization, const std::string& query) override;
     void write_metrics(observe::MetricsWriter& out) const;
 
 private:
     using Clock = std::chrono::steady_clock;
-    auth::Verdict ask(const std::string& authorization, const std::string& path);
+    auth::Verdict ask(const std::string& authorization, const std::string& repository);
     // A replica's Bearer realm becomes this agent's /auth/token, which relays to them: a
     // node's clients may not reach the replicas' own address.
     std::string challenge_for(const std::string& challenge, const std::string& origin) const;

@@ -13,13 +13,6 @@ std::string new_upload_id(const std::string& replica_id) {
            digits.substr(16, 4) + "-" + digits.substr(20);
 }
 
-bool plausible_upload_id(std::string_view id) {
-    if (id.empty() || id.size() > 128) return false;
-    for (char c : id)
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
-    return true;
-}
-
 std::string_view upload_owner(std::string_view id) { return id.substr(0, id.find('_')); }
 
 }  // namespace berth::registry

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "berth/oci/error.hpp"
+#include "berth/oci/names.hpp"
 #include "berth/registry/upload_id.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
@@ -100,7 +101,7 @@ std::shared_ptr<UploadState> UploadTable::create(const std::string& repo, oci::D
 }
 
 std::shared_ptr<UploadState> UploadTable::find_locked(const std::string& repo, const std::string& id) {
-    if (!plausible_upload_id(id)) throw Error(ErrorCode::blob_upload_unknown, "upload unknown");
+    if (!oci::valid_upload_id(id)) throw Error(ErrorCode::blob_upload_unknown, "upload unknown");
     auto it = sessions_.find(id);
     if (it == sessions_.end() || it->second->repo != repo)
         throw Error(ErrorCode::blob_upload_unknown, "upload unknown");

@@ -39,7 +39,7 @@ public:
             if (it == seen_.end() || it->second == repo) return false;
             from = it->second;
         }
-        auto mounted = api_.request("POST", oci::path::upload(repo, "") + "?mount=" + digest.str() + "&from=" + from);
+        auto mounted = api_.request("POST", oci::path::uploads(repo) + "?mount=" + digest.str() + "&from=" + from);
         if (mounted.status == 201) return note(repo, digest);
         // 202: the registry started an upload instead of mounting; it is not needed.
         if (auto location = mounted.header("Location"); mounted.status == 202 && !location.empty())
@@ -50,7 +50,7 @@ public:
     oci::Digest put_blob(const std::string& repo, const FileRange& file, const std::optional<oci::Digest>& expected,
                          Progress& progress) override {
         const auto digest = expected ? *expected : hash_range(file);
-        const auto uploads = oci::path::upload(repo, "");
+        const auto uploads = oci::path::uploads(repo);
         auto started = api_.request("POST", uploads);
         const auto location = started.header("Location");
         if (started.status != 202 || location.empty())
@@ -90,7 +90,7 @@ std::unique_ptr<Destination> open_api_destination(const Endpoint& endpoint) {
 
 std::unique_ptr<Destination> Destination::open(const Endpoint& endpoint) {
     if (!endpoint.url.empty()) return open_api_destination(endpoint);
-    return open_store_destination(endpoint.root);
+    return open_store_destination(endpoint.root, endpoint.registry);
 }
 
 }  // namespace berth::transfer

@@ -16,7 +16,7 @@ repo="$(cd "$(dirname "$0")/../.." && pwd)"
 seconds="${1:-60}"
 build="${FUZZ_BUILD_DIR:-$repo/build-fuzz}"
 jobs="${FUZZ_JOBS:-2}"
-targets=(${FUZZ_TARGETS:-fuzz_names fuzz_manifest fuzz_ranges fuzz_request fuzz_upstream_answers fuzz_tokens fuzz_carriers})
+targets=(${FUZZ_TARGETS:-fuzz_names fuzz_manifest fuzz_ranges fuzz_request fuzz_upstream_answers fuzz_tokens fuzz_carriers fuzz_paths})
 
 CC="${CC_FUZZ:-clang-14}" CXX="${CXX_FUZZ:-clang++-14}" \
     cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBERTH_FUZZ=ON -DBUILD_TESTING=OFF \

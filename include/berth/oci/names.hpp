@@ -13,6 +13,9 @@ inline constexpr std::size_t max_tag_length = 128;
 bool valid_repository_name(std::string_view name);
 // [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}
 bool valid_tag(std::string_view tag);
+// An upload session id as berth makes them (registry/upload_id.hpp): [a-z0-9_-]{1,128}. Nothing
+// else may name an upload, reach the file system or be sent on to another replica.
+bool valid_upload_id(std::string_view id);
 // A registry host as the `ns` query parameter names it (distribution-spec
 // main): lower-case DNS labels, at most 255 bytes, an optional :port.
 bool valid_registry_host(std::string_view host);

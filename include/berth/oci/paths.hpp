@@ -2,7 +2,9 @@
 // The distribution spec's URL paths, built in one place: what berth puts in
 // Location and Link, and what it asks upstream registries and peers for.
 // Names, digests, tags and upload ids need no escaping in a path: their
-// grammars allow only [A-Za-z0-9._:+=/-].
+// grammars allow only [A-Za-z0-9._:+=/-]. Each part is checked against its
+// grammar (oci::Error when it fails), so no decoded '/', '?' or '#' a client
+// sent can turn a path built here into another route.
 #include <string>
 #include <string_view>
 
@@ -10,6 +12,8 @@ namespace berth::oci::path {
 
 // /v2/<name>/blobs/<digest>
 std::string blob(std::string_view name, std::string_view digest);
+// /v2/<name>/blobs/uploads/ (where a session starts)
+std::string uploads(std::string_view name);
 // /v2/<name>/blobs/uploads/<id>
 std::string upload(std::string_view name, std::string_view id);
 // /v2/<name>/manifests/<reference>
