@@ -179,13 +179,13 @@ int main(int argc, char** argv) {
         };
         using registry::Browse;
         time_view("repositories: first page of 50", runs, [&] {
-            return Browse::repositories(registry, {"", "", 50}, may_pull).size();
+            return Browse::repositories(registry, {"", "", 50, nullptr}, may_pull).size();
         });
         time_view("repositories: a page in the middle", runs, [&] {
-            return Browse::repositories(registry, {"", "ns50/r05000", 50}, may_pull).size();
+            return Browse::repositories(registry, {"", "ns50/r05000", 50, nullptr}, may_pull).size();
         });
         time_view("repositories: search \"r0424\" (10 of 10,003)", runs, [&] {
-            return Browse::repositories(registry, {"r0424", "", 50}, may_pull).size();
+            return Browse::repositories(registry, {"r0424", "", 50, nullptr}, may_pull).size();
         });
         time_view("repository: 100 tags of ns42/r00042", runs, [&] {
             return Browse::repository(registry, {"ns42/r00042", "", 100}).size();

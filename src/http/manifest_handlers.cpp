@@ -1,4 +1,5 @@
 // /v2/<name>/manifests/<reference>: GET, HEAD, PUT, DELETE.
+#include "berth/net/reach.hpp"
 #include "berth/oci/paths.hpp"
 #include "berth/registry/registry.hpp"
 #include "responses.hpp"
@@ -14,6 +15,8 @@ Plan plan_manifest(Registry& registry, Request& request, bool from_peer) {
     switch (request.method) {
         case Method::get:
         case Method::head: {
+            // Judging the signatures a pusher attached costs what the pusher chose: on a worker.
+            if (!from_peer && registry.signatures_required(route.name)) net::leave_io_thread();
             auto manifest = registry.get_manifest(route.name, route.reference, asker_of(from_peer));
             request.cache = registry::cache_name(manifest.cache);
             auto response = status_only(200);

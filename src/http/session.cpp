@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 
+#include "access_log.hpp"
 #include "berth/observe/log.hpp"
 #include "context.hpp"
 #include "handlers.hpp"
@@ -150,7 +151,11 @@ private:
         const bool basic =
             request_.authorization.size() > 5 && beast::iequals(request_.authorization.substr(0, 6), "basic ");
         original_ = request_;
-        if (read && route_spec(request_.target.route.kind).quick_reads && !basic) return planned(make_plan(true));
+        if (read && route_spec(request_.target.route.kind).quick_reads && !basic) return planned(make_plan(true, true));
+        plan_on_worker();
+    }
+
+    void plan_on_worker() {
         asio::post(context_.worker_pool, [self = shared_from_this()] {
             auto planning = self->make_plan(true);
             asio::post(self->stream_.get_executor(),
@@ -164,10 +169,12 @@ private:
         std::string party;
     };
 
-    Planning make_plan(bool local_only) {
+    Planning make_plan(bool local_only, bool io_thread = false) {
         try {
             std::optional<net::LocalOnly> guard;
+            std::optional<net::OnIoThread> on_io;
             if (local_only) guard.emplace();
+            if (io_thread) on_io.emplace();
             plan_ = plan_request(context_.services, request_);
             return {};
         } catch (const net::NeedsRemote& needs) {
@@ -178,6 +185,7 @@ private:
     }
 
     void planned(Planning planning) {
+        if (planning.party == net::workers_party) return plan_on_worker();
         if (!planning.party.empty()) return plan_on(std::move(planning.party));
         planning.error ? respond(std::move(*planning.error)) : on_plan();
     }
@@ -522,18 +530,9 @@ private:
             std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_);
         context_.request_metrics.record(request_.target.route.kind, request_.method, status_,
                                         static_cast<double>(micros.count()) / 1e6, body_bytes_, bytes_out_);
-        if (!context_.options.access_log) return;
-        nlohmann::json fields{{"request_id", request_id_},
-                              {"peer", peer_},
-                              {"method", method_text_},
-                              {"target", target_text_},
-                              {"status", status_},
-                              {"principal", principal_},
-                              {"bytes_in", body_bytes_},
-                              {"bytes_out", bytes_out_},
-                              {"duration_ms", static_cast<double>(micros.count()) / 1000.0}};
-        if (!request_.cache.empty()) fields["cache"] = request_.cache;  // hit, fetched or stale
-        observe::log("info", "request", fields);
+        if (context_.options.access_log)
+            log_access({request_id_, peer_, method_text_, target_text_, principal_, status_, body_bytes_, bytes_out_,
+                        static_cast<double>(micros.count()) / 1e6, request_.cache});
     }
 
     void close_file() {

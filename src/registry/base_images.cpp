@@ -3,7 +3,6 @@
 // names or ever named, for the same platform. Found through the lineage index: the pushed
 // layer list's prefixes, longest first, each one seek.
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -52,12 +51,11 @@ std::size_t common_prefix(const std::vector<std::string>& a, const std::vector<s
 }  // namespace
 
 std::optional<std::string> Registry::platform_of(const oci::ParsedManifest& image) const {
-    if (!image.config || image.config->size > static_cast<std::int64_t>(max_config_bytes)) return std::nullopt;
-    std::ifstream in(blobs_.path(image.config->digest), std::ios::binary);
-    if (!in) return std::nullopt;  // a mirrored base whose config was never fetched: the layers decide
-    std::string bytes(static_cast<std::size_t>(image.config->size), '\0');
-    if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) return std::nullopt;
-    auto config = oci::parse_json(bytes);
+    if (!image.config) return std::nullopt;
+    // A mirrored base whose config was never fetched: the layers decide.
+    auto bytes = blobs_.read(image.config->digest, max_config_bytes);
+    if (!bytes) return std::nullopt;
+    auto config = oci::parse_json(*bytes);
     if (!config.is_object()) return std::nullopt;
     auto field = [&](const char* key) {
         auto it = config.find(key);
@@ -69,7 +67,7 @@ std::optional<std::string> Registry::platform_of(const oci::ParsedManifest& imag
 }
 
 void Registry::require_approved_base(const std::string& repo, const oci::Digest& digest,
-                                     const oci::ParsedManifest& parsed, const std::vector<std::string>& tags) {
+                                     const oci::ParsedManifest& parsed) {
     const auto* policy = policy_for(options_.policies, repo);
     if (!policy || policy->base_images.empty()) return;
     if (parsed.kind == oci::ManifestKind::index) {
@@ -77,15 +75,13 @@ void Registry::require_approved_base(const std::string& repo, const oci::Digest&
         for (auto& child : parsed.manifests) {
             auto record = meta_.manifest(repo, child.digest.str());
             if (!record || record->deleted) continue;  // a sparse repository's child: nothing here to judge
-            require_approved_base(repo, child.digest, oci::parse_manifest(record->bytes, record->media_type), {});
+            require_approved_base(repo, child.digest, oci::parse_manifest(record->bytes, record->media_type));
         }
         return;
     }
-    // Images only: signatures, SBOMs and other artifacts are not built on anything.
-    if (parsed.kind != oci::ManifestKind::image || attachment_shape(parsed) || !parsed.config ||
-        !oci::media_type::image_config(parsed.config->media_type) ||
-        std::any_of(tags.begin(), tags.end(), [](auto& tag) { return attachment_tag(tag); }))
-        return;
+    // Signatures, SBOMs and other artifacts are not built on anything; whatever a runtime could
+    // run is, whatever its tags or subject say.
+    if (attachment(digest, parsed)) return;
     const auto globs = split_globs(policy->base_images);
     const auto layers = parsed.layer_digests();
     const auto platform = platform_of(parsed);

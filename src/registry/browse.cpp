@@ -4,7 +4,6 @@
 #include "berth/registry/browse.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "berth/oci/error.hpp"
@@ -123,12 +122,7 @@ struct Browse::View {
         if (!oci::media_type::image_config(config.media_type) || config.size <= 0 ||
             static_cast<std::size_t>(config.size) > Browse::max_config_bytes)
             return std::nullopt;
-        std::ifstream in(registry.blobs_.path(config.digest), std::ios::binary);
-        if (!in) return std::nullopt;
-        std::string text(static_cast<std::size_t>(config.size), '\0');
-        in.read(text.data(), config.size);
-        if (in.gcount() != config.size) return std::nullopt;
-        return text;
+        return registry.blobs_.read(config.digest, Browse::max_config_bytes);
     }
 
     // "verified", "invalid" (why in detail) or "unsigned" where a policy asks for signatures; else
@@ -152,9 +146,17 @@ struct Browse::View {
         return {"unsigned", nullptr};
     }
 
-    bool immutable(const std::string& repo, const std::string& tag) const {
+    bool attachment(const oci::Digest& digest, const storage::ManifestRecord& record) const {
+        try {
+            return registry.attachment(digest, oci::parse_manifest(record.bytes, record.media_type));
+        } catch (const std::exception&) {
+            return false;
+        }
+    }
+
+    bool immutable(const std::string& repo) const {
         const auto* policy = policy_for(registry.options_.policies, repo);
-        return policy && policy->immutable_tags && !attachment_tag(tag);
+        return policy && policy->immutable_tags;
     }
 
     // A config descriptor, and what an image's config blob says (when stored here and not too big).
@@ -234,6 +236,7 @@ std::string Browse::repositories(const Registry& registry, const RepositoryListQ
     constexpr std::size_t chunk = 1000;
     auto list = json::array();
     std::string after = query.after;
+    bool after_visible = true;
     std::size_t read = 0;
     for (bool exhausted = false; !exhausted && list.size() < limit && read < max_names_read;) {
         auto names = registry.meta_.repositories(after, chunk);
@@ -241,12 +244,13 @@ std::string Browse::repositories(const Registry& registry, const RepositoryListQ
         for (auto& name : names) {
             ++read;
             after = name;
-            if (name.find(query.search) != std::string::npos && (!may_pull || may_pull(name)))
-                list.push_back(view.summary(name));
+            after_visible = !may_pull || may_pull(name);
+            if (name.find(query.search) != std::string::npos && after_visible) list.push_back(view.summary(name));
             if (list.size() == limit || read == max_names_read) break;
         }
     }
     const bool more = !registry.meta_.repositories(after, 1).empty();
+    if (more && !after_visible && query.hidden_cursor) after = query.hidden_cursor(after);
     return dump({{"repositories", list}, {"next", more ? json(after) : json(nullptr)}});
 }
 
@@ -265,7 +269,7 @@ std::string Browse::repository(Registry& registry, const TagListQuery& query) {
         json entry = {{"tag", tag},
                       {"digest", record->digest},
                       {"pushed", time_or_null(storage::HybridClock::physical_ms(record->stamp.clock))},
-                      {"immutable", view.immutable(repo, tag)},
+                      {"immutable", view.immutable(repo)},
                       {"mediaType", nullptr},
                       {"size", nullptr},
                       {"platforms", nullptr},
@@ -286,12 +290,11 @@ std::string Browse::repository(Registry& registry, const TagListQuery& query) {
                 }
                 entry["platforms"] = platforms;
             }
-            if (!attachment_tag(tag))
-                if (auto digest = oci::Digest::parse(record->digest)) {
-                    auto [state, detail] = view.signature(repo, *digest);
-                    entry["signature"] = state;
-                    entry["signature_detail"] = detail;
-                }
+            if (auto digest = oci::Digest::parse(record->digest); digest && !view.attachment(*digest, *manifest)) {
+                auto [state, detail] = view.signature(repo, *digest);
+                entry["signature"] = state;
+                entry["signature_detail"] = detail;
+            }
         }
         tags.push_back(std::move(entry));
     }
@@ -376,12 +379,9 @@ std::string Browse::manifest(Registry& registry, const std::string& repo, const 
                       ? view.base(repo, digest, parsed.layer_digests(), may_pull)
                       : json(nullptr);
     auto [state, detail] = view.signature(repo, digest);
-    out["signature"] = attachment_shape(parsed) ? json(nullptr) : state;
+    out["signature"] = registry.attachment(digest, parsed) ? json(nullptr) : state;
     out["signature_detail"] = detail;
-    auto immutable = json::array();
-    for (auto& tag : out["tags"])
-        if (view.immutable(repo, tag.get<std::string>())) immutable.push_back(tag);
-    out["immutable_tags"] = immutable;
+    out["immutable_tags"] = view.immutable(repo) ? out["tags"] : json::array();
     out["raw_truncated"] = record->bytes.size() > max_raw_bytes;
     out["raw"] = record->bytes.substr(0, max_raw_bytes);
     return dump(out);

@@ -29,18 +29,6 @@ bool is_index(const std::string& media_type) {
            media_type == "application/vnd.docker.distribution.manifest.list.v2+json";
 }
 
-// Signatures, attestations and SBOMs stay readable, so signing and verifying clients work:
-// by tag (cosign's .sig/.att/.sbom, the referrers fallback), by subject (anything attached
-// through the referrers API), or by shape (a .sig manifest fetched by digest).
-bool attachment(const std::string& reference, const Manifest& manifest) {
-    if (attachment_tag(reference)) return true;
-    try {
-        return attachment_shape(oci::parse_manifest(manifest.bytes, manifest.media_type));
-    } catch (const Error&) {
-        return false;
-    }
-}
-
 }  // namespace
 
 void Registry::refuse(const Policy& policy, const char* reason, const std::string& message, const std::string& repo,
@@ -56,10 +44,17 @@ void Registry::refuse(const Policy& policy, const char* reason, const std::strin
     throw Error(ErrorCode::denied, policy.name + ": " + message, reference);
 }
 
+bool Registry::signatures_required(const std::string& repo) const {
+    const auto* policy = policy_for(options_.policies, repo);
+    return policy && policy->require_signature;
+}
+
+// Signatures, attestations and SBOMs stay readable, so signing and verifying clients work: what
+// attachment() says no runtime can run.
 void Registry::require_signed(const std::string& repo, const std::string& reference, const Manifest& manifest,
                               Asker asker) {
     const auto* policy = policy_for(options_.policies, repo);
-    if (!policy || !policy->require_signature || attachment(reference, manifest)) return;
+    if (!policy || !policy->require_signature || attachment(manifest)) return;
     fetch_mirrored_signature(repo, manifest.digest, asker);
     auto reason = signatures_ ? signatures_->unsigned_reason(*policy, repo, manifest.digest)
                               : std::string("no signature verifier");

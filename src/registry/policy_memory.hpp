@@ -1,6 +1,6 @@
 #pragma once
-// Policy refusals by policy and reason, for berth_policy_refusals_total, and the signed index
-// that last let a child manifest be served.
+// Policy refusals by policy and reason, for berth_policy_refusals_total, the signed index
+// that last let a child manifest be served, and which manifests are attachments (attachments.cpp).
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -18,6 +18,7 @@ struct Registry::PolicyMemory {
     std::map<std::pair<std::string, std::string>, std::uint64_t> counts;  // (policy, reason)
 
     std::unordered_map<std::string, std::string> parents;  // repo \0 child digest -> index digest
+    std::unordered_map<std::string, bool> attachments;     // manifest digest -> what its content is
 
     void count(const std::string& policy, const std::string& reason) {
         std::lock_guard lock(mutex);
@@ -27,6 +28,16 @@ struct Registry::PolicyMemory {
         std::lock_guard lock(mutex);
         auto it = parents.find(key);
         return it == parents.end() ? std::nullopt : std::optional(it->second);
+    }
+    std::optional<bool> attachment(const std::string& digest) {
+        std::lock_guard lock(mutex);
+        auto it = attachments.find(digest);
+        return it == attachments.end() ? std::nullopt : std::optional(it->second);
+    }
+    void remember_attachment(const std::string& digest, bool is) {
+        std::lock_guard lock(mutex);
+        if (attachments.size() >= 100000) attachments.clear();
+        attachments[digest] = is;
     }
     void remember_parent(const std::string& key, const std::string& index) {
         std::lock_guard lock(mutex);

@@ -57,6 +57,19 @@ std::optional<OpenBlob> BlobStore::open(const oci::Digest& digest) const {
     return OpenBlob(fd, static_cast<std::uint64_t>(info.st_size));
 }
 
+std::optional<std::string> BlobStore::read(const oci::Digest& digest, std::uint64_t limit) const {
+    auto blob = open(digest);
+    if (!blob || blob->size() > limit) return std::nullopt;
+    std::string bytes(blob->size(), '\0');
+    for (std::size_t done = 0; done < bytes.size();) {
+        auto n = ::pread(blob->fd(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return std::nullopt;
+        done += static_cast<std::size_t>(n);
+    }
+    return bytes;
+}
+
 std::optional<std::uint64_t> BlobStore::size(const oci::Digest& digest) const {
     std::error_code ec;
     auto bytes = fs::file_size(path(digest), ec);

@@ -112,12 +112,22 @@ std::string judge_bundle(std::string_view bundle, const Keys& keys, const Expect
         return "bundle holds an attestation, not a signature";
     const auto* subjects = member(statement, "subject");
     if (!subjects || !subjects->is_array()) return "statement without subject";
+    bool named_elsewhere = false;
     for (auto& subject : *subjects) {
         const auto* digests = member(subject, "digest");
-        if (digests && expected.digest.algorithm() == oci::DigestAlgorithm::sha256 &&
-            text_of(member(*digests, "sha256")) == expected.digest.hex())
+        if (!digests || expected.digest.algorithm() != oci::DigestAlgorithm::sha256 ||
+            text_of(member(*digests, "sha256")) != expected.digest.hex())
+            continue;
+        // cosign's bundles bind a digest only: under match_repository, the statement must name
+        // the repository itself (its subject's name), or a signature made for one repository
+        // would promote the same image into another.
+        if (!expected.match_repository || names_repository(text_of(member(subject, "name")), expected.repository))
             return "";
+        named_elsewhere = true;
     }
+    if (named_elsewhere)
+        return "the bundle's statement does not name this repository (match_repository needs a subject name, "
+               "or cosign's simple signing)";
     return "signature is for another manifest";
 }
 

@@ -1,7 +1,5 @@
 #include "berth/trust/verifier.hpp"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -21,6 +19,10 @@ namespace {
 constexpr std::size_t max_judgements = 100000;
 constexpr std::size_t max_referrers = 64;
 constexpr std::size_t max_layers = 1000;  // as cosign's own readers
+// What one judgement may cost, whatever a pusher attached: signatures checked and bytes read. A
+// manifest with more than this attached is refused; an honest one has a handful.
+constexpr std::size_t max_checks = 64;
+constexpr std::uint64_t max_read_bytes = 4 << 20;
 
 }  // namespace
 
@@ -37,20 +39,6 @@ struct Verifier::Impl {
     std::mutex mutex;
     std::unordered_map<std::string, Judgement> judged;  // repo \0 digest
     std::atomic<std::uint64_t> counted[2][2] = {};      // [signed][reused]
-
-    // A blob's bytes, at most limit; nullopt when absent or larger.
-    std::optional<std::string> read(const oci::Digest& digest, std::size_t limit) const {
-        auto blob = blobs.open(digest);
-        if (!blob || blob->size() > limit) return std::nullopt;
-        std::string bytes(blob->size(), '\0');
-        std::size_t done = 0;
-        while (done < bytes.size()) {
-            auto n = ::pread(blob->fd(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
-            if (n <= 0) return std::nullopt;
-            done += static_cast<std::size_t>(n);
-        }
-        return bytes;
-    }
 
     // The referrers' manifest digests (descriptors as the referrers index keeps them).
     std::vector<std::string> referrers(const std::string& repo, const oci::Digest& digest) const {
@@ -77,6 +65,14 @@ struct Verifier::Impl {
                       const oci::Digest& digest, const std::vector<std::string>& attached) const {
         const Expectation expected{digest, repo, policy.require_signature->match_repository};
         std::string reason = "unsigned";
+        std::size_t checks = 0;
+        std::uint64_t read_bytes = 0;
+        // A signature's bytes, within what is left of this judgement's budget.
+        auto read = [&](const oci::Digest& blob, std::uint64_t limit) -> std::optional<std::string> {
+            auto bytes = blobs.read(blob, std::min(limit, max_read_bytes - read_bytes));
+            if (bytes) read_bytes += bytes->size();
+            return bytes;
+        };
         auto manifest_holds = [&](const std::string& manifest_digest) {
             auto record = meta.manifest(repo, manifest_digest);
             if (!record || record->deleted) return false;
@@ -89,6 +85,11 @@ struct Verifier::Impl {
             for (std::size_t i = 0; i < parsed.layers.size() && i < max_layers; ++i) {
                 auto& layer = parsed.layers[i];
                 std::string verdict;
+                if ((layer.media_type == registry::simple_signing_type || layer.media_type == bundle_v03_type) &&
+                    (++checks > max_checks || read_bytes >= max_read_bytes)) {
+                    reason = "more signatures attached than one judgement checks (" + std::to_string(max_checks) + ")";
+                    return false;
+                }
                 if (layer.media_type == registry::simple_signing_type) {
                     auto payload = read(layer.digest, max_payload_bytes);
                     verdict = payload ? judge_simple_signing(*payload, layer.annotations_json, keyset, expected)
@@ -108,8 +109,10 @@ struct Verifier::Impl {
         if (auto tag = meta.tag(repo, registry::signature_tag(digest));
             tag && !tag->deleted() && manifest_holds(tag->digest))
             return "";
-        for (auto& referrer : attached)
+        for (auto& referrer : attached) {
+            if (checks > max_checks) break;
             if (manifest_holds(referrer)) return "";
+        }
         return reason;
     }
 };

@@ -193,8 +193,20 @@ class SignaturePolicy(unittest.TestCase):
                 repo = f"prod/bundle{n}"
                 img = self.image(repo)
                 self.assertRefused(repo, "v1", "unsigned")
+                # cosign's statement binds the digest only: under match_repository it names no
+                # repository, so the same bundle copied into another repository must not pass.
                 manifest, _, blobs = cosign.bundle_manifest(img["digest"], len(img["manifest"]), bt.OCI_MANIFEST,
                                                             private_key=self.keys[key], spaced=spaced)
+                self.push(repo, bt.sha256_digest(manifest), manifest, blobs)
+                self.assertRefused(repo, "v1", "does not name this repository")
+                algorithm, hex_digest = img["digest"].split(":")
+                statement = cosign.proto_json({"_type": "https://in-toto.io/Statement/v1",
+                                               "subject": [{"name": f"registry.example/{repo}",
+                                                            "digest": {algorithm: hex_digest}}],
+                                               "predicateType": cosign.SIGN_PREDICATE, "predicate": {}}, spaced)
+                bundle = cosign.sigstore_bundle(self.keys[key], statement, spaced=spaced)
+                manifest, _, blobs = cosign.bundle_manifest(img["digest"], len(img["manifest"]), bt.OCI_MANIFEST,
+                                                            bundle=bundle)
                 self.push(repo, bt.sha256_digest(manifest), manifest, blobs)
                 self.assertEqual(self.get(repo, "v1").status, 200)
         # An attestation (another predicate) is no signature; nor is one over another digest.

@@ -17,15 +17,6 @@ TEST_CASE("the first policy whose repositories match applies") {
     CHECK(registry::policy_for(policies, "dev/app") == nullptr);
 }
 
-TEST_CASE("attachment tags are cosign's and the referrers fallback's") {
-    const std::string hex(64, 'a');
-    for (auto tag : {"sha256-" + hex + ".sig", "sha256-" + hex + ".att", "sha256-" + hex + ".sbom", "sha256-" + hex})
-        CHECK(registry::attachment_tag(tag));
-    for (auto tag : {std::string("v1"), "sha256-" + hex + ".exe", "sha256-" + hex.substr(1) + ".sig",
-                     "sha256-" + std::string(64, 'G') + ".sig", "sha512-" + hex + ".sig"})
-        CHECK_FALSE(registry::attachment_tag(tag));
-}
-
 TEST_CASE("a signature's docker-reference names the repository under any of its names") {
     using trust::names_repository;
     CHECK(names_repository("prod/app", "prod/app"));

@@ -447,3 +447,50 @@ TEST_CASE("manifests over the size limit are refused") {
     CHECK(code_of([&] { f.reg.put_manifest("r", "big", "", std::string(5 << 20, ' ')); }) ==
           ErrorCode::payload_too_large);
 }
+
+TEST_CASE("an attachment is what no runtime can run, whatever its tags or fields say") {
+    Fixture f;
+    const std::string image_config = "application/vnd.oci.image.config.v1+json";
+    const std::string tar_layer = "application/vnd.oci.image.layer.v1.tar+gzip";
+    const std::string simple_signing = "application/vnd.dev.cosign.simplesigning.v1+json";
+    auto descriptor = [&](const std::string& type, const std::string& content) {
+        return R"({"mediaType":")" + type + R"(","digest":")" + f.push_blob("a/b", content) + R"(","size":)" +
+               std::to_string(content.size()) + "}";
+    };
+    auto attachment = [&](const std::string& config_type,
+                          const std::vector<std::pair<std::string, std::string>>& layers,
+                          const std::string& extra = "") {
+        std::string body = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":)" +
+                           descriptor(config_type, "{}") + R"(,"layers":[)";
+        for (std::size_t i = 0; i < layers.size(); ++i)
+            body += (i ? "," : "") + descriptor(layers[i].first, layers[i].second);
+        body += "]" + extra + "}";
+        const auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, body);
+        return f.reg.attachment(digest, oci::parse_manifest(body, "application/vnd.oci.image.manifest.v1+json"));
+    };
+    const std::string tar("layer.tar\0\0\0ustar", 15);
+    const std::string subject =
+        R"(,"subject":{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:)" +
+        std::string(64, 'a') + R"(","size":2})";
+
+    // What a runtime can run: an image config and a layer, whatever is added to it.
+    CHECK_FALSE(attachment(image_config, {{tar_layer, tar}}));
+    CHECK_FALSE(attachment(image_config, {{tar_layer, tar}}, subject));
+    CHECK_FALSE(attachment(image_config, {{tar_layer, tar}}, R"(,"artifactType":"application/spdx+json")"));
+    CHECK_FALSE(attachment("application/vnd.cncf.helm.config.v1+json", {{tar_layer, tar}}));  // a layer is a layer
+    CHECK_FALSE(attachment(image_config, {}));
+    // Tar bytes labelled as a signature are not one; a signature's JSON is.
+    CHECK_FALSE(attachment(image_config, {{simple_signing, tar}}, subject));
+    CHECK(attachment(image_config, {{simple_signing, R"({"critical":{}})"}}));
+    CHECK_FALSE(attachment(image_config, {{simple_signing, R"({"critical":{}})"}, {simple_signing, tar}}));
+    CHECK_FALSE(attachment(image_config, {{simple_signing, "{" + std::string(70000, ' ') + "}"}}));  // over 64 KiB
+    // The image-spec's artifacts: a config that is no image's, and no layer a runtime unpacks.
+    CHECK(attachment("application/vnd.oci.empty.v1+json", {{"application/spdx+json", "{}"}}, subject));
+    CHECK(attachment("application/vnd.cncf.helm.config.v1+json",
+                     {{"application/vnd.cncf.helm.chart.content.v1.tar+gzip", tar}}));
+
+    const std::string index =
+        R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]})";
+    CHECK_FALSE(f.reg.attachment(oci::Digest::of(oci::DigestAlgorithm::sha256, index),
+                                 oci::parse_manifest(index, "application/vnd.oci.image.index.v1+json")));
+}

@@ -14,13 +14,18 @@ inline const std::string peers_party = "peers";
 inline std::string upstream_party(const std::string& host) { return "upstream:" + host; }
 inline const std::string ldap_party = "ldap";
 
+// Not an outside party: work whose cost a client controls (judging the signatures a pusher
+// attached) never runs on an I/O thread either; planned there, it is planned again on a worker.
+inline const std::string workers_party = "workers";
+
 struct NeedsRemote {
     std::string party;
 };
 
 namespace detail {
 inline thread_local bool local_only = false;
-}
+inline thread_local bool io_thread = false;
+}  // namespace detail
 
 class LocalOnly {
 public:
@@ -32,6 +37,23 @@ public:
 private:
     bool outer_;
 };
+
+// Marks planning on an I/O thread while it lives.
+class OnIoThread {
+public:
+    OnIoThread() : outer_(detail::io_thread) { detail::io_thread = true; }
+    ~OnIoThread() { detail::io_thread = outer_; }
+    OnIoThread(const OnIoThread&) = delete;
+    OnIoThread& operator=(const OnIoThread&) = delete;
+
+private:
+    bool outer_;
+};
+
+// Throws NeedsRemote{workers_party} while an OnIoThread lives on this thread.
+inline void leave_io_thread() {
+    if (detail::io_thread) throw NeedsRemote{workers_party};
+}
 
 // Throws NeedsRemote{party} while a LocalOnly lives on this thread.
 inline void reach(const std::string& party) {

@@ -14,6 +14,11 @@ inline constexpr std::string_view docker_manifest = "application/vnd.docker.dist
 inline constexpr std::string_view docker_manifest_list = "application/vnd.docker.distribution.manifest.list.v2+json";
 inline constexpr std::string_view docker_foreign_layer = "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip";
 // Deprecated by the image-spec but valid: ".v1.tar", "+gzip", "+zstd". Never pushed.
+// A filesystem layer a runtime unpacks (OCI tar, gzip, zstd, non-distributable, encrypted; Docker's).
+inline bool layer(std::string_view type) {
+    return type.starts_with("application/vnd.oci.image.layer.") ||
+           type.starts_with("application/vnd.docker.image.rootfs.");
+}
 inline constexpr std::string_view oci_nondistributable_prefix = "application/vnd.oci.image.layer.nondistributable.";
 
 }  // namespace berth::oci::media_type

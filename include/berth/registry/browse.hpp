@@ -15,6 +15,9 @@ struct RepositoryListQuery {
     std::string search;  // a part of the name; "" for every repository
     std::string after;   // the page starts after this name
     std::size_t limit = 50;
+    // How `next` is written when the reading stopped at a name the caller may not see (sealed);
+    // null: as it is.
+    std::function<std::string(const std::string& name)> hidden_cursor;
 };
 
 struct TagListQuery {

@@ -35,12 +35,6 @@ inline constexpr std::string_view simple_signing_type = "application/vnd.dev.cos
 // cosign's tag for a manifest's signatures: sha256-<hex>.sig.
 std::string signature_tag(const oci::Digest& digest);
 
-// A signature artifact, an attestation or an SBOM, by its tag or its shape (attached to a subject,
-// or all simple-signing layers): what signing and verifying clients must be able to read however
-// the images themselves are guarded, and what is built on no base.
-bool attachment_tag(const std::string& tag);
-bool attachment_shape(const oci::ParsedManifest& parsed);
-
 class SignatureCheck {
 public:
     virtual ~SignatureCheck() = default;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "berth/oci/digest.hpp"
@@ -43,6 +44,9 @@ public:
     std::filesystem::path path(const oci::Digest& digest) const;
     std::optional<std::uint64_t> size(const oci::Digest& digest) const;
     std::optional<OpenBlob> open(const oci::Digest& digest) const;
+    // A small blob's bytes (a config, a signature payload): nullopt when it is absent or larger
+    // than limit.
+    std::optional<std::string> read(const oci::Digest& digest, std::uint64_t limit) const;
 
     // Makes a verified scratch file the blob for digest: fsync, rename, fsync of
     // the directory. If the blob already exists the scratch file is dropped.

@@ -1,0 +1,57 @@
+// What the policies exempt (docs/policies.md): an attachment, which no runtime can run. Decided by
+// what the content is, never by its tag or by a field the pusher adds (a subject, an artifactType).
+#include <algorithm>
+
+#include "berth/oci/error.hpp"
+#include "berth/oci/json.hpp"
+#include "berth/oci/manifest.hpp"
+#include "berth/oci/media_types.hpp"
+#include "berth/registry/registry.hpp"
+#include "berth/storage/blob_store.hpp"
+#include "policy_memory.hpp"
+
+namespace berth::registry {
+namespace {
+
+// cosign's signatures and DSSE attestations hold a few hundred bytes of JSON a layer, and few layers.
+constexpr std::size_t max_json_layers = 64;
+constexpr std::uint64_t max_json_layer_bytes = 64 << 10;
+
+}  // namespace
+
+// - An index is never one: a runtime picks an image from it (and each child is judged on its own).
+// - A manifest with a layer of a layer media type is never one.
+// - One whose config is not an image config is one: the image-spec's artifacts (SBOMs, Sigstore
+//   bundles, Helm charts), which runtimes refuse to run.
+// - One with an image config is one only when it has layers and each is a JSON document of at
+//   most 64 KiB stored here (cosign's simple-signing signatures, attestations): JSON is never a
+//   tar, gzip or zstd stream, so there is nothing a runtime could unpack.
+bool Registry::attachment(const oci::Digest& digest, const oci::ParsedManifest& parsed) const {
+    if (parsed.kind == oci::ManifestKind::index) return false;
+    if (parsed.kind == oci::ManifestKind::other) return true;
+    if (std::any_of(parsed.layers.begin(), parsed.layers.end(),
+                    [](auto& layer) { return oci::media_type::layer(layer.media_type); }))
+        return false;
+    if (!parsed.config || !oci::media_type::image_config(parsed.config->media_type)) return true;
+    if (parsed.layers.empty() || parsed.layers.size() > max_json_layers) return false;
+    if (auto known = policy_memory_->attachment(digest.str())) return *known;
+    const bool json_only = std::all_of(parsed.layers.begin(), parsed.layers.end(), [&](auto& layer) {
+        auto bytes = blobs_.read(layer.digest, max_json_layer_bytes);
+        return bytes && !oci::parse_json(*bytes).is_discarded();
+    });
+    // A missing layer may still arrive (a mirror, a peer): only what was read is remembered.
+    if (json_only || std::all_of(parsed.layers.begin(), parsed.layers.end(),
+                                 [&](auto& layer) { return blobs_.size(layer.digest).has_value(); }))
+        policy_memory_->remember_attachment(digest.str(), json_only);
+    return json_only;
+}
+
+bool Registry::attachment(const Manifest& manifest) const {
+    try {
+        return attachment(manifest.digest, oci::parse_manifest(manifest.bytes, manifest.media_type));
+    } catch (const oci::Error&) {
+        return false;  // stored manifests parsed when stored: judge what no longer does
+    }
+}
+
+}  // namespace berth::registry
