@@ -11,6 +11,9 @@
 #include <mutex>
 #include <thread>
 
+#include "berth/config/config.hpp"
+#include "berth/storage/layout.hpp"
+#include "berth/storage/meta_store.hpp"
 #include "berth/transfer/transfer.hpp"
 #include "commands.hpp"
 
@@ -19,7 +22,7 @@ namespace berth::cli {
 namespace {
 
 constexpr const char* import_help =
-    R"(Usage: berth import (--root DIR | --url URL [--username U --password-file F] [--ca-file F])
+    R"(Usage: berth import (--root DIR [--config FILE] | --url URL [--username U --password-file F] [--ca-file F])
                     SOURCE... [--repository R] [--repository-prefix P] [--parallel N]
 
 Loads every image a SOURCE carries into a registry: an OCI image layout
@@ -31,8 +34,11 @@ bare tag takes its repository from --repository; signatures and SBOMs go into
 their subject's repository. Blobs are streamed, hashed and deduplicated:
 --root writes the store directly (the server stopped, or a fresh replica; the
 change log lets peers replicate it), --url goes through the registry API with
---parallel uploads (default 4). Run it again after a crash: it does only what
-is missing. A corrupt or missing blob fails its image; the others load.
+--parallel uploads (default 4). With --root, the server's policies (immutable
+tags, approved bases), quotas and limits apply as to a push: those of --config,
+else of the configuration file the server last started with. Run it again
+after a crash: it does only what is missing. A corrupt or missing blob, or one
+a policy or quota refuses, fails its image; the others load.
 )";
 
 constexpr const char* export_help =
@@ -60,6 +66,26 @@ transfer::Endpoint endpoint_of(const Arguments& arguments) {
         if (!in || !std::getline(in, endpoint.password)) throw UsageError("cannot read a password from " + *file);
     }
     return endpoint;
+}
+
+// The policies, quotas and limits the store's server applies: --config's, else those of the
+// configuration file the server last started with (the store remembers it).
+registry::Options server_registry_options(const Arguments& arguments, const std::filesystem::path& root) {
+    auto file = arguments.value("--config");
+    if (!file) {
+        const auto dir = storage::layout::meta_dir(root);
+        if (!std::filesystem::exists(dir)) return {};  // a new store: no server has configured it
+        storage::MetaStore meta(dir, storage::MetaStore::Mode::read_only);
+        auto remembered = meta.setting(storage::layout::setting::config_file);
+        if (!remembered || remembered->empty()) return {};
+        file = *remembered;
+    }
+    try {
+        return config::load_config(*file).registry;
+    } catch (const std::exception& error) {
+        throw UsageError(std::string(error.what()) +
+                         " (the server's policies and quotas apply to an import: give --config)");
+    }
 }
 
 // A progress line on a terminal, twice a second, while the work runs.
@@ -125,8 +151,8 @@ std::chrono::system_clock::time_point parse_time(const std::string& text) {
 
 int import(const std::vector<std::string>& args) {
     auto arguments = parse_arguments(args,
-                                     {"--root", "--url", "--username", "--password-file", "--ca-file", "--repository",
-                                      "--repository-prefix", "--parallel"},
+                                     {"--root", "--config", "--url", "--username", "--password-file", "--ca-file",
+                                      "--repository", "--repository-prefix", "--parallel"},
                                      {});
     if (arguments.help) {
         std::cout << import_help;
@@ -134,6 +160,7 @@ int import(const std::vector<std::string>& args) {
     }
     transfer::ImportOptions options;
     options.into = endpoint_of(arguments);
+    if (!options.into.root.empty()) options.into.registry = server_registry_options(arguments, options.into.root);
     if (arguments.rest.empty()) throw UsageError("name at least one SOURCE");
     for (auto& source : arguments.rest) options.sources.emplace_back(source);
     options.repository = arguments.value("--repository").value_or("");

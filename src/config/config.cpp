@@ -364,7 +364,9 @@ Config load_config(const std::filesystem::path& file) {
     std::stringstream text;
     text << in.rdbuf();
     try {
-        return parse_config(text.str(), file.parent_path());
+        auto config = parse_config(text.str(), file.parent_path());
+        config.file = std::filesystem::absolute(file);
+        return config;
     } catch (const ConfigError& error) {
         throw ConfigError(file.string() + ": " + error.what());
     }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "berth/oci/error.hpp"
 #include "berth/oci/paths.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/net/reach.hpp"
@@ -34,7 +35,7 @@ void write_all(int fd, const char* data, std::size_t size) {
 }  // namespace
 
 std::optional<storage::OpenBlob> Proxy::fetch_blob(const std::string& repo, const oci::Digest& digest,
-                                                   registry::Asker asker) {
+                                                   registry::Asker asker, registry::FetchIntake& intake) {
     auto [upstream, name] = impl_->find(repo);
     if (!upstream) return std::nullopt;
     net::reach(net::upstream_party(upstream->options.host));
@@ -52,6 +53,7 @@ std::optional<storage::OpenBlob> Proxy::fetch_blob(const std::string& repo, cons
                     return blob;
                 }
             slot = std::make_shared<BlobFlight>();
+            slot->intake = &intake;
             ++upstream->counters.misses;
             ++impl_->running;
             std::thread(&Impl::run_flight, impl_.get(), std::ref(*upstream), name, repo, digest, slot, asker).detach();
@@ -61,6 +63,7 @@ std::optional<storage::OpenBlob> Proxy::fetch_blob(const std::string& repo, cons
     }
     std::unique_lock lock(flight->mutex);
     flight->started.wait_for(lock, answer_wait, [&] { return flight->filling || flight->ended; });
+    if (flight->refused) std::rethrow_exception(flight->refused);
     if (!flight->filling || flight->filling->failed()) return std::nullopt;
     int fd = flight->filling->open_reader();
     if (fd < 0) return std::nullopt;
@@ -98,6 +101,7 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
                 auto head = upstream.remote.request("HEAD", target, scope, 0);
                 upstream.answered(head.status);
                 if (head.status == 200 && head.content_length == *size) {
+                    admit(*flight, digest, *size);
                     auto fd = ::open(blobs.path(digest).c_str(), O_RDONLY | O_CLOEXEC);
                     if (fd >= 0) {
                         auto filling = std::make_shared<storage::FillingBlob>(fd, *size);
@@ -123,6 +127,12 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
                 receive(upstream, opened, digest, *flight, true);
             }
         }
+    } catch (const oci::Error& refusal) {
+        // A quota refused it: nothing stored, and every reader hears why.
+        std::lock_guard lock(flight->mutex);
+        if (flight->filling) flight->filling->fail();
+        flight->refused = std::current_exception();
+        flight->ended = true;
     } catch (const std::exception& error) {
         log_failure(upstream, repo + "@" + key, error.what());
         std::lock_guard lock(flight->mutex);
@@ -138,7 +148,7 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
     }
     if (flight->filling && !flight->filling->failed()) {
         try {
-            link(repos, digest);
+            flight->intake->link_fetched({repos.begin(), repos.end()}, digest);
         } catch (const std::exception& error) {
             observe::log("error", "cannot link a fetched blob", {{"digest", key}, {"error", error.what()}});
         }
@@ -156,6 +166,7 @@ void Proxy::Impl::receive(UpstreamState& upstream, Opened& opened, const oci::Di
     const auto size = *head.content_length;
     if (limits.max_blob_bytes && size > limits.max_blob_bytes)
         throw std::runtime_error("blob larger than limits.max_blob_bytes");
+    admit(flight, digest, size);
     if (blobs.free_bytes() < size + limits.min_free_bytes) throw std::runtime_error("not enough free disk space");
     const auto scratch = storage::layout::fetch_file(blobs.scratch_dir());
     int out = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
@@ -205,16 +216,18 @@ void Proxy::Impl::receive(UpstreamState& upstream, Opened& opened, const oci::Di
     guard.keep = true;
 }
 
-void Proxy::Impl::link(const std::set<std::string>& repos, const oci::Digest& digest) {
-    auto lock = meta.lock_writes();
-    const storage::Stamp stamp{clock.now(), replica_id};
-    storage::MetaStore::Batch batch;
-    const auto size = blobs.size(digest).value_or(0);
-    for (auto& repo : repos)
-        if (!meta.has_link(repo, digest.str())) batch.record_link(repo, digest.str(), stamp, false, size);
-    meta.commit(batch, storage::MetaStore::Durability::deferred);
-    lock.unlock();
-    meta.sync();
+void Proxy::Impl::admit(BlobFlight& flight, const oci::Digest& digest, std::uint64_t size) {
+    std::set<std::string> repos;
+    {
+        std::lock_guard lock(flights_mutex);
+        repos = flight.repos;
+    }
+    for (auto& repo : repos) flight.intake->admit(repo, digest, size);
+}
+
+void Proxy::finish_fetches() {
+    std::unique_lock lock(impl_->flights_mutex);
+    impl_->flights_idle.wait(lock, [&] { return impl_->running == 0; });
 }
 
 }  // namespace berth::proxy

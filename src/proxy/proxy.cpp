@@ -41,9 +41,9 @@ RemoteConfig remote_config(const Upstream& upstream) {
 
 }  // namespace
 
-Proxy::Impl::Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, storage::HybridClock& c,
-                  std::string id, const replication::Cluster* r)
-    : options(std::move(o)), limits(l), client(upstream_client_options(options)), blobs(b), meta(m), clock(c),
+Proxy::Impl::Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, std::string id,
+                  const replication::Cluster* r)
+    : options(std::move(o)), limits(l), client(upstream_client_options(options)), blobs(b), meta(m),
       replica_id(std::move(id)), cluster(r) {
     for (auto& upstream : options.upstreams)
         upstreams.push_back(std::make_unique<UpstreamState>(client, upstream, remote_config(upstream)));
@@ -111,14 +111,11 @@ void Proxy::Impl::log_failure(UpstreamState& upstream, const std::string& what, 
 }
 
 Proxy::Proxy(Options options, Limits limits, storage::BlobStore& blobs, storage::MetaStore& meta,
-             storage::HybridClock& clock, std::string replica_id, const replication::Cluster* cluster)
-    : impl_(std::make_unique<Impl>(std::move(options), limits, blobs, meta, clock, std::move(replica_id), cluster)) {}
+             std::string replica_id, const replication::Cluster* cluster)
+    : impl_(std::make_unique<Impl>(std::move(options), limits, blobs, meta, std::move(replica_id), cluster)) {}
 
-Proxy::~Proxy() {
-    // Fetch threads use the client and the store: they end first.
-    std::unique_lock lock(impl_->flights_mutex);
-    impl_->flights_idle.wait(lock, [&] { return impl_->running == 0; });
-}
+// Fetch threads use the client and the store: they end first.
+Proxy::~Proxy() { finish_fetches(); }
 
 auth::DelegatedAccess* Proxy::agent_access() { return impl_->gate.get(); }
 

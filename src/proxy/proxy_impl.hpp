@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,7 +15,6 @@
 #include "berth/net/client.hpp"
 #include "berth/proxy/proxy.hpp"
 #include "berth/storage/blob_store.hpp"
-#include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "agent_gate.hpp"
 #include "remote.hpp"
@@ -54,7 +54,9 @@ struct BlobFlight {
     std::condition_variable started;
     std::shared_ptr<storage::FillingBlob> filling;  // once the upstream's answer is in
     bool ended = false;                             // failed before any byte
+    std::exception_ptr refused;                     // why, when a quota refused the blob (readers rethrow it)
     std::set<std::string> repos;                    // to link once stored (under Impl::flights_mutex)
+    registry::FetchIntake* intake = nullptr;        // the registry's way in (it waits for this flight)
 };
 
 struct ManifestFlight {
@@ -65,7 +67,7 @@ struct ManifestFlight {
 };
 
 struct Proxy::Impl {
-    Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, storage::HybridClock& c, std::string id,
+    Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, std::string id,
          const replication::Cluster* r);
 
     // The upstream repo mirrors and the name it has there; null when none.
@@ -82,14 +84,14 @@ struct Proxy::Impl {
     // Streams a 200 answer's body into the store through a FillingBlob published to flight.
     void receive(UpstreamState& upstream, Opened& opened, const oci::Digest& digest, BlobFlight& flight,
                  bool from_upstream);
-    void link(const std::set<std::string>& repos, const oci::Digest& digest);
+    // The quotas asked before a byte of a blob this size is stored.
+    void admit(BlobFlight& flight, const oci::Digest& digest, std::uint64_t size);
 
     Options options;
     Limits limits;
     net::Client client;
     storage::BlobStore& blobs;
     storage::MetaStore& meta;
-    storage::HybridClock& clock;
     std::string replica_id;
     const replication::Cluster* cluster;
     std::vector<std::unique_ptr<UpstreamState>> upstreams;

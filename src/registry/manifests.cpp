@@ -91,34 +91,49 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
         if (std::find(tags.begin(), tags.end(), tag) == tags.end()) tags.push_back(tag);
     }
 
-    require_approved_base(repo, digest, parsed, tags);
-    const auto digest_text = digest.str();
-    claim_new_tags(repo, digest_text, tags);
+    // Under the lock garbage collection takes to unlink: the blobs are still linked, and old
+    // links are renewed so the next collection keeps them; an untagged child may have been
+    // deleted (gc, retention) since it was checked.
+    auto recheck = [&](storage::MetaStore::Batch& batch, const storage::Stamp& stamp) {
+        const auto now_ms = storage::HybridClock::physical_ms(stamp.clock);
+        const auto half_grace_ms = static_cast<std::uint64_t>(options_.gc_grace.count()) * 500;
+        const auto renew_before = now_ms > half_grace_ms ? now_ms - half_grace_ms : 0;
+        for (auto& blob : blobs) {
+            auto link = meta_.link(repo, blob.digest.str());
+            if (!link || link->deleted) missing(blob, "blob");
+            if (storage::HybridClock::physical_ms(link->stamp.clock) < renew_before)
+                batch.record_link(repo, blob.digest.str(), stamp, false, static_cast<std::uint64_t>(blob.size));
+        }
+        for (auto& child : parsed.manifests) {
+            auto record = meta_.manifest(repo, child.digest.str());
+            if ((!record || record->deleted) && !sparse) missing(child, "manifest");
+        }
+    };
+    admit_manifest({repo, digest, parsed, tags, Quorum::wait}, std::move(body), recheck);
+    return {digest, parsed.subject ? parsed.subject->digest.str() : std::string(), tags};
+}
+
+void Registry::admit_manifest(
+    const Admission& what, std::string bytes,
+    const std::function<void(storage::MetaStore::Batch&, const storage::Stamp&)>& under_lock) {
+    require_approved_base(what.repo, what.digest, what.parsed);
+    const auto digest_text = what.digest.str();
+    claim_new_tags(what.repo, digest_text, what.tags);
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
-    require_tags_unmoved(repo, digest_text, tags);
+    require_tags_unmoved(what.repo, digest_text, what.tags);
     storage::MetaStore::Batch batch;
-    // Under the lock garbage collection takes to unlink: the blobs are still
-    // linked, and old links are renewed so the next collection keeps them.
-    const auto now_ms = storage::HybridClock::physical_ms(stamp.clock);
-    const auto half_grace_ms = static_cast<std::uint64_t>(options_.gc_grace.count()) * 500;
-    const auto renew_before = now_ms > half_grace_ms ? now_ms - half_grace_ms : 0;
-    for (auto& blob : blobs) {
-        auto link = meta_.link(repo, blob.digest.str());
-        if (!link || link->deleted) missing(blob, "blob");
-        if (storage::HybridClock::physical_ms(link->stamp.clock) < renew_before)
-            batch.record_link(repo, blob.digest.str(), stamp, false, static_cast<std::uint64_t>(blob.size));
-    }
-    // Likewise children: an untagged one may have been deleted (gc, retention) since it was checked.
-    for (auto& child : parsed.manifests) {
-        auto record = meta_.manifest(repo, child.digest.str());
-        if ((!record || record->deleted) && !sparse) missing(child, "manifest");
-    }
-    batch.record_manifest(repo, digest, parsed, std::move(body), stamp);
-    for (auto& tag : tags) batch.record_tag(repo, tag, digest_text, stamp);
+    if (under_lock) under_lock(batch, stamp);
+    batch.record_manifest(what.repo, what.digest, what.parsed, std::move(bytes), stamp);
+    for (auto& tag : what.tags) batch.record_tag(what.repo, tag, digest_text, stamp);
     enforce_quotas(batch);  // a first push into a repository adds one to its namespace
-    commit_replicated(lock, batch);
-    return {digest, parsed.subject ? parsed.subject->digest.str() : std::string(), tags};
+    if (what.quorum == Quorum::wait) return commit_replicated(lock, batch);
+    try {
+        commit_replicated(lock, batch);
+    } catch (const Error& error) {
+        // Stored here; replicas out of reach catch up from the log.
+        if (error.code() != ErrorCode::unavailable) throw;
+    }
 }
 
 Manifest Registry::get_manifest(const std::string& repo, const std::string& reference, Asker asker) {

@@ -57,10 +57,15 @@ Manifest Registry::get_mirrored_manifest(const std::string& repo, const std::str
             auto& m = *answer.manifest;
             return {m.digest, m.media_type, std::move(m.bytes), Cache::fetched};
         } catch (const Error& error) {
+            // A policy or quota refused it (counted and audited), or a tag's move could not be
+            // decided: what is stored here still stands, and without it the refusal is the answer.
+            const bool refused = error.code() == ErrorCode::denied || error.code() == ErrorCode::unavailable;
+            if (refused && !cached) throw;
             // An answer that is no manifest is the upstream's fault, not the client's: as if the
             // upstream were out of reach, the cached copy is served, or MANIFEST_UNKNOWN.
-            observe::log("warn", "upstream answered an unusable manifest",
-                         {{"repository", repo}, {"reference", reference}, {"error", error.what()}});
+            if (!refused)
+                observe::log("warn", "upstream answered an unusable manifest",
+                             {{"repository", repo}, {"reference", reference}, {"error", error.what()}});
             answer.status = ManifestAnswer::Status::unreachable;
         }
     }
@@ -80,22 +85,17 @@ Manifest Registry::get_mirrored_manifest(const std::string& repo, const std::str
     throw Error(ErrorCode::manifest_unknown, "manifest unknown here and upstream", reference);
 }
 
+// A mirror fill enters the store like a push: the same policies (an immutable tag the upstream
+// moved stays where it was, an image on no approved base is refused) and quotas.
 void Registry::store_mirrored_manifest(const std::string& repo, const std::string& reference,
                                        const UpstreamManifest& fetched) {
     if (fetched.bytes.size() > options_.max_manifest_bytes)
         throw Error(ErrorCode::manifest_invalid, "upstream manifest is larger than the registry accepts");
     auto parsed = oci::parse_manifest(fetched.bytes, fetched.media_type);
-    auto lock = meta_.lock_writes();
-    const auto stamp = this->stamp();
-    storage::MetaStore::Batch batch;
     // Its blobs are fetched when first read, not now: a pull asks for them next anyway.
-    batch.record_manifest(repo, fetched.digest, parsed, fetched.bytes, stamp);
-    if (reference.find(':') == std::string::npos) batch.record_tag(repo, reference, fetched.digest.str(), stamp);
-    try {
-        commit_replicated(lock, batch);
-    } catch (const Error&) {
-        // Stored here; replicas without quorum catch up from the log.
-    }
+    std::vector<std::string> tags;
+    if (reference.find(':') == std::string::npos) tags.push_back(reference);
+    admit_manifest({repo, fetched.digest, parsed, tags, Quorum::best_effort}, fetched.bytes);
 }
 
 std::optional<BlobRead> Registry::open_mirrored_blob(const std::string& repo, const oci::Digest& digest, Asker asker) {
@@ -108,7 +108,8 @@ std::optional<BlobRead> Registry::open_mirrored_blob(const std::string& repo, co
         upstreams_->touched(digest);
         return BlobRead{std::move(*blob), Cache::hit};
     }
-    if (auto blob = upstreams_->fetch_blob(repo, digest, asker)) return BlobRead{std::move(*blob), Cache::fetched};
+    if (auto blob = upstreams_->fetch_blob(repo, digest, asker, *this))
+        return BlobRead{std::move(*blob), Cache::fetched};
     if (peers_ && asker == Asker::client && peers_->fetch_blob(repo, digest) == Lookup::here)
         if (auto blob = local()) return BlobRead{std::move(*blob), Cache::stale};
     return std::nullopt;

@@ -27,7 +27,10 @@ Registry::Registry(Options options, storage::BlobStore& blobs, storage::MetaStor
       peers_(with.peers), upstreams_(with.upstreams), pulls_(with.pulls), signatures_(with.signatures),
       policy_memory_(std::make_unique<PolicyMemory>()) {}
 
-Registry::~Registry() = default;
+// A fetch still running writes through this registry (FetchIntake): it ends first.
+Registry::~Registry() {
+    if (upstreams_) upstreams_->finish_fetches();
+}
 
 storage::Stamp Registry::stamp() { return {clock_.now(), options_.replica_id}; }
 
@@ -130,6 +133,31 @@ bool Registry::link_blob(const std::string& repo, const oci::Digest& digest) {
     enforce_quotas(batch);
     meta_.commit(batch);
     return true;
+}
+
+void Registry::admit(const std::string& repo, const oci::Digest& digest, std::uint64_t size) {
+    if (!has_quota(repo) || meta_.has_link(repo, digest.str())) return;
+    storage::MetaStore::Batch batch;
+    batch.record_link(repo, digest.str(), stamp(), false, size);
+    enforce_quotas(batch);
+}
+
+void Registry::link_fetched(const std::vector<std::string>& repos, const oci::Digest& digest) {
+    const auto size = blobs_.size(digest);
+    if (!size) return;
+    for (auto& repo : repos) {
+        auto lock = meta_.lock_writes();
+        if (meta_.has_link(repo, digest.str())) continue;
+        storage::MetaStore::Batch batch;
+        batch.record_link(repo, digest.str(), stamp(), false, *size);
+        try {
+            enforce_quotas(batch);  // again: others may have filled the namespace meanwhile
+        } catch (const Error&) {
+            continue;  // unlinked, for garbage collection; the next read asks again
+        }
+        meta_.commit(batch, storage::MetaStore::Durability::deferred);
+    }
+    meta_.sync();
 }
 
 UploadStatus Registry::upload_status(const std::string& repo, const std::string& id) {

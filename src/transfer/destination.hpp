@@ -29,7 +29,8 @@ public:
 };
 
 // store_destination.cpp, api_destination.cpp
-std::unique_ptr<Destination> open_store_destination(const std::filesystem::path& root);
+std::unique_ptr<Destination> open_store_destination(const std::filesystem::path& root,
+                                                    const registry::Options& options);
 std::unique_ptr<Destination> open_api_destination(const Endpoint& endpoint);
 
 }  // namespace berth::transfer

@@ -16,17 +16,34 @@ namespace {
 class DirectoryFiles : public Files {
 public:
     explicit DirectoryFiles(std::filesystem::path dir) : dir_(std::move(dir)) {}
+    // Names come from the carrier's own index. Each component is opened beneath the carrier's
+    // directory without following a symbolic link, so a carrier holding a link (to /etc/passwd, to a
+    // secret beside it, to another directory) cannot bring that file in.
     std::optional<FileRange> open_file(const std::string& path) const override {
-        // Names come from the carrier's own index: never outside its directory.
-        if (path.starts_with("/") || path.find("..") != std::string::npos) return std::nullopt;
-        int fd = ::open((dir_ / path).c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return std::nullopt;
-        struct stat info {};
-        if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-            ::close(fd);
-            return std::nullopt;
+        int dir = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        std::string_view rest = path;
+        while (dir >= 0) {
+            const auto slash = rest.find('/');
+            const std::string part(rest.substr(0, slash));
+            const bool last = slash == std::string_view::npos;
+            int fd = part.empty() || part == "." || part == ".."
+                         ? -1
+                         : ::openat(dir, part.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY));
+            ::close(dir);
+            if (fd < 0) return std::nullopt;
+            if (!last) {
+                dir = fd;
+                rest = rest.substr(slash + 1);
+                continue;
+            }
+            struct stat info {};
+            if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+                ::close(fd);
+                return std::nullopt;
+            }
+            return FileRange{fd, 0, static_cast<std::uint64_t>(info.st_size)};
         }
-        return FileRange{fd, 0, static_cast<std::uint64_t>(info.st_size)};
+        return std::nullopt;
     }
     std::string describe() const override { return dir_.string(); }
 

@@ -190,17 +190,32 @@ private:
         }
     }
 
+    // Every blob of a docker save entry is checked against what the carrier itself says it is: the
+    // config against its file name (<hex>.json, blobs/sha256/<hex>), each layer (an uncompressed
+    // tar) against the config's rootfs.diff_ids entry for it.
     void load_docker_image(const Files& files, const json& entry, ImportReport& report) {
         const auto config_path = entry.value("Config", "");
         auto config = files.read(config_path, max_manifest_bytes);
         if (!config) throw std::runtime_error("its config " + config_path + " is missing");
+        const auto config_digest = oci::Digest::of(oci::DigestAlgorithm::sha256, *config);
+        if (config_digest != config_digest_named(config_path))
+            throw std::runtime_error("its config " + config_path + " holds bytes of " + config_digest.str());
+        const auto doc = oci::parse_json(*config);
+        const auto rootfs = doc.is_object() ? doc.value("rootfs", json::object()) : json();
+        const auto diff_ids = rootfs.is_object() ? rootfs.value("diff_ids", json::array()) : json();
+        const auto listed = entry.value("Layers", json::array());
+        if (!listed.is_array() || !diff_ids.is_array() || listed.size() != diff_ids.size())
+            throw std::runtime_error("its layers are not the config's rootfs.diff_ids");
         std::vector<Carried> layers;
-        for (auto& layer : entry.value("Layers", json::array())) {
-            const auto path = layer.get<std::string>();
+        for (std::size_t i = 0; i < listed.size(); ++i) {
+            const auto path = listed[i].is_string() ? listed[i].get<std::string>() : std::string();
+            auto expected = diff_ids[i].is_string() ? oci::Digest::parse(diff_ids[i].get<std::string>()) : std::nullopt;
+            if (!expected || (digest_in_path(path) && digest_in_path(path) != expected))
+                throw std::runtime_error("layer " + path + " is not the config's diff_id " + std::to_string(i));
             auto file = files.open_file(path);
             if (!file) throw std::runtime_error("layer " + path + " is missing");
             ::close(file->fd);
-            layers.push_back({path, digest_in_path(path), file->size});
+            layers.push_back({path, expected, file->size});
         }
         std::vector<ImageName> names;
         for (auto& tag : entry.value("RepoTags", json::array())) {
@@ -212,7 +227,6 @@ private:
             if (options_.repository.empty()) throw std::runtime_error("untagged (no RepoTags): give --repository");
             names.push_back({options_.repository, ""});
         }
-        const auto config_digest = oci::Digest::of(oci::DigestAlgorithm::sha256, *config);
         for (auto& name : names) {
             const auto repo = with_prefix(options_.repository_prefix, name.repository);
             auto blobs = layers;
@@ -238,6 +252,17 @@ private:
             report.loaded.push_back(repo + (name.tag.empty() ? "@" + digest.str() : ":" + name.tag));
             layers = {blobs.begin(), blobs.end() - 1};  // digests known now: the next name skips the hashing
         }
+    }
+
+    // What a config's file name says its digest is: <hex>.json (docker, skopeo) or blobs/sha256/<hex>
+    // (docker 25); a name that says nothing is refused.
+    static oci::Digest config_digest_named(const std::string& path) {
+        if (auto digest = digest_in_path(path)) return *digest;
+        const auto slash = path.rfind('/');
+        const auto name = path.substr(slash == std::string::npos ? 0 : slash + 1);
+        if (name.size() == 64 + 5 && name.ends_with(".json"))
+            if (auto digest = oci::Digest::parse("sha256:" + name.substr(0, 64))) return *digest;
+        throw std::runtime_error("its config's name " + path + " does not say its digest");
     }
 
     // What a layer's file name says its digest is (verified when it is loaded): blobs/sha256/<hex>

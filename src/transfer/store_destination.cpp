@@ -1,6 +1,6 @@
 // Importing into the store directly (--root): blobs copied once into the store's scratch space,
-// hashed on the way, committed and linked; manifests through the registry's own checks and
-// change log, so peers replicate the result.
+// hashed on the way, committed and linked; manifests through the registry's own checks (the
+// server's policies, quotas and limits) and change log, so peers replicate the result.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -21,9 +21,9 @@ namespace {
 
 class StoreDestination : public Destination {
 public:
-    explicit StoreDestination(const std::filesystem::path& root)
+    StoreDestination(const std::filesystem::path& root, registry::Options options)
         : blobs_(root), meta_(open_meta(root)), clock_(storage::system_wall_clock()),
-          registry_(options(*meta_), blobs_, *meta_, clock_) {}
+          registry_(with_replica_id(std::move(options), *meta_), blobs_, *meta_, clock_) {}
 
     bool has_blob(const std::string& repo, const oci::Digest& digest, std::uint64_t size) override {
         return blobs_.size(digest) == size && registry_.link_blob(repo, digest);
@@ -75,8 +75,7 @@ private:
                                      " (is berth serving this store? import into it with --url instead)");
         }
     }
-    static registry::Options options(const storage::MetaStore& meta) {
-        registry::Options options;
+    static registry::Options with_replica_id(registry::Options options, const storage::MetaStore& meta) {
         options.replica_id = meta.setting(storage::layout::setting::replica_id).value_or("berth");
         return options;
     }
@@ -89,8 +88,9 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Destination> open_store_destination(const std::filesystem::path& root) {
-    return std::make_unique<StoreDestination>(root);
+std::unique_ptr<Destination> open_store_destination(const std::filesystem::path& root,
+                                                    const registry::Options& options) {
+    return std::make_unique<StoreDestination>(root, options);
 }
 
 }  // namespace berth::transfer

@@ -3,6 +3,7 @@
 Standard library only; part of `import berthtest as bt` (see berthtest.py).
 """
 
+import gzip
 import hashlib
 import json
 import os
@@ -27,11 +28,16 @@ def make_image(layer_sizes=(1024,), rng=None):
     return image_of([rnd.randbytes(n) if rng else os.urandom(n) for n in layer_sizes], nonce=rnd.getrandbits(64))
 
 
+def diff_id(layer):
+    """What a config's rootfs.diff_ids says of a layer: the digest of its uncompressed bytes."""
+    return sha256_digest(gzip.decompress(layer) if layer[:2] == b"\x1f\x8b" else layer)
+
+
 def image_of(layers, arch="amd64", nonce=None):
     """An OCI image with these layers (bytes) and a config for linux/<arch>, as make_image returns it."""
     config = json.dumps({"architecture": arch, "os": "linux",
                          "nonce": random.getrandbits(64) if nonce is None else nonce,
-                         "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+                         "rootfs": {"type": "layers", "diff_ids": [diff_id(x) for x in layers]}}).encode()
     blobs = {sha256_digest(config): config}
     for layer in layers:
         blobs[sha256_digest(layer)] = layer

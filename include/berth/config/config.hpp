@@ -18,6 +18,7 @@
 namespace berth::config {
 
 struct Config {
+    std::filesystem::path file;  // the file it was read from (absolute); empty when there was none
     std::filesystem::path root = "./data";
     std::string replica_id;  // empty: remembered from the first start, or the host name
     http::ServerOptions server;

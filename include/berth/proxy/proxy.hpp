@@ -37,8 +37,8 @@ struct Limits {
 class Proxy : public registry::Upstreams {
 public:
     // cluster may be null (a single registry, or the agent).
-    Proxy(Options options, Limits limits, storage::BlobStore& blobs, storage::MetaStore& meta,
-          storage::HybridClock& clock, std::string replica_id, const replication::Cluster* cluster);
+    Proxy(Options options, Limits limits, storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id,
+          const replication::Cluster* cluster);
     ~Proxy() override;
 
     bool mirrors(const std::string& repo) const override;
@@ -46,7 +46,8 @@ public:
     registry::ManifestAnswer fetch_manifest(const std::string& repo, const std::string& reference,
                                             const std::optional<std::string>& cached, registry::Asker asker) override;
     std::optional<storage::OpenBlob> fetch_blob(const std::string& repo, const oci::Digest& digest,
-                                                registry::Asker asker) override;
+                                                registry::Asker asker, registry::FetchIntake& intake) override;
+    void finish_fetches() override;
     std::optional<registry::TagPage> list_tags(const std::string& repo, std::size_t limit,
                                                const std::string& last) override;
     void count(const std::string& repo, registry::Cache cache) override;

@@ -95,14 +95,14 @@ struct Collaborators {
     SignatureCheck* signatures = nullptr;
 };
 
-class Registry {
+class Registry : private FetchIntake {
     friend struct Browse;  // the web UI's views read the index as it stands (browse.hpp)
 
 public:
     // wall gives milliseconds for upload idle times and pull times; tests pass their own.
     Registry(Options options, storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock,
              Collaborators with = {}, storage::HybridClock::WallClock wall = storage::system_wall_clock());
-    ~Registry();
+    ~Registry() override;
 
     const Options& options() const { return options_; }
 
@@ -157,6 +157,14 @@ public:
     // An OCI image index of the manifests whose subject is digest.
     std::string referrers(const std::string& repo, const std::string& digest, const std::string& artifact_type);
 
+    // Whether reads of repo's manifests are judged by a require_signature policy: such reads are
+    // planned off the I/O threads (judging may read and verify signatures).
+    bool signatures_required(const std::string& repo) const;
+    // An attachment no runtime can run, which the policies exempt (attachments.cpp): by what the
+    // manifest and its layers are, never by a tag or a field the pusher chose.
+    bool attachment(const oci::Digest& digest, const oci::ParsedManifest& parsed) const;
+    bool attachment(const Manifest& manifest) const;
+
     // What is built on a base (lineage.hpp), over this replica's index.
     Lineage lineage(const LineageQuery& query) const { return registry::lineage(meta_, query); }
 
@@ -172,6 +180,24 @@ public:
     void write_metrics(observe::MetricsWriter& out) const;
 
 private:
+    // How a write waits for the other replicas: a client's push until the write quorum holds it;
+    // a mirror fill, stored here, lets unreachable replicas catch up from the log.
+    enum class Quorum { wait, best_effort };
+    struct Admission {
+        const std::string& repo;
+        const oci::Digest& digest;
+        const oci::ParsedManifest& parsed;
+        const std::vector<std::string>& tags;
+        Quorum quorum;
+    };
+    // The one way a manifest enters the store (a push, an import, a mirror fill): approved bases,
+    // immutable tags and quotas, then the manifest and its tags in one batch, replicated.
+    // under_lock adds to the batch under the write lock.
+    void admit_manifest(const Admission& what, std::string bytes,
+                        const std::function<void(storage::MetaStore::Batch&, const storage::Stamp&)>& under_lock = {});
+    // FetchIntake: blobs a mirror fetches, under the quotas a push meets.
+    void admit(const std::string& repo, const oci::Digest& digest, std::uint64_t size) override;
+    void link_fetched(const std::vector<std::string>& repos, const oci::Digest& digest) override;
     storage::Stamp stamp();
     bool has_blob(const std::string& repo, const oci::Digest& digest);
     Lookup find_blob(const std::string& repo, const oci::Digest& digest);
@@ -198,9 +224,8 @@ private:
     void claim_new_tags(const std::string& repo, const std::string& digest, const std::vector<std::string>& tags);
     void require_deletable(const std::string& repo, const std::string& tag, const std::string& digest);
     // base_images.cpp: an image pushed under a policy's base_images begins with an approved base;
-    // an index, each of its children. Attachments (by shape or by tags) are built on nothing.
-    void require_approved_base(const std::string& repo, const oci::Digest& digest, const oci::ParsedManifest& parsed,
-                               const std::vector<std::string>& tags);
+    // an index, each of its children. Attachments are built on nothing.
+    void require_approved_base(const std::string& repo, const oci::Digest& digest, const oci::ParsedManifest& parsed);
     // Why no approved base fits these layers: where they diverge from the closest.
     std::string base_divergence(const std::vector<std::string>& base_images, const std::vector<std::string>& layers,
                                 const std::optional<std::string>& platform) const;

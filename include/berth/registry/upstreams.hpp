@@ -55,6 +55,19 @@ struct MirrorStatus {
     std::string last_error;
 };
 
+// The registry's one way in, as a fetch sees it: a blob fetched from an upstream is admitted and
+// linked under the same quotas as a pushed one (the registry implements it).
+class FetchIntake {
+public:
+    virtual ~FetchIntake() = default;
+    // Throws oci::Error(DENIED), counted, when linking size bytes of digest into repo would pass a
+    // quota: checked once the upstream says how large it is, before a byte is stored.
+    virtual void admit(const std::string& repo, const oci::Digest& digest, std::uint64_t size) = 0;
+    // Links a stored, verified blob into each repository, each within its quota (what a quota
+    // refuses stays unlinked, for garbage collection).
+    virtual void link_fetched(const std::vector<std::string>& repos, const oci::Digest& digest) = 0;
+};
+
 class Upstreams {
 public:
     virtual ~Upstreams() = default;
@@ -66,11 +79,13 @@ public:
     // A tag checked within its upstream's interval is `current` without asking.
     virtual ManifestAnswer fetch_manifest(const std::string& repo, const std::string& reference,
                                           const std::optional<std::string>& cached, Asker asker) = 0;
-    // The blob, fetched from upstream once however many ask at once, linked to
-    // repo once stored; it may still be arriving (OpenBlob::filling). nullopt
-    // when it cannot be had now.
-    virtual std::optional<storage::OpenBlob> fetch_blob(const std::string& repo, const oci::Digest& digest,
-                                                        Asker asker) = 0;
+    // The blob, fetched from upstream once however many ask at once, admitted and linked to repo
+    // through intake once stored; it may still be arriving (OpenBlob::filling). nullopt when it
+    // cannot be had now; a quota's refusal is thrown (DENIED).
+    virtual std::optional<storage::OpenBlob> fetch_blob(const std::string& repo, const oci::Digest& digest, Asker asker,
+                                                        FetchIntake& intake) = 0;
+    // Waits for the fetches still writing through an intake: its registry calls this before it goes.
+    virtual void finish_fetches() {}
     // One page of the upstream's tags (at most limit, after last); nullopt when
     // it cannot say now, so what is stored here is listed instead.
     virtual std::optional<TagPage> list_tags(const std::string& repo, std::size_t limit, const std::string& last) = 0;

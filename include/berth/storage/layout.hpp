@@ -171,6 +171,9 @@ inline constexpr const char* peer_cursors = "peer_cursors";
 inline constexpr const char* usage_counted = "usage_counted";
 inline constexpr const char* lineage_indexed = "lineage_indexed";
 inline constexpr const char* peer_addresses = "peer_addresses";
+// The configuration file the server last started with ("" for none): `berth import --root` applies
+// its policies and quotas when not given --config.
+inline constexpr const char* config_file = "config_file";
 inline std::string tag_claim(const std::string& repo, const std::string& tag) {
     return "claim/" + repo + std::string(1, '\0') + tag;
 }

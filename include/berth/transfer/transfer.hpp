@@ -11,11 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "berth/registry/options.hpp"
+
 namespace berth::transfer {
 
 // A registry to load into or read from.
 struct Endpoint {
     std::filesystem::path root;      // the store itself (import: the server stopped; export: beside it)
+    registry::Options registry;      // with root: the policies, quotas and limits its server applies
     std::string url;                 // or a registry's API: http[s]://host[:port]
     std::string username, password;  // Basic credentials for url
     std::string ca_file;             // for https url; empty: the system's
