@@ -74,6 +74,35 @@ std::optional<Action> parse_action(std::string_view text) {
     return std::nullopt;
 }
 
+TokenAccess access_of(const json& claims) {
+    TokenAccess out;
+    auto access = claims.find("access");
+    if (access == claims.end() || !access->is_array()) return out;
+    for (auto& entry : *access) {
+        if (!entry.is_object()) continue;
+        TokenAccess::Entry granted{entry.value("type", std::string()), entry.value("name", std::string()), {}};
+        if (auto actions = entry.find("actions"); actions != entry.end() && actions->is_array())
+            for (auto& action : *actions)
+                if (action.is_string()) granted.actions.push_back(action.get<std::string>());
+        out.entries.push_back(std::move(granted));
+    }
+    return out;
+}
+
+bool TokenAccess::grants(const Need& need) const {
+    for (auto& entry : entries) {
+        auto has = [&](const char* action) {
+            return std::any_of(entry.actions.begin(), entry.actions.end(),
+                               [&](auto& a) { return a == action || a == "*"; });
+        };
+        if (need.catalog
+                ? (entry.type == "registry" && entry.name == "catalog" && has("*"))
+                : (entry.type == "repository" && entry.name == need.repository && has(action_name(need.action))))
+            return true;
+    }
+    return false;
+}
+
 // Who a token this registry issued was issued to: its subject, with the groups and namespace
 // an issuer's token gave it (the catalog is filtered by them).
 Principal principal_of(const json& claims) {
@@ -104,6 +133,7 @@ struct Login {
     std::optional<Principal> principal;
     int status = 401;  // 429 for a user throttled, 503 when the directory cannot be asked
     std::string message = "invalid username or password";
+    std::optional<std::int64_t> expires;  // a token given as the password: its exp
 };
 
 struct Authorizer::Impl {
@@ -145,26 +175,6 @@ struct Authorizer::Impl {
         return claims;
     }
 
-    static bool token_grants(const json& claims, const Need& need) {
-        auto access = claims.find("access");
-        if (access == claims.end() || !access->is_array()) return false;
-        for (auto& entry : *access) {
-            if (!entry.is_object()) continue;
-            const auto type = entry.value("type", std::string());
-            const auto name = entry.value("name", std::string());
-            auto actions = entry.find("actions");
-            if (actions == entry.end() || !actions->is_array()) continue;
-            auto has = [&](const char* action) {
-                return std::any_of(actions->begin(), actions->end(),
-                                   [&](auto& a) { return a.is_string() && (a == action || a == "*"); });
-            };
-            if (need.catalog ? (type == "registry" && name == "catalog" && has("*"))
-                             : (type == "repository" && name == need.repository && has(action_name(need.action))))
-                return true;
-        }
-        return false;
-    }
-
     bool rules_grant(const Principal& principal, const Need& need) const {
         if (need.catalog) return !principal.anonymous();
         return allowed_actions(options, principal, need.repository).count(need.action) > 0;
@@ -176,34 +186,35 @@ struct Authorizer::Impl {
         const bool token = issuers && looks_like_jwt(password);
         if (token) {
             std::string error;
-            if (auto principal = issuers->verify(password, error)) {
+            if (auto identity = issuers->verify(password, error)) {
                 count(LoginMethod::oidc, true);
-                return {std::move(principal)};
+                return {std::move(identity->principal), 200, {}, identity->expires};
             }
         }
         if (htpasswd && htpasswd->verify(user, password)) {
             count(LoginMethod::htpasswd, true);
-            return {Principal{user, {}, {}}};
+            return {Principal{user, {}, {}}, 200, {}, std::nullopt};
         }
         if (ldap && !token) return directory_login(user, password);
         count(token ? LoginMethod::oidc : LoginMethod::htpasswd, false);
         return {};
     }
 
-    // Directory names are matched without regard to case, so the principal is lower-cased:
-    // "Alice" and "alice" are one user to the rules.
+    // The directory names the principal (ldap.hpp): its prefix, the name as the directory matches it.
     Login directory_login(const std::string& user, const std::string& password) const {
         auto answer = ldap->login(user, password);
         using Result = DirectoryLogin::Result;
         if (answer.result == Result::ok) {
             count(LoginMethod::ldap, LoginResult::ok);
-            std::string name = user;
-            for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-            return {Principal{std::move(name), std::move(answer.groups), {}}};
+            return {Principal{std::move(answer.principal), std::move(answer.groups), {}}, 200, {}, std::nullopt};
         }
         const bool down = answer.result == Result::unavailable;
         count(LoginMethod::ldap, down ? LoginResult::unavailable : LoginResult::refused);
-        return {std::nullopt, down ? 503 : answer.result == Result::throttled ? 429 : 401, answer.message};
+        return {std::nullopt,
+                down                                 ? 503
+                : answer.result == Result::throttled ? 429
+                                                     : 401,
+                answer.message, std::nullopt};
     }
 
     std::string challenge(const std::vector<Need>& needs, std::string_view host, bool secure, bool insufficient) const {
@@ -279,6 +290,7 @@ Decision Authorizer::check(std::string_view authorization, const std::vector<Nee
         auto login = impl_->login(credentials.user, credentials.password);
         if (!login.principal) return refuse(login.status, std::move(login.message));
         decision.principal = std::move(*login.principal);
+        decision.expires = login.expires;
     }
     std::optional<json> claims;
     if (credentials.kind == Kind::bearer) {
@@ -292,16 +304,19 @@ Decision Authorizer::check(std::string_view authorization, const std::vector<Nee
         if (claims) {
             impl_->count(LoginMethod::token, true);
             decision.principal = principal_of(*claims);
+            decision.token = access_of(*claims);
+            decision.expires = (*claims)["exp"].get<long long>();
         } else {
             std::string error = "invalid or expired token";
-            auto principal = impl_->issuers ? impl_->issuers->verify(credentials.token, error) : std::nullopt;
-            impl_->count(impl_->issuers ? LoginMethod::oidc : LoginMethod::token, principal.has_value());
-            if (!principal) return refuse(401, error);
-            decision.principal = std::move(*principal);
+            auto identity = impl_->issuers ? impl_->issuers->verify(credentials.token, error) : std::nullopt;
+            impl_->count(impl_->issuers ? LoginMethod::oidc : LoginMethod::token, identity.has_value());
+            if (!identity) return refuse(401, error);
+            decision.principal = std::move(identity->principal);
+            decision.expires = identity->expires;
         }
     }
     for (auto& need : needs) {
-        bool granted = claims ? Impl::token_grants(*claims, need) : impl_->rules_grant(decision.principal, need);
+        bool granted = decision.token ? decision.token->grants(need) : impl_->rules_grant(decision.principal, need);
         if (granted) continue;
         if (claims) return refuse(401, "token does not grant this access", true);
         if (decision.principal.anonymous()) return refuse(401, "authentication required");
@@ -316,6 +331,14 @@ Decision Authorizer::check(std::string_view authorization, const std::vector<Nee
 bool Authorizer::may_pull(const Principal& principal, const std::string& repository) const {
     return !enabled() || impl_->rules_grant(principal, {repository, Action::pull, false});
 }
+
+bool Authorizer::may_pull(const Decision& caller, const std::string& repository) const {
+    if (!enabled()) return true;
+    const Need need{repository, Action::pull, false};
+    return caller.token ? caller.token->grants(need) : impl_->rules_grant(caller.principal, need);
+}
+
+bool Authorizer::uses_directory() const { return impl_->ldap != nullptr; }
 
 std::pair<int, std::string> Authorizer::issue_token(std::string_view authorization, const std::string& service,
                                                     const std::vector<std::string>& scopes) const {

@@ -3,6 +3,7 @@
 #include <crypt.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,25 @@
 
 namespace berth::auth {
 namespace {
+
+// bcrypt's cost, from $2b$NN$...; 10 (htpasswd's default) when unreadable.
+int cost_of(const std::string& hash) {
+    if (hash.size() < 7 || hash[6] != '$') return 10;
+    const int cost = (hash[4] - '0') * 10 + (hash[5] - '0');
+    return cost >= 4 && cost <= 31 ? cost : 10;
+}
+
+// A bcrypt hash of random bytes at that cost: nothing logs in with it.
+std::string decoy_hash(int cost) {
+    char setting[CRYPT_GENSALT_OUTPUT_SIZE];
+    const auto entropy = oci::random_bytes(16);
+    if (!crypt_gensalt_rn("$2b$", static_cast<unsigned long>(cost), entropy.data(), static_cast<int>(entropy.size()),
+                          setting, sizeof setting))
+        return {};
+    auto data = std::make_unique<crypt_data>();
+    const char* hash = crypt_r(oci::random_hex(16).c_str(), setting, data.get());
+    return hash ? hash : "";
+}
 
 std::string sha256(const std::string& text) {
     unsigned char digest[32];
@@ -51,6 +71,9 @@ void Htpasswd::reload_if_changed() {
         }
         hashes[line.substr(0, colon)] = hash;
     }
+    int cost = 4;
+    for (auto& [user, hash] : hashes) cost = std::max(cost, cost_of(hash));
+    if (decoy_.empty() || cost_of(decoy_) != cost) decoy_ = decoy_hash(cost);
     hashes_ = std::move(hashes);
     recent_.clear();
     loaded_at_ = modified;
@@ -58,21 +81,22 @@ void Htpasswd::reload_if_changed() {
 
 bool Htpasswd::verify(const std::string& user, const std::string& password) {
     std::string hash;
+    bool user_known = true;
     const auto fingerprint = sha256(password);
     {
         std::lock_guard lock(mutex_);
         reload_if_changed();
         auto it = hashes_.find(user);
-        if (it == hashes_.end()) return false;
         auto seen = recent_.find(user);
-        if (seen != recent_.end() && seen->second.second > std::chrono::steady_clock::now() &&
+        if (it != hashes_.end() && seen != recent_.end() && seen->second.second > std::chrono::steady_clock::now() &&
             oci::equal_secrets(seen->second.first, fingerprint))
             return true;
-        hash = it->second;
+        hash = it != hashes_.end() ? it->second : decoy_;
+        if (it == hashes_.end()) user_known = false;
     }
     auto data = std::make_unique<crypt_data>();
-    const char* result = crypt_r(password.c_str(), hash.c_str(), data.get());
-    if (!result || !oci::equal_secrets(result, hash)) return false;
+    const char* result = hash.empty() ? nullptr : crypt_r(password.c_str(), hash.c_str(), data.get());
+    if (!user_known || !result || !oci::equal_secrets(result, hash)) return false;
     std::lock_guard lock(mutex_);
     recent_[user] = {fingerprint, std::chrono::steady_clock::now() + std::chrono::minutes(5)};
     return true;

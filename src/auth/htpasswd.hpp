@@ -23,6 +23,9 @@ private:
     std::filesystem::file_time_type loaded_at_{};
     std::chrono::steady_clock::time_point checked_at_{};
     std::map<std::string, std::string> hashes_;
+    // A hash at the file's highest cost, checked for names the file does not hold: an unknown
+    // user costs what a wrong password does, so timing does not say who exists.
+    std::string decoy_;
     // user -> (sha256 of the password that matched, when it expires)
     std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> recent_;
 };

@@ -84,13 +84,28 @@ std::optional<Principal> service_account_of(const json& claims) {
 }
 
 Principal principal_of(const OidcIssuer& issuer, const json& claims, std::string& error) {
-    if (auto account = service_account_of(claims)) return *account;
+    const auto user_prefix = issuer.user_prefix(), group_prefix = issuer.group_prefix();
+    if (issuer.service_accounts) {
+        auto account = service_account_of(claims);
+        if (!account) {
+            error = "a service account issuer's token without a service account";
+            return {};
+        }
+        account->name = user_prefix + account->name;
+        for (auto& group : account->groups) group = group_prefix + group;
+        return *account;
+    }
+    // Any other issuer's kubernetes.io claim is only a claim: its users are its own.
     Principal principal{string_claim(claims, issuer.username_claim), {}, {}};
-    if (principal.name.empty()) error = "token has no " + issuer.username_claim + " claim";
+    if (principal.name.empty()) {
+        error = "token has no " + issuer.username_claim + " claim";
+        return principal;
+    }
+    principal.name = user_prefix + principal.name;
     if (auto groups = claims.find(issuer.groups_claim); groups != claims.end() && groups->is_array())
         for (auto& group : *groups)
             if (group.is_string() && principal.groups.size() < max_groups)
-                principal.groups.push_back(group.get<std::string>());
+                principal.groups.push_back(group_prefix + group.get<std::string>());
     return principal;
 }
 

@@ -31,8 +31,10 @@ std::vector<std::shared_ptr<JwtKey>> parse_key_set(std::string_view text, const 
 // name Kubernetes would not allow (the namespace goes into rules as ${namespace}).
 std::optional<Principal> service_account_of(const nlohmann::json& claims);
 
-// Who verified claims stand for: a service account, else username_claim with the groups of
-// groups_claim (at most max_groups). An empty name, with the reason in error, when there is none.
+// Who verified claims stand for, each name and group with the issuer's prefix: for a service
+// account issuer its service account (nothing else), for any other issuer username_claim with
+// the groups of groups_claim (at most max_groups). An empty name, with the reason in error, when
+// there is none.
 Principal principal_of(const OidcIssuer& issuer, const nlohmann::json& claims, std::string& error);
 
 }  // namespace berth::auth

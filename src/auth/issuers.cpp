@@ -178,12 +178,16 @@ TrustedIssuers::~TrustedIssuers() {
 
 bool TrustedIssuers::empty() const { return impl_->issuers.empty(); }
 
-std::optional<Principal> TrustedIssuers::verify(std::string_view token, std::string& error) const {
+std::optional<IssuedIdentity> TrustedIssuers::verify(std::string_view token, std::string& error) const {
     const auto now = std::chrono::system_clock::now();
+    auto identity = [](const Principal& principal, std::chrono::system_clock::time_point expires) {
+        return IssuedIdentity{principal,
+                              std::chrono::duration_cast<std::chrono::seconds>(expires.time_since_epoch()).count()};
+    };
     {
         std::lock_guard lock(impl_->mutex);
         if (auto it = impl_->verified.find(std::string(token)); it != impl_->verified.end()) {
-            if (it->second.second >= now) return it->second.first;
+            if (it->second.second >= now) return identity(it->second.first, it->second.second);
             impl_->verified.erase(it);
         }
     }
@@ -216,7 +220,7 @@ std::optional<Principal> TrustedIssuers::verify(std::string_view token, std::str
     std::lock_guard lock(impl_->mutex);
     if (impl_->verified.size() >= max_cached_tokens) impl_->verified.clear();
     impl_->verified[std::string(token)] = {principal, expires};
-    return principal;
+    return identity(principal, expires);
 }
 
 void TrustedIssuers::refresh() {

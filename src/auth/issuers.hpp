@@ -16,6 +16,12 @@
 
 namespace berth::auth {
 
+// Who a trusted issuer's token stands for, and until when (its exp, Unix seconds).
+struct IssuedIdentity {
+    Principal principal;
+    std::int64_t expires = 0;
+};
+
 class TrustedIssuers {
 public:
     // Reads every jwks_file issuer's key set, throwing std::runtime_error naming a file that cannot be
@@ -27,7 +33,7 @@ public:
     bool empty() const;
     // The principal a token stands for, when one of the issuers signed it and its claims
     // check out; nullopt otherwise, with the reason in error.
-    std::optional<Principal> verify(std::string_view token, std::string& error) const;
+    std::optional<IssuedIdentity> verify(std::string_view token, std::string& error) const;
     // Reads the key sets again; a set that cannot be read keeps the last good one.
     void refresh();
     void write_metrics(observe::MetricsWriter& out) const;

@@ -44,6 +44,9 @@ void read_auth_oidc(const json& issuers, Reading& r) {
         s.string("username_claim", issuer.username_claim, false);
         s.string("groups_claim", issuer.groups_claim, false);
         s.seconds("max_token_lifetime_seconds", issuer.max_token_lifetime);
+        s.boolean("service_accounts", issuer.service_accounts);
+        s.string("username_prefix", issuer.username_prefix);
+        s.string("groups_prefix", issuer.groups_prefix);
         s.finish();
         if (issuer.issuer.empty() || issuer.audiences.empty()) throw ConfigError(where + " needs issuer and audiences");
         if (issuer.jwks_file.empty() == issuer.discovery_url.empty())
@@ -77,6 +80,8 @@ void read_auth_ldap(Section& s, Reading& r) {
     s.string("group_filter", l.group_filter, false);
     s.seconds("timeout_seconds", l.timeout);
     s.seconds("cache_seconds", l.cache_seconds);
+    s.string("username_prefix", l.username_prefix);
+    s.string("groups_prefix", l.groups_prefix);
     if (!l.url.starts_with("ldaps://") && !l.url.starts_with("ldap://"))
         throw ConfigError("auth.ldap.url must be ldaps://HOST[:PORT] or ldap://HOST[:PORT] (with StartTLS)");
     if (l.user_search_base.empty()) throw ConfigError("auth.ldap.user_search_base is required");
@@ -89,6 +94,47 @@ void read_auth_ldap(Section& s, Reading& r) {
     if (l.timeout.count() < 1 || l.timeout.count() > 60)
         throw ConfigError("auth.ldap.timeout_seconds must be from 1 to 60");
     if (l.cache_seconds.count() > 3600) throw ConfigError("auth.ldap.cache_seconds must be at most 3600");
+}
+
+// Names of different sources must never meet (docs/auth.md). A source's names are its prefix and
+// what follows; htpasswd and directory names hold no ':' (Basic credentials cannot carry one). Two
+// sources collide when one's prefix begins the other's, unless the first's names cannot hold the
+// ':' the rest of the longer prefix has.
+struct NameSource {
+    std::string key, prefix;
+    bool colon_free;
+};
+
+void check_sources_apart(const std::vector<NameSource>& sources, const char* what) {
+    for (auto& a : sources)
+        for (auto& b : sources) {
+            if (&a == &b || !b.prefix.starts_with(a.prefix)) continue;
+            const bool safe = a.prefix.size() < b.prefix.size() && a.colon_free &&
+                              b.prefix.find(':', a.prefix.size()) != std::string::npos;
+            if (!safe)
+                throw ConfigError(b.key + ": the " + what + " \"" + b.prefix + "\" can meet " + a.key + "'s (\"" +
+                                  a.prefix + "\"): give each source a prefix of its own");
+        }
+}
+
+void check_prefixes(const auth::Options& a) {
+    std::vector<NameSource> users, groups;
+    if (!a.htpasswd_file.empty()) users.push_back({"auth.htpasswd", "", true});
+    if (a.ldap.enabled()) {
+        users.push_back({"auth.ldap.username_prefix", a.ldap.username_prefix, true});
+        groups.push_back({"auth.ldap.groups_prefix", a.ldap.groups_prefix, false});
+    }
+    for (std::size_t i = 0; i < a.oidc.size(); ++i) {
+        const auto where = "auth.oidc[" + std::to_string(i) + "]";
+        // A service account issuer's names all begin system:serviceaccount:, its groups system:serviceaccounts.
+        const auto& issuer = a.oidc[i];
+        users.push_back({where + ".username_prefix",
+                         issuer.user_prefix() + (issuer.service_accounts ? "system:serviceaccount:" : ""), false});
+        groups.push_back({where + ".groups_prefix",
+                          issuer.group_prefix() + (issuer.service_accounts ? "system:serviceaccounts" : ""), false});
+    }
+    check_sources_apart(users, "username prefix");
+    check_sources_apart(groups, "groups prefix");
 }
 
 }  // namespace
@@ -119,6 +165,7 @@ void read_auth(Section& s, Reading& r) {
     if (auto* rules = s.array("rules")) read_auth_rules(*rules, r.config.auth);
     if (auto* issuers = s.array("oidc")) read_auth_oidc(*issuers, r);
     s.section("ldap", [&](Section& l) { read_auth_ldap(l, r); });
+    check_prefixes(a);
 }
 
 }  // namespace berth::config

@@ -40,7 +40,7 @@ PY
 cat >"$WORK/berth.json" <<EOF2
 {
   "auth": {
-    "oidc": [{ "issuer": "$ISSUER", "audiences": ["berth"], "jwks_file": "jwks.json" }],
+    "oidc": [{ "issuer": "$ISSUER", "service_accounts": true, "audiences": ["berth"], "jwks_file": "jwks.json" }],
     "rules": [
       { "repository": "\${namespace}/**", "principals": ["group:system:serviceaccounts"], "actions": ["pull", "push"] }
     ]

@@ -236,7 +236,8 @@ class AgentServiceAccounts(unittest.TestCase):
         bt.write_htpasswd(os.path.join(replica.tmp, "htpasswd"), {"node-agent": "agent-pw", "root": "root-pw"})
         replica.config = {"auth": {
             "htpasswd": "htpasswd",
-            "oidc": [{"issuer": cls.ISSUER, "audiences": ["berth"], "jwks_file": "jwks.json"}],
+            "oidc": [{"issuer": cls.ISSUER, "service_accounts": True, "audiences": ["berth"],
+                      "jwks_file": "jwks.json"}],
             "rules": [{"repository": "${namespace}/**", "principals": ["group:system:serviceaccounts"],
                        "actions": ["pull", "push"]},
                       {"repository": "**", "principals": ["user:node-agent", "user:root"], "actions": ["pull", "push"]}]}}

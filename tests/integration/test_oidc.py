@@ -46,7 +46,7 @@ class OidcTest(unittest.TestCase):
         b.config = {"auth": {
             "htpasswd": "htpasswd",
             "token": {"signing_key": "token.key", "issuer": "berth", "service": "berth"},
-            "oidc": [{"issuer": ISSUER, "audiences": ["berth"], "jwks_file": "jwks.json",
+            "oidc": [{"issuer": ISSUER, "service_accounts": True, "audiences": ["berth"], "jwks_file": "jwks.json",
                       "max_token_lifetime_seconds": 3600}],
             "rules": RULES}}
         b.ready_statuses = (401,)
@@ -250,7 +250,7 @@ class DiscoveryTest(unittest.TestCase):
         self.addCleanup(self.issuer.stop)
         self.issuer.keys = [bt.public_jwk(self.key, "k1")]
         self.b.config = {"auth": {
-            "oidc": [{"issuer": ISSUER, "audiences": ["berth"],
+            "oidc": [{"issuer": ISSUER, "service_accounts": True, "audiences": ["berth"],
                       "discovery_url": self.issuer.url + "/.well-known/openid-configuration",
                       "ca_file": self.issuer.ca, "bearer_token_file": "reader-token"}],
             "rules": RULES}}

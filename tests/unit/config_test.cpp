@@ -199,6 +199,29 @@ TEST_CASE("trusted issuers are read strictly", "[auth]") {
         {"issuer":"i","audiences":["c"],"jwks_file":"k"}]}})") == "auth.oidc[1].issuer: \"i\" is listed twice");
 }
 
+TEST_CASE("identity sources keep their names apart", "[auth]") {
+    auto config = parse_config(R"({"auth":{"htpasswd":"","oidc":[
+        {"issuer":"https://k8s","audiences":["b"],"jwks_file":"j","service_accounts":true},
+        {"issuer":"https://dex","audiences":["b"],"jwks_file":"j","username_prefix":"dex:"}]}})");
+    CHECK(config.auth.oidc[0].user_prefix().empty());
+    CHECK(config.auth.oidc[1].user_prefix() == "dex:");
+    CHECK(config.auth.oidc[1].group_prefix() == "dex:");
+    berth::auth::OidcIssuer plain;
+    plain.issuer = "https://sso.example";
+    CHECK(plain.user_prefix() == "issuer:https://sso.example#");
+    const std::string ldap = R"("ldap":{"url":"ldaps://dc","user_search_base":"ou=p")";
+    // htpasswd's names hold no ':': "ldap:" cannot meet them, "ldap-" can ("ldap-bob" could be either).
+    CHECK(error_of(R"({"auth":{"htpasswd":"h",)" + ldap + R"(}}})").empty());
+    CHECK(error_of(R"({"auth":{"htpasswd":"h",)" + ldap + R"(,"username_prefix":"ldap-"}}})")
+              .find("auth.ldap.username_prefix: the username prefix \"ldap-\" can meet auth.htpasswd's") == 0);
+    CHECK(error_of(R"({"auth":{"oidc":[{"issuer":"a","audiences":["b"],"jwks_file":"j","service_accounts":true},
+        {"issuer":"c","audiences":["b"],"jwks_file":"j","service_accounts":true}]}})")
+              .find("auth.oidc[1].username_prefix") == 0);  // two clusters' service accounts need prefixes
+    CHECK(error_of(R"({"auth":{"oidc":[{"issuer":"a","audiences":["b"],"jwks_file":"j","username_prefix":"x:"},
+        {"issuer":"c","audiences":["b"],"jwks_file":"j","username_prefix":"x:y"}]}})")
+              .find("can meet") != std::string::npos);
+}
+
 TEST_CASE("auth.ldap keeps its key names and is checked at start") {
     auto config = parse_config(R"({"auth":{"ldap":{"url":"ldaps://dc.example:636",
         "user_search_base":"ou=people,dc=example","group_search_base":"ou=groups,dc=example",

@@ -113,7 +113,7 @@ TEST_CASE("JWKs become keys: RSA and P-256 only, for signatures only") {
     CHECK_THROWS(JwtKey::from_jwk(short_x));
 }
 
-TEST_CASE("a trusted issuer's service account token is system:serviceaccount:NS:NAME in its namespace") {
+TEST_CASE("a service account issuer's token is system:serviceaccount:NS:NAME in its namespace") {
     TempDir dir;
     auto pem = generate(dir, "sa.pem", true);
     auto key = JwtKey::load_private(pem);
@@ -124,20 +124,28 @@ TEST_CASE("a trusted issuer's service account token is system:serviceaccount:NS:
     issuer.audiences = {"berth"};
     issuer.jwks_file = jwks;
     issuer.max_token_lifetime = std::chrono::hours(1);
+    issuer.service_accounts = true;
     TrustedIssuers issuers({issuer}, "");
     std::string error;
 
-    auto principal = issuers.verify(sign_with_kid(*key, "k1", service_account_claims("team-a", "builder")), error);
-    REQUIRE(principal);
-    CHECK(principal->name == "system:serviceaccount:team-a:builder");
-    CHECK(principal->ns == "team-a");
-    CHECK(principal->groups == std::vector<std::string>{"system:serviceaccounts", "system:serviceaccounts:team-a"});
+    auto claims = service_account_claims("team-a", "builder");
+    auto identity = issuers.verify(sign_with_kid(*key, "k1", claims), error);
+    REQUIRE(identity);
+    const auto& principal = identity->principal;
+    CHECK(principal.name == "system:serviceaccount:team-a:builder");
+    CHECK(principal.ns == "team-a");
+    CHECK(principal.groups == std::vector<std::string>{"system:serviceaccounts", "system:serviceaccounts:team-a"});
+    CHECK(identity->expires == claims["exp"].get<std::int64_t>());  // sessions end with the token
 
     Options options;
     options.rules = {{"${namespace}/**", {"group:system:serviceaccounts"}, {Action::pull, Action::push}}};
-    CHECK(allowed_actions(options, *principal, "team-a/app").count(Action::push));
-    CHECK(allowed_actions(options, *principal, "team-b/app").empty());
+    CHECK(allowed_actions(options, principal, "team-a/app").count(Action::push));
+    CHECK(allowed_actions(options, principal, "team-b/app").empty());
     CHECK(allowed_actions(options, {"alice"}, "team-a/app").empty());  // no namespace: the rule is not hers
+
+    auto not_an_account = claims;
+    not_an_account.erase("kubernetes.io");
+    CHECK_FALSE(issuers.verify(sign_with_kid(*key, "k1", not_an_account), error));  // it takes nothing else
 
     SECTION("refused") {
         auto claims = service_account_claims("team-a", "builder");
@@ -177,6 +185,46 @@ TEST_CASE("a trusted issuer's service account token is system:serviceaccount:NS:
         issuers.refresh();
         CHECK(issuers.verify(sign_with_kid(*next, "k2", service_account_claims("team-c", "ci")), error));
     }
+}
+
+TEST_CASE("another issuer's names carry its prefix, and its kubernetes.io claim makes no service account") {
+    TempDir dir;
+    auto pem = generate(dir, "other.pem", true);
+    auto key = JwtKey::load_private(pem);
+    auto jwks = (dir.path() / "jwks.json").string();
+    write(jwks, {{"keys", {public_jwk(pem, "k1")}}});
+    OidcIssuer other;
+    other.issuer = "https://second-cluster.example";
+    other.audiences = {"berth"};
+    other.jwks_file = jwks;
+    OidcIssuer dex = other;
+    dex.issuer = "https://dex.example";
+    dex.username_claim = "preferred_username";
+    dex.username_prefix = "dex:";
+    TrustedIssuers issuers({other, dex}, "");
+    std::string error;
+
+    auto claims = service_account_claims("payments", "builder");
+    claims["iss"] = other.issuer;
+    auto account_elsewhere = issuers.verify(sign_with_kid(*key, "k1", claims), error);
+    REQUIRE(account_elsewhere);
+    CHECK(account_elsewhere->principal.name ==
+          "issuer:https://second-cluster.example#" + claims["sub"].get<std::string>());
+    CHECK(account_elsewhere->principal.ns.empty());  // no ${namespace}
+    CHECK(account_elsewhere->principal.groups.empty());
+
+    auto admin = claims;
+    admin["iss"] = dex.issuer;
+    admin["preferred_username"] = "admin";
+    admin["groups"] = {"platform"};
+    auto identity = issuers.verify(sign_with_kid(*key, "k1", admin), error);
+    REQUIRE(identity);
+    CHECK(identity->principal.name == "dex:admin");
+    CHECK(identity->principal.groups == std::vector<std::string>{"dex:platform"});
+    Options options;
+    options.rules = {{"admin/**", {"user:admin"}, {Action::pull}}, {"dex/**", {"user:dex:admin"}, {Action::pull}}};
+    CHECK(allowed_actions(options, identity->principal, "admin/x").empty());  // the htpasswd user's
+    CHECK(allowed_actions(options, identity->principal, "dex/x").count(Action::pull));
 }
 
 TEST_CASE("the credential provider answers the kubelet with the pod's token for berth's registries") {

@@ -26,12 +26,25 @@ struct Need {
     bool catalog = false;
 };
 
+// A token's own access list (berth's tokens, token.verify_keys issuers'): a request that presents
+// one may do what it lists and nothing else, whatever the rules would let its subject do.
+struct TokenAccess {
+    struct Entry {
+        std::string type, name;
+        std::vector<std::string> actions;
+    };
+    std::vector<Entry> entries;
+    bool grants(const Need& need) const;
+};
+
 struct Decision {
     bool allowed = false;
     int status = 200;       // when refused: 401, 403, 429 (a user throttled), 503 (a directory down)
     std::string challenge;  // WWW-Authenticate value for a 401
     std::string message;
     Principal principal;
+    std::optional<TokenAccess> token;     // the access list of the token presented, if it carries one
+    std::optional<std::int64_t> expires;  // when the credential presented stops being valid (Unix seconds)
 };
 
 class Authorizer {
@@ -46,6 +59,10 @@ public:
                    bool secure) const;
     // May principal pull from repository? (filters the catalog)
     bool may_pull(const Principal& principal, const std::string& repository) const;
+    // The same for a caller as check() found it: by its token's access list when it has one.
+    bool may_pull(const Decision& caller, const std::string& repository) const;
+    // Whether a Basic login may ask a directory (auth.ldap): such logins wait on the ldap party.
+    bool uses_directory() const;
 
     // The built-in token endpoint: GET /auth/token?service=&scope=...; returns
     // the status and JSON body.

@@ -11,7 +11,10 @@ enum class Action { pull, push, del };
 // Who may do what where. `repository` is a glob: '*' stays within one path
 // component, '**' crosses them, "${user}" stands for the caller's name and
 // "${namespace}" for a Kubernetes service account's namespace.
-// principals: "user:NAME", "group:NAME", "authenticated", "anonymous".
+// principals: "user:NAME", "group:NAME", "authenticated", "anonymous". Names
+// carry their source (docs/auth.md): an htpasswd user is NAME, an LDAP user
+// ldap:NAME, an issuer's user issuer:ISS#NAME (or each source's own prefix), so
+// two sources never share a name.
 struct Rule {
     std::string repository;
     std::vector<std::string> principals;
@@ -30,6 +33,21 @@ struct OidcIssuer {
     std::string username_claim = "sub";
     std::string groups_claim = "groups";
     std::chrono::seconds max_token_lifetime{0};  // exp - iat above this is refused; 0: no limit
+    // A cluster's service account issuer: its tokens are service accounts (system:serviceaccount:NS:NAME,
+    // ${namespace}), and it takes nothing else. No other issuer's tokens are ever read as service accounts.
+    bool service_accounts = false;
+    // Put before every name and group this issuer's tokens give; by default "issuer:ISS#", or ""
+    // for a service account issuer (the names Kubernetes itself uses).
+    std::string username_prefix, groups_prefix;
+
+    std::string user_prefix() const {
+        if (!username_prefix.empty() || service_accounts) return username_prefix;
+        return "issuer:" + issuer + "#";
+    }
+    std::string group_prefix() const {
+        if (!groups_prefix.empty() || service_accounts) return groups_prefix;
+        return user_prefix();
+    }
 };
 
 // A site directory (auth.ldap): Basic logins are looked up with user_filter, then bound as the
@@ -42,8 +60,10 @@ struct LdapOptions {
     std::string user_filter = "(&(objectClass=inetOrgPerson)(uid={username}))";
     std::string group_search_base;  // empty: no groups
     std::string group_filter = "(&(objectClass=groupOfNames)(member={dn}))";
-    std::chrono::seconds timeout{5};         // each connect, bind and search
+    std::chrono::seconds timeout{5};         // each connect, TLS handshake, bind and search
     std::chrono::seconds cache_seconds{60};  // a successful login is not asked again for this long
+    std::string username_prefix = "ldap:";   // the principal is this + the name (normalized, lower case)
+    std::string groups_prefix = "ldap:";     // group:<this>CN for each group found
     bool enabled() const { return !url.empty(); }
 };
 
