@@ -14,6 +14,7 @@
 #include "berth/oci/digest.hpp"
 #include "berth/oci/encoding.hpp"
 #include "berth/observe/log.hpp"
+#include "socket_watchdog.hpp"
 
 namespace berth::auth {
 
@@ -34,22 +35,32 @@ constexpr auto failure_window = std::chrono::seconds(60);
 // After the directory could not be reached, logins are refused at once for this long.
 constexpr auto outage_hold = std::chrono::seconds(2);
 constexpr std::size_t max_remembered = 4096;
+// Failures are kept per directory entry, so only real accounts take room; past this many, the
+// entries not throttled go first, so no stream of names can lift a throttle.
+constexpr std::size_t max_failures_kept = 16384;
 
 bool unreachable(int rc) {
     return rc == LDAP_SERVER_DOWN || rc == LDAP_TIMEOUT || rc == LDAP_CONNECT_ERROR || rc == LDAP_UNAVAILABLE ||
            rc == LDAP_BUSY || rc == LDAP_TIMELIMIT_EXCEEDED || rc == LDAP_LOCAL_ERROR;
 }
 
-// One connection, closed when it goes.
+// One connection, closed when it goes. Each step (the connection and its TLS handshake, each
+// bind, each search) may take the timeout, no longer: the watchdog shuts the socket down when a
+// step overruns it, so a directory that stops answering fails the step with a 503.
 class Connection {
 public:
+    explicit Connection(SocketWatchdog& watchdog) : watchdog_(watchdog) {}
     ~Connection() {
+        if (watched_) watchdog_.forget(watched_);
         if (ld_) ldap_unbind_ext_s(ld_, nullptr, nullptr);
     }
 
     int open(const LdapOptions& o) {
+        timeout_ = o.timeout;
         int rc = ldap_initialize(&ld_, o.url.c_str());
         if (rc != LDAP_SUCCESS) return rc;
+        callback_ = {watch_socket, socket_gone, this};
+        if ((rc = ldap_set_option(ld_, LDAP_OPT_CONNECT_CB, &callback_)) != LDAP_SUCCESS) return rc;
         int version = LDAP_VERSION3, demand = LDAP_OPT_X_TLS_DEMAND, tls12 = LDAP_OPT_X_TLS_PROTOCOL_TLS1_2, zero = 0;
         timeval limit{static_cast<time_t>(o.timeout.count()), 0};
         ldap_set_option(ld_, LDAP_OPT_PROTOCOL_VERSION, &version);
@@ -66,6 +77,7 @@ public:
     }
 
     int bind(const std::string& dn, const std::string& password) {
+        step();
         berval credentials{static_cast<ber_len_t>(password.size()), const_cast<char*>(password.data())};
         return ldap_sasl_bind_s(ld_, dn.c_str(), LDAP_SASL_SIMPLE, &credentials, nullptr, nullptr, nullptr);
     }
@@ -74,6 +86,7 @@ public:
     // values of attribute when one is named.
     int search(const LdapOptions& o, const std::string& base, const std::string& filter, const char* attribute,
                int limit, std::vector<std::string>& out) {
+        step();
         char* attributes[] = {const_cast<char*>(attribute ? attribute : LDAP_NO_ATTRS), nullptr};
         timeval time_limit{static_cast<time_t>(o.timeout.count()), 0};
         LDAPMessage* answer = nullptr;
@@ -97,7 +110,25 @@ public:
     }
 
 private:
+    // libldap's connection callback: the socket exists, the TLS handshake is next.
+    static int watch_socket(LDAP*, Sockbuf* sb, LDAPURLDesc*, sockaddr*, ldap_conncb* callback) {
+        auto* self = static_cast<Connection*>(callback->lc_arg);
+        ber_socket_t fd = -1;
+        if (!self->watched_ && ber_sockbuf_ctrl(sb, LBER_SB_OPT_GET_FD, &fd) == 1 && fd >= 0)
+            self->watched_ = self->watchdog_.watch(fd, SocketWatchdog::Clock::now() + self->timeout_);
+        return 0;
+    }
+    static void socket_gone(LDAP*, Sockbuf*, ldap_conncb*) {}
+    // A new step gets the whole timeout (the connection is made in the first one's time).
+    void step() {
+        if (watched_) watchdog_.renew(watched_, SocketWatchdog::Clock::now() + timeout_);
+    }
+
+    SocketWatchdog& watchdog_;
     LDAP* ld_ = nullptr;
+    ldap_conncb callback_{};
+    std::chrono::seconds timeout_{5};
+    std::uint64_t watched_ = 0;
 };
 
 std::string fill(std::string pattern, std::string_view placeholder, const std::string& value) {
@@ -108,6 +139,21 @@ std::string fill(std::string pattern, std::string_view placeholder, const std::s
 }
 
 }  // namespace
+
+std::string normalized_username(std::string_view name) {
+    std::string out;
+    bool space = false;
+    for (unsigned char c : name) {
+        if (c == ' ' || c == '\t') {
+            space = !out.empty();
+            continue;
+        }
+        if (space) out += ' ';
+        space = false;
+        out += static_cast<char>(std::tolower(c));
+    }
+    return out;
+}
 
 std::string escape_filter_value(std::string_view value) {
     static const char hex[] = "0123456789abcdef";
@@ -126,6 +172,7 @@ std::string escape_filter_value(std::string_view value) {
 
 struct LdapDirectory::Impl {
     LdapOptions options;
+    SocketWatchdog watchdog;
     std::string salt = oci::random_bytes(16);
 
     std::mutex mutex;
@@ -137,17 +184,14 @@ struct LdapDirectory::Impl {
     struct Failures {
         int count = 0;
         Clock::time_point since;
+        bool throttled(Clock::time_point now) const { return count >= max_failures && now - since <= failure_window; }
     };
-    std::unordered_map<std::string, Failures> failures;  // by user name, lower-cased
+    std::unordered_map<std::string, Failures> failures;    // by the entry's DN, lower-cased
+    std::unordered_map<std::string, std::string> entries;  // normalized name -> its DN, as last found
     Clock::time_point down_until{};
 
     std::string credential_key(const std::string& username, const std::string& password) const {
         return oci::Digest::of(oci::DigestAlgorithm::sha256, salt + username + '\0' + password).hex();
-    }
-
-    static std::string lowered(std::string name) {
-        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        return name;
     }
 
     // Under mutex. Entries past their time go first; past the bound, all of them.
@@ -158,39 +202,78 @@ struct LdapDirectory::Impl {
         if (map.size() >= max_remembered) map.clear();
     }
 
-    void remember_failure(const std::string& username) {
+    // Under mutex.
+    bool throttled(const std::string& dn) const {
+        auto it = failures.find(dn);
+        return it != failures.end() && it->second.throttled(Clock::now());
+    }
+
+    // Under mutex. A full table drops what has expired, then what is not throttled (oldest first):
+    // a throttle ends only with its window.
+    void make_room_for_failure(Clock::time_point now) {
+        if (failures.size() < max_failures_kept) return;
+        std::erase_if(failures, [&](auto& entry) { return now - entry.second.since > failure_window; });
+        while (failures.size() >= max_failures_kept) {
+            auto oldest = failures.end();
+            for (auto it = failures.begin(); it != failures.end(); ++it)
+                if (oldest == failures.end() || it->second.throttled(now) < oldest->second.throttled(now) ||
+                    (it->second.throttled(now) == oldest->second.throttled(now) &&
+                     it->second.since < oldest->second.since))
+                    oldest = it;
+            failures.erase(oldest);
+        }
+    }
+
+    void remember_failure(const std::string& dn) {
         std::lock_guard lock(mutex);
         const auto now = Clock::now();
-        bound(failures, [&](auto& entry) { return now - entry.second.since > failure_window; });
-        auto& f = failures[lowered(username)];
+        if (!failures.count(dn)) make_room_for_failure(now);
+        auto& f = failures[dn];
         if (now - f.since > failure_window) f = {0, now};
         ++f.count;
     }
 
-    DirectoryLogin ask(const std::string& username, const std::string& password) {
-        Connection connection;
+    void remember_entry(const std::string& name, const std::string& dn) {
+        std::lock_guard lock(mutex);
+        if (entries.size() >= max_remembered) entries.clear();
+        entries[name] = dn;
+    }
+
+    DirectoryLogin ask(const std::string& name, const std::string& password) {
+        Connection connection(watchdog);
         std::vector<std::string> users, groups;
         int rc = connection.open(options);
         if (rc == LDAP_SUCCESS) rc = connection.bind(options.bind_dn, options.bind_password);
         if (rc == LDAP_SUCCESS)
             rc = connection.search(options, options.user_search_base,
-                                   fill(options.user_filter, "{username}", escape_filter_value(username)), nullptr, 2,
+                                   fill(options.user_filter, "{username}", escape_filter_value(name)), nullptr, 2,
                                    users);
         if (rc == LDAP_SIZELIMIT_EXCEEDED || (rc == LDAP_SUCCESS && users.size() != 1))
-            return {Result::refused, {}, "invalid username or password"};
+            return {Result::refused, {}, {}, "invalid username or password"};
         if (rc != LDAP_SUCCESS) return trouble(rc, "searching for the user");
+        // The entry is the user, however the name was spelled: its failures are counted together.
+        const auto dn = normalized_username(users.front());
+        remember_entry(name, dn);
+        {
+            std::lock_guard lock(mutex);
+            if (throttled(dn)) return {Result::throttled, {}, {}, "too many failed logins; try again later"};
+        }
         rc = connection.bind(users.front(), password);
-        if (rc == LDAP_INVALID_CREDENTIALS) return {Result::refused, {}, "invalid username or password"};
+        if (rc == LDAP_INVALID_CREDENTIALS) {
+            remember_failure(dn);
+            return {Result::refused, {}, {}, "invalid username or password"};
+        }
         if (rc != LDAP_SUCCESS) return trouble(rc, "binding as the user");
         if (!options.group_search_base.empty()) {
             auto filter = fill(fill(options.group_filter, "{dn}", escape_filter_value(users.front())), "{username}",
-                               escape_filter_value(username));
+                               escape_filter_value(name));
             rc = connection.bind(options.bind_dn, options.bind_password);
             if (rc == LDAP_SUCCESS)
                 rc = connection.search(options, options.group_search_base, filter, "cn", max_groups, groups);
             if (rc != LDAP_SUCCESS && rc != LDAP_SIZELIMIT_EXCEEDED) return trouble(rc, "searching for groups");
         }
-        return {Result::ok, std::move(groups), {}};
+        for (auto& group : groups) group = options.groups_prefix + group;
+        return {Result::ok, options.username_prefix + name, std::move(groups), {}};
     }
 
     // The directory could not be asked: it is down, slow, or refuses the searching account.
@@ -201,7 +284,7 @@ struct LdapDirectory::Impl {
             std::lock_guard lock(mutex);
             down_until = Clock::now() + outage_hold;
         }
-        return {Result::unavailable, {}, "the directory (LDAP) is unavailable"};
+        return {Result::unavailable, {}, {}, "the directory (LDAP) is unavailable"};
     }
 };
 
@@ -212,27 +295,25 @@ LdapDirectory::LdapDirectory(LdapOptions options) : impl_(std::make_unique<Impl>
 LdapDirectory::~LdapDirectory() = default;
 
 DirectoryLogin LdapDirectory::login(const std::string& username, const std::string& password) {
+    const auto name = normalized_username(username);
     // An empty password would be an unauthenticated bind (RFC 4513 5.1.2), which succeeds.
-    if (password.empty() || username.empty() || username.size() > max_username_bytes ||
-        password.size() > max_password_bytes)
-        return {Result::refused, {}, "invalid username or password"};
+    if (password.empty() || name.empty() || name.size() > max_username_bytes || password.size() > max_password_bytes)
+        return {Result::refused, {}, {}, "invalid username or password"};
     auto& i = *impl_;
-    const auto key = i.credential_key(username, password);
+    const auto key = i.credential_key(name, password);
     {
         std::lock_guard lock(i.mutex);
         const auto now = Clock::now();
         if (auto it = i.logins.find(key); it != i.logins.end()) {
-            if (it->second.until > now) return {Result::ok, it->second.groups, {}};
+            if (it->second.until > now) return {Result::ok, i.options.username_prefix + name, it->second.groups, {}};
             i.logins.erase(it);
         }
-        if (auto it = i.failures.find(Impl::lowered(username));
-            it != i.failures.end() && it->second.count >= max_failures && now - it->second.since <= failure_window)
-            return {Result::throttled, {}, "too many failed logins; try again later"};
-        if (now < i.down_until) return {Result::unavailable, {}, "the directory (LDAP) is unavailable"};
+        if (auto entry = i.entries.find(name); entry != i.entries.end() && i.throttled(entry->second))
+            return {Result::throttled, {}, {}, "too many failed logins; try again later"};
+        if (now < i.down_until) return {Result::unavailable, {}, {}, "the directory (LDAP) is unavailable"};
     }
     net::reach(net::ldap_party);
-    auto answer = i.ask(username, password);
-    if (answer.result == Result::refused) i.remember_failure(username);
+    auto answer = i.ask(name, password);
     if (answer.result == Result::ok && i.options.cache_seconds.count() > 0) {
         std::lock_guard lock(i.mutex);
         const auto now = Clock::now();

@@ -13,7 +13,8 @@ namespace berth::auth {
 
 struct DirectoryLogin {
     enum class Result { ok, refused, throttled, unavailable } result = Result::refused;
-    std::vector<std::string> groups;  // the cn of each group found
+    std::string principal;            // username_prefix + the name as the directory matches it
+    std::vector<std::string> groups;  // groups_prefix + the cn of each group found
     std::string message;              // why, for the client and the log
 };
 
@@ -25,13 +26,20 @@ public:
     // Answers from memory when it can (a login that succeeded lately, a user
     // throttled, a directory known to be down); otherwise calls
     // net::reach(net::ldap_party) and asks the directory, waiting at most
-    // timeout per operation.
+    // timeout for the connection, the TLS handshake and each operation.
+    // Failed logins are counted per directory entry (its DN), so every
+    // spelling the directory takes for one user ("Alice", " alice") shares
+    // its count.
     DirectoryLogin login(const std::string& username, const std::string& password);
 
 private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// A typed user name as directories compare them (caseIgnoreMatch, RFC 4518's insignificant
+// spaces): without the spaces around it, runs of spaces as one, lower case.
+std::string normalized_username(std::string_view name);
 
 // RFC 4515 section 3: a value placed in a search filter, with * ( ) \ NUL and
 // bytes outside ASCII written as \XX.

@@ -16,8 +16,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import berthtest as bt  # noqa: E402
 import slapd  # noqa: E402
 
+# A directory user is ldap:NAME and its groups ldap:CN (the prefixes' defaults): never the htpasswd
+# user of the same name, and no ${user} (not one path component).
 RULES = [
-    {"repository": "team/**", "principals": ["group:pushers"], "actions": ["pull", "push"]},
+    {"repository": "team/**", "principals": ["group:ldap:pushers"], "actions": ["pull", "push"]},
+    {"repository": "bob/**", "principals": ["user:ldap:bob"], "actions": ["pull", "push"]},
+    {"repository": "erin/**", "principals": ["user:ldap:erin"], "actions": ["pull", "push"]},
+    {"repository": "alice/**", "principals": ["user:ldap:alice"], "actions": ["pull"]},
     {"repository": "team/**", "principals": ["authenticated"], "actions": ["pull"]},
     {"repository": "${user}/**", "principals": ["authenticated"], "actions": ["pull", "push"]},
 ]
@@ -86,8 +91,9 @@ class LdapTest(unittest.TestCase):
         self.assertEqual(self.push("team/bob-app", bob), 403)
         self.assertEqual(self.b.request("GET", "/v2/team/bob-app/tags/list", headers=alice).status, 404)
         self.assertEqual(self.b.request("GET", "/v2/team/app/manifests/v1", headers=bob).status, 200)
-        # ${user} is the directory user: bob pushes his own space.
+        # A rule naming the directory user ldap:bob: bob pushes his own space.
         self.assertEqual(self.push("bob/tool", bob), 201)
+        self.assertEqual(self.push("ldap-bob/tool", bob), 403)
 
     def test_refusals_change_nothing(self):
         for user, password in (("alice", "wrong"), ("nobody", "x"), ("carol", "carol-pw"), ("alice", ""),
@@ -105,7 +111,7 @@ class LdapTest(unittest.TestCase):
                            headers=bt.basic_auth("Alice", "alice-pw"))
         self.assertEqual(r.status, 200, r.body)
         claims = bt.jwt_claims(r.json()["token"])
-        self.assertEqual(claims["sub"], "alice")  # directory names are one user whatever their case
+        self.assertEqual(claims["sub"], "ldap:alice")  # directory names are one user whatever their case
         self.assertEqual(claims["access"], [{"type": "repository", "name": "team/app", "actions": ["pull", "push"]}])
         r = self.b.request("GET", "/auth/token?service=berth&scope=repository:team/app:pull",
                            headers=bt.basic_auth("alice", "not-her-password"))
