@@ -42,6 +42,7 @@ class Client;
 namespace berth::http {
 
 class UiSessions;
+class Cursors;
 
 enum class Method { get, head, put, post, patch, del, other };
 inline std::string_view method_name(Method method) {
@@ -67,15 +68,18 @@ struct Request {
     bool has_body = false;
     std::string authorization;
     std::string host;
-    std::string cookie;         // the web UI's session (ui_handlers.cpp)
-    bool secure = false;        // arrived over TLS
-    auth::Principal principal;  // who made it, once authenticated (anonymous: no name)
-    std::string peer_address;   // the client's IP address
-    std::string peer_secret;    // Berth-Peer-Secret, from another replica
-    std::string peer_origin;    // Berth-Replica: the id of the replica calling
-    std::string peer_versions;  // Berth-Protocol: the peer protocol versions it speaks
-    bool forwarded = false;     // Berth-Forwarded: already sent on by a replica
-    std::string cache;          // for the access log: how a mirrored repository's read was answered
+    std::string cookie;  // the web UI's session (ui_handlers.cpp)
+    std::string origin;  // Origin and Sec-Fetch-Site: where a browser says a request came from
+    std::string fetch_site;
+    std::string forwarded_host;  // X-Forwarded-Host: the host a reverse proxy says the browser used
+    bool secure = false;         // arrived over TLS
+    auth::Principal principal;   // who made it, once authenticated (anonymous: no name)
+    std::string peer_address;    // the client's IP address
+    std::string peer_secret;     // Berth-Peer-Secret, from another replica
+    std::string peer_origin;     // Berth-Replica: the id of the replica calling
+    std::string peer_versions;   // Berth-Protocol: the peer protocol versions it speaks
+    bool forwarded = false;      // Berth-Forwarded: already sent on by a replica
+    std::string cache;           // for the access log: how a mirrored repository's read was answered
 };
 
 // What the handlers work with.
@@ -91,6 +95,7 @@ struct Services {
     registry::Retention* retention = nullptr;  // the web UI's retention page; null: no policies here
     const UiOptions* ui = nullptr;             // the web UI (ServerContext points it at its options)
     const UiSessions* ui_sessions = nullptr;   // and at its sign-ins
+    const Cursors* cursors = nullptr;          // paging cursors that name nothing hidden (cursors.hpp)
 };
 
 // Where a streamed request body goes, chunk by chunk, as it arrives. The

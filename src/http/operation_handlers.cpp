@@ -10,6 +10,7 @@
 #include "berth/registry/registry.hpp"
 #include "berth/replication/peer_service.hpp"
 #include "berth/storage/backup.hpp"
+#include "cursors.hpp"
 #include "responses.hpp"
 
 namespace berth::http {
@@ -34,16 +35,17 @@ Plan plan_metrics(const observe::MetricsRegistry* metrics) {
     return immediate(json_response(200, metrics ? metrics->text() : "", "text/plain; version=0.0.4"));
 }
 
-UsageAnswer usage_answer(registry::Registry& registry, const auth::Authorizer* authorizer,
-                         const auth::Principal& principal, std::optional<std::size_t> n, const std::string& last) {
-    auto page = registry.usage(n, last);
-    // The next page starts after the last namespace read, whether or not the caller may see it.
+UsageAnswer usage_answer(registry::Registry& registry, const std::function<bool(const std::string&)>& may_pull,
+                         const Cursors& cursors, std::optional<std::size_t> n, const std::string& last) {
+    auto page = registry.usage(n, cursors.open(last));
+    // The next page starts after the last namespace read; sealed when the caller may not see it.
     const auto last_read = page.items.empty() ? std::string() : page.items.back().ns;
     const auto read = page.items.size();
-    if (authorizer && authorizer->enabled())
+    // A namespace's figures count every repository it holds: shown only to a caller who may see
+    // them all, so no count says that a hidden repository exists.
+    if (may_pull)
         std::erase_if(page.items, [&](auto& item) {
-            return !registry.any_repository(
-                item.ns, [&](const std::string& repo) { return authorizer->may_pull(principal, repo); });
+            return registry.any_repository(item.ns, [&](const std::string& repo) { return !may_pull(repo); });
         });
     auto list = nlohmann::json::array();
     for (auto& item : page.items) {
@@ -55,7 +57,7 @@ UsageAnswer usage_answer(registry::Registry& registry, const auth::Authorizer* a
                         {"max_repositories", limit(item.rule ? item.rule->max_repositories : 0)}});
     }
     UsageAnswer answer{{}, read, std::nullopt};
-    if (page.more) answer.next = last_read;
+    if (page.more) answer.next = cursors.next(last_read, !page.items.empty() && page.items.back().ns == last_read);
     answer.body =
         nlohmann::json{{"namespaces", list}, {"next", answer.next ? nlohmann::json(*answer.next) : nullptr}}.dump();
     return answer;
@@ -63,9 +65,15 @@ UsageAnswer usage_answer(registry::Registry& registry, const auth::Authorizer* a
 
 // Namespace usage, a page at a time like the catalog. With authentication,
 // a caller sees the namespaces holding a repository it may pull from.
-Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer, Request& request) {
+Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer, const Cursors& cursors,
+                Request& request) {
     if (request.method != Method::get && request.method != Method::head) not_allowed();
-    auto answer = usage_answer(registry, authorizer, request.principal, page_size(request.target.query),
+    std::function<bool(const std::string&)> may_pull;
+    if (authorizer && authorizer->enabled())
+        may_pull = [authorizer, &request](const std::string& repo) {
+            return authorizer->may_pull(request.principal, repo);
+        };
+    auto answer = usage_answer(registry, may_pull, cursors, page_size(request.target.query),
                                request.target.query.get("last").value_or(""));
     auto response = json_response(200, answer.body);
     if (answer.next) response.set("Link", next_link(std::string(usage_path), answer.read, *answer.next));
@@ -74,7 +82,8 @@ Plan plan_usage(registry::Registry& registry, const auth::Authorizer* authorizer
 
 // What is built on a base, a page at a time like the tag list: the base's repository must be
 // pullable, and the derived images listed are those the caller may pull.
-Plan plan_lineage(const registry::Registry& registry, const auth::Authorizer* authorizer, Request& request) {
+Plan plan_lineage(const registry::Registry& registry, const auth::Authorizer* authorizer, const Cursors& cursors,
+                  Request& request) {
     if (request.method != Method::get && request.method != Method::head) not_allowed();
     const auto& query = request.target.query;
     registry::LineageQuery ask;
@@ -87,7 +96,7 @@ Plan plan_lineage(const registry::Registry& registry, const auth::Authorizer* au
     constexpr std::size_t default_page = 100, max_page = 1000;
     ask.limit = std::min(page_size(query).value_or(default_page), max_page);
     if (auto last = query.get("last")) {
-        auto cursor = registry::parse_lineage_cursor(*last);
+        auto cursor = registry::parse_lineage_cursor(cursors.open(*last));
         if (!cursor) throw Error(ErrorCode::bad_request, "last must be REPOSITORY@DIGEST", *last);
         ask.after = *cursor;
     }
@@ -100,12 +109,35 @@ Plan plan_lineage(const registry::Registry& registry, const auth::Authorizer* au
     std::string next;
     if (lineage.next) {
         next = std::string(lineage_path) + "?repository=" + net::query_escape(ask.repository) +
-               "&reference=" + net::query_escape(ask.reference) + "&n=" + std::to_string(ask.limit) +
-               "&last=" + net::query_escape(registry::lineage_cursor(*lineage.next));
+               "&reference=" + net::query_escape(ask.reference) + "&n=" + std::to_string(ask.limit) + "&last=" +
+               net::query_escape(cursors.next(registry::lineage_cursor(*lineage.next),
+                                              !ask.may_pull || ask.may_pull(lineage.next->repo)));
     }
     auto response = json_response(200, registry::lineage_json(lineage, next));
     if (!next.empty()) response.set("Link", "<" + next + ">; rel=\"next\"");
     return immediate(std::move(response));
+}
+
+// {"state": "idle|running|succeeded|failed", "id", "stage", "blobs", "bytes", "copied",
+//  "copied_bytes", "damaged", "started", "finished", "error", "last_success"} (times: Unix seconds).
+std::string backup_json(const storage::BackupStatus& s) {
+    auto zero_null = [](std::uint64_t value) { return value ? nlohmann::json(value) : nlohmann::json(nullptr); };
+    auto empty_null = [](const std::string& text) {
+        return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
+    };
+    return nlohmann::json{{"state", s.state},
+                          {"id", empty_null(s.id)},
+                          {"stage", s.stage},
+                          {"blobs", s.blobs},
+                          {"bytes", s.bytes},
+                          {"copied", s.copied},
+                          {"copied_bytes", s.copied_bytes},
+                          {"damaged", s.damaged},
+                          {"started", zero_null(s.started)},
+                          {"finished", zero_null(s.finished)},
+                          {"error", empty_null(s.error)},
+                          {"last_success", zero_null(s.last_success)}}
+        .dump();
 }
 
 // Backups the server takes into its configured target: POST starts one (202; 409 while one runs),
@@ -120,11 +152,11 @@ Plan plan_backup(storage::BackupJob* backups, const Request& request) {
         return immediate(std::move(response));
     }
     if (request.method == Method::post) {
-        if (!backups->start()) return immediate(json_response(409, backups->status_json()));
-        return immediate(json_response(202, backups->status_json()));
+        const bool started = backups->start();
+        return immediate(json_response(started ? 202 : 409, backup_json(backups->status())));
     }
     if (request.method != Method::get && request.method != Method::head) not_allowed();
-    return immediate(json_response(200, backups->status_json()));
+    return immediate(json_response(200, backup_json(backups->status())));
 }
 
 }  // namespace berth::http

@@ -38,6 +38,9 @@ std::optional<Request> request_from_head(const bhttp::request_header<>& head,
     request.authorization = std::string(head[bhttp::field::authorization]);
     request.host = std::string(head[bhttp::field::host]);
     request.cookie = std::string(head[bhttp::field::cookie]);
+    request.origin = std::string(head[bhttp::field::origin]);
+    request.fetch_site = std::string(head["Sec-Fetch-Site"]);
+    request.forwarded_host = std::string(head["X-Forwarded-Host"]);
     request.peer_address = peer;
     request.secure = secure;
     request.peer_secret = std::string(head[protocol::header::secret]);

@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include "berth/net/client.hpp"
-#include "berth/oci/json.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/replication/cluster.hpp"
 #include "berth/replication/peer_service.hpp"
@@ -45,6 +44,15 @@ json replica_json(const std::string& id, const std::string& address) {
             {"error", nullptr}};
 }
 
+// A replica's last backup as its status tells it: no replica asks another with a backup secret.
+json last_backup(const std::optional<protocol::LastBackup>& backup) {
+    if (!backup || backup->id.empty()) return nullptr;
+    return {{"id", backup->id},
+            {"finished", backup->finished ? json(backup->finished) : json(nullptr)},
+            {"ok", backup->error.empty()},
+            {"error", backup->error.empty() ? json(nullptr) : json(backup->error)}};
+}
+
 // What a replica's status says of it: how far behind its peers it is, and whether it is bootstrapping.
 void read_status(json& replica, const protocol::Status& status) {
     replica["id"] = status.replica;
@@ -62,16 +70,7 @@ void read_status(json& replica, const protocol::Status& status) {
     }
     replica["behind"] = behind;
     replica["lag_seconds"] = lag;
-}
-
-json last_backup(const std::string& status_json) {
-    auto status = oci::parse_json(status_json);
-    if (!status.is_object() || !status.contains("id") || status["id"].is_null()) return nullptr;
-    const auto error = status.value("error", json(nullptr));
-    return {{"id", status["id"]},
-            {"finished", status.value("finished", json(nullptr))},
-            {"ok", error.is_null()},
-            {"error", error}};
+    replica["last_backup"] = last_backup(status.last_backup);
 }
 
 json ask_peer(const Services& services, const std::string& address, const std::string& id) {
@@ -92,21 +91,7 @@ json ask_peer(const Services& services, const std::string& address, const std::s
         read_status(replica, *status);
     } catch (const std::exception& error) {
         replica["error"] = error.what();
-        return replica;
     }
-    if (services.backups && !services.backups->options().secret.empty()) try {
-            auto answer = services.client->request(origin,
-                                                   {"GET",
-                                                    std::string(backup_path),
-                                                    {{"Authorization", "Bearer " + services.backups->options().secret}},
-                                                    std::nullopt,
-                                                    false,
-                                                    peer_deadline},
-                                                   {}, max_answer_bytes);
-            if (answer.status == 200) replica["last_backup"] = last_backup(answer.body);
-        } catch (const std::exception&) {
-            // Its status answered: only the backup is left out.
-        }
     return replica;
 }
 
@@ -132,13 +117,16 @@ std::string cluster_json(Services& services) {
     self["lag_seconds"] = 0;
     self["protocol"] = protocol::versions_text();
     self["change_log"] = {{"length", log.entries}, {"bytes", log.bytes}, {"oldest", log.oldest_ms}};
-    if (services.backups) self["last_backup"] = last_backup(services.backups->status_json());
+    if (services.backups) {
+        const auto backup = services.backups->status();
+        self["last_backup"] = last_backup(protocol::LastBackup{backup.id, backup.finished, backup.error});
+    }
     std::vector<protocol::PeerState> peers;
-    if (services.peers)
-        if (auto status = protocol::parse_status(services.peers->status_json())) {
-            read_status(self, *status);
-            peers = status->peers;
-        }
+    if (services.peers) {
+        const auto status = services.peers->status();
+        read_status(self, status);
+        peers = status.peers;
+    }
     auto replicas = json::array({self});
     // Asked at once, so a page with dead replicas still answers within one deadline.
     std::vector<std::future<json>> asked;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "berth/auth/authorizer.hpp"
+#include "berth/net/reach.hpp"
 #include "berth/oci/encoding.hpp"
 #include "berth/oci/names.hpp"
 #include "berth/observe/log.hpp"
@@ -11,6 +12,7 @@
 #include "berth/registry/registry.hpp"
 #include "berth/registry/retention.hpp"
 #include "handlers.hpp"
+#include "cursors.hpp"
 #include "responses.hpp"
 #include "ui_files.hpp"
 #include "ui_session.hpp"
@@ -68,20 +70,42 @@ Plan file(std::string_view path, const Request& request) {
     throw Error(ErrorCode::name_unknown, "no such page", std::string(path));
 }
 
-// Who is asking: a session, else the request's own credentials (scripts, tests), else anonymous.
-auth::Principal caller_of(const Services& services, const Request& request) {
-    if (auto principal = services.ui_sessions->principal(request.cookie)) return *principal;
+// Who is asking: a session, else the request's own credentials (scripts, tests; a token's access
+// list then decides, as on /v2/), else anonymous.
+auth::Decision caller_of(const Services& services, const Request& request) {
+    auth::Decision caller;
+    if (auto principal = services.ui_sessions->principal(request.cookie)) caller.principal = std::move(*principal);
     const auto* authorizer = services.authorizer;
-    if (request.authorization.empty() || !authorizer || !authorizer->enabled()) return {};
-    auto decision = authorizer->check(request.authorization, {}, request.host, request.secure);
-    if (!decision.allowed) throw Error(ErrorCode::unauthorized, decision.message);
-    return decision.principal;
+    if (!caller.principal.anonymous() || request.authorization.empty() || !authorizer || !authorizer->enabled())
+        return caller;
+    caller = authorizer->check(request.authorization, {}, request.host, request.secure);
+    if (!caller.allowed) throw Error(ErrorCode::unauthorized, caller.message);
+    return caller;
 }
 
-registry::MayPull may_pull_of(const Services& services, const auth::Principal& principal) {
+registry::MayPull may_pull_of(const Services& services, const auth::Decision& caller) {
     const auto* authorizer = services.authorizer;
     if (!authorizer || !authorizer->enabled()) return nullptr;
-    return [authorizer, principal](const std::string& repo) { return authorizer->may_pull(principal, repo); };
+    return [authorizer, caller](const std::string& repo) { return authorizer->may_pull(caller, repo); };
+}
+
+// A sign-in only from this UI's own pages: a browser says where a form came from (Sec-Fetch-Site,
+// Origin), and another site's form must not sign a visitor in as someone else. Origin is compared
+// with the Host the browser used (or the one a reverse proxy says it used, X-Forwarded-Host). The
+// UI's pages send no referrer, so a browser may say "Origin: null" of its own form: that passes
+// only with Sec-Fetch-Site saying same-origin (a sandboxed frame's form says cross-site).
+void require_same_origin(const Request& request) {
+    if (!request.fetch_site.empty() && request.fetch_site != "same-origin" && request.fetch_site != "none")
+        throw Error(ErrorCode::denied, "a sign-in from another site is refused");
+    if (request.origin.empty()) return;  // not a browser: nothing to forge a visitor's sign-in with
+    if (request.origin == "null") {
+        if (request.fetch_site.empty()) throw Error(ErrorCode::denied, "a sign-in from an unknown origin is refused");
+        return;
+    }
+    const auto scheme_end = request.origin.find("://");
+    const auto host = scheme_end == std::string::npos ? std::string() : request.origin.substr(scheme_end + 3);
+    if (host.empty() || (host != request.host && host != request.forwarded_host))
+        throw Error(ErrorCode::denied, "a sign-in from another origin is refused");
 }
 
 // A repository the caller may not pull is one it cannot see: signed in, it does not exist;
@@ -95,6 +119,9 @@ void require_visible(const registry::MayPull& may_pull, const auth::Principal& p
 std::size_t page_of(const Query& query, std::size_t fallback) { return page_size(query).value_or(fallback); }
 
 Plan sign_in(Services& services, Request& request) {
+    require_same_origin(request);
+    // A directory's login waits on the directory: on its own pool, never the workers'.
+    if (services.authorizer && services.authorizer->uses_directory()) net::reach(net::ldap_party);
     Plan plan;
     plan.body = Plan::Body::buffer;
     plan.buffer_limit = max_login_bytes;
@@ -112,7 +139,7 @@ Plan sign_in(Services& services, Request& request) {
                       {"principal", username},
                       {"peer", request.peer_address}});
         if (!signed_in) return see_other("login?failed");
-        return see_other("./", services.ui_sessions->sign_in(decision.principal, request.secure));
+        return see_other("./", services.ui_sessions->sign_in(decision.principal, request.secure, decision.expires));
     };
     return plan;
 }
@@ -141,8 +168,9 @@ std::string retention_json(const Services& services, const std::string& repo) {
 
 std::string api_answer(Services& services, const Request& request, std::string_view view) {
     const auto& query = request.target.query;
-    const auto principal = caller_of(services, request);
-    const auto may_pull = may_pull_of(services, principal);
+    const auto caller = caller_of(services, request);
+    const auto& principal = caller.principal;
+    const auto may_pull = may_pull_of(services, caller);
     auto& registry = services.registry;
     // A malformed name is 400 whoever asks; one the caller may not pull does not exist for it.
     auto repository = [&] {
@@ -158,9 +186,14 @@ std::string api_answer(Services& services, const Request& request, std::string_v
             throw Error(ErrorCode::unauthorized, std::string("sign in to see ") + what);
     };
     if (view == "whoami") return whoami_json(services, principal);
-    if (view == "repositories")
+    if (view == "repositories") {
+        const auto& cursors = *services.cursors;
         return registry::Browse::repositories(
-            registry, {query.get("q").value_or(""), query.get("last").value_or(""), page_of(query, 50)}, may_pull);
+            registry,
+            {query.get("q").value_or(""), cursors.open(query.get("last").value_or("")), page_of(query, 50),
+             [&](const std::string& name) { return cursors.next(name, false); }},
+            may_pull);
+    }
     if (view == "repository")
         return registry::Browse::repository(registry,
                                             {repository(), query.get("last").value_or(""), page_of(query, 100)});
@@ -173,8 +206,7 @@ std::string api_answer(Services& services, const Request& request, std::string_v
         return registry::Browse::mirrors(registry, may_pull);
     }
     if (view == "namespaces")
-        return usage_answer(registry, services.authorizer, principal, page_of(query, 50),
-                            query.get("last").value_or(""))
+        return usage_answer(registry, may_pull, *services.cursors, page_of(query, 50), query.get("last").value_or(""))
             .body;
     if (view == "retention") return retention_json(services, repository());
     if (view == "cluster") {

@@ -16,13 +16,6 @@ std::int64_t now_seconds() {
         .count();
 }
 
-std::string sha256(std::string_view text) {
-    unsigned char out[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    EVP_Digest(text.data(), text.size(), out, &length, EVP_sha256(), nullptr);
-    return std::string(reinterpret_cast<const char*>(out), length);
-}
-
 // The value of cookie `name` in a Cookie header ("a=1; b=2").
 std::optional<std::string_view> cookie_value(std::string_view header, std::string_view name) {
     while (!header.empty()) {
@@ -38,9 +31,8 @@ std::optional<std::string_view> cookie_value(std::string_view header, std::strin
 
 }  // namespace
 
-UiSessions::UiSessions(const std::string& cluster_secret, std::chrono::seconds lifetime)
-    : key_(cluster_secret.empty() ? oci::random_bytes(32) : sha256("berth ui session\n" + cluster_secret)),
-      lifetime_(lifetime) {}
+UiSessions::UiSessions(std::string key, std::chrono::seconds lifetime)
+    : key_(key.empty() ? oci::random_bytes(32) : std::move(key)), lifetime_(lifetime) {}
 
 std::string UiSessions::seal(std::string_view payload) const {
     unsigned char mac[EVP_MAX_MD_SIZE];
@@ -50,13 +42,15 @@ std::string UiSessions::seal(std::string_view payload) const {
     return oci::base64url(std::string(reinterpret_cast<const char*>(mac), length));
 }
 
-std::string UiSessions::sign_in(const auth::Principal& principal, bool secure) const {
-    const auto payload = oci::base64url(nlohmann::json{
-        {"u", principal.name}, {"g", principal.groups}, {"n", principal.ns}, {"e", now_seconds() + lifetime_.count()}}
-                                            .dump());
+std::string UiSessions::sign_in(const auth::Principal& principal, bool secure,
+                                std::optional<std::int64_t> expires) const {
+    const auto now = now_seconds();
+    const auto until = std::min(now + lifetime_.count(), expires.value_or(now + lifetime_.count()));
+    const auto payload = oci::base64url(
+        nlohmann::json{{"u", principal.name}, {"g", principal.groups}, {"n", principal.ns}, {"e", until}}.dump());
     // No Path: the cookie's path is the folder of /ui/login as the browser saw it, prefix and all.
     return std::string(session_cookie) + "=" + payload + "." + seal(payload) +
-           "; Max-Age=" + std::to_string(lifetime_.count()) + "; HttpOnly; SameSite=Strict" +
+           "; Max-Age=" + std::to_string(std::max<std::int64_t>(0, until - now)) + "; HttpOnly; SameSite=Strict" +
            (secure ? "; Secure" : "");
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // The web UI's sign-in: a session is a cookie holding who signed in and until when, sealed with
 // HMAC-SHA256. Nothing is kept on the server, so any replica accepts a session another replica
-// gave (their key comes from the cluster's secret) and a restart signs nobody out; alone, a
-// replica draws a key at start. Signing out clears the cookie; a copy of it stays valid until it
-// expires, which is why sessions are short (ui.session_lifetime).
+// gave (their key is ui.session_secret_file's, or derived from the cluster's secret under its own
+// label) and a restart signs nobody out; alone, a replica draws a key at start. Signing out clears
+// the cookie; a copy of it stays valid until it expires, which is why sessions are short
+// (ui.session_lifetime) and never outlive the credential they came from (a token's exp).
 #include <chrono>
 #include <optional>
 #include <string>
@@ -17,11 +18,12 @@ inline constexpr std::string_view session_cookie = "berth_session";
 
 class UiSessions {
 public:
-    // cluster_secret: the replicas' shared secret, or "" for a key of this process only.
-    UiSessions(const std::string& cluster_secret, std::chrono::seconds lifetime);
+    // key: the sealing key (32 bytes), or "" for a key of this process only.
+    UiSessions(std::string key, std::chrono::seconds lifetime);
 
-    // The Set-Cookie value that signs principal in; secure: the request came over TLS.
-    std::string sign_in(const auth::Principal& principal, bool secure) const;
+    // The Set-Cookie value that signs principal in until its lifetime or expires (Unix seconds),
+    // whichever comes first; secure: the request came over TLS.
+    std::string sign_in(const auth::Principal& principal, bool secure, std::optional<std::int64_t> expires) const;
     // The Set-Cookie value that signs out.
     static std::string sign_out(bool secure);
     // Who a Cookie header's session names, if it holds one that is sealed here and current.

@@ -74,6 +74,7 @@ std::string prepare_store(config::Config& config, storage::MetaStore& meta, stor
         return parsed ? blobs.size(*parsed).value_or(0) : 0;
     });
     meta.index_lineage();
+    meta.put_setting(storage::layout::setting::config_file, config.file.string());
     config.registry.replica_id = replica_id(config, meta);
     return config.registry.replica_id;
 }
@@ -105,6 +106,7 @@ private:
     const std::string replica_id_;
     storage::HybridClock clock_;
     storage::PullTimes pulls_;
+    std::unique_ptr<storage::BackupJob> backups_;
     std::unique_ptr<replication::Replicator> replicator_;
     std::unique_ptr<proxy::Proxy> proxy_;
     std::unique_ptr<trust::Verifier> verifier_;
@@ -112,7 +114,6 @@ private:
     registry::Retention retention_;
     registry::MaintenanceStats maintenance_;
     std::unique_ptr<auth::Authorizer> authorizer_;
-    std::unique_ptr<storage::BackupJob> backups_;
     observe::MetricsRegistry metrics_;
     http::Server server_;
     Scheduler scheduler_;
@@ -124,20 +125,22 @@ Node::Node(config::Config config)
       meta_(storage::layout::meta_dir(config_.root), storage::MetaStore::Mode::read_write,
             config_.metadata_cache_bytes),
       replica_id_(prepare_store(config_, meta_, blobs_)), clock_(storage::system_wall_clock()), pulls_(meta_),
+      backups_(config_.backup.enabled() ? std::make_unique<storage::BackupJob>(config_.backup, meta_, blobs_)
+                                        : nullptr),
       replicator_(config_.replication.enabled()
                       ? std::make_unique<replication::Replicator>(
                             config_.replication, replica_id_, blobs_, meta_, clock_, pulls_,
                             replication::ContentRules{
                                 [this](const std::string& repo) { return proxy::mirrors(config_.proxy, repo); },
-                                config_.registry.sparse_manifests})
+                                config_.registry.sparse_manifests},
+                            backups_.get())
                       : nullptr),
-      proxy_(config_.proxy.enabled()
-                 ? std::make_unique<proxy::Proxy>(
-                       config_.proxy,
-                       proxy::Limits{config_.registry.max_manifest_bytes, config_.registry.max_blob_bytes,
-                                     config_.registry.min_free_bytes},
-                       blobs_, meta_, clock_, replica_id_, replicator_.get())
-                 : nullptr),
+      proxy_(config_.proxy.enabled() ? std::make_unique<proxy::Proxy>(config_.proxy,
+                                                                      proxy::Limits{config_.registry.max_manifest_bytes,
+                                                                                    config_.registry.max_blob_bytes,
+                                                                                    config_.registry.min_free_bytes},
+                                                                      blobs_, meta_, replica_id_, replicator_.get())
+                                     : nullptr),
       verifier_(as_config_error("policies",
                                 [&] {
                                     const auto& policies = config_.registry.policies;
@@ -156,8 +159,6 @@ Node::Node(config::Config config)
                                       return config_.auth.enabled() ? std::make_unique<auth::Authorizer>(config_.auth)
                                                                     : nullptr;
                                   })),
-      backups_(config_.backup.enabled() ? std::make_unique<storage::BackupJob>(config_.backup, meta_, blobs_)
-                                        : nullptr),
       server_(server_options(config_.server), registry_, metrics_, replicator_.get(), replicator_.get(),
               authorizer_.get(), proxy_ ? proxy_->agent_access() : nullptr, backups_.get(), &retention_),
       scheduler_(metrics_) {

@@ -9,6 +9,7 @@
 #include "berth/observe/log.hpp"
 #include "berth/replication/protocol.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "berth/storage/backup.hpp"
 #include "replicator_impl.hpp"
 
 namespace berth::replication {
@@ -197,14 +198,22 @@ std::string Replicator::incompatible_peers() const {
     return out;
 }
 
-std::string Replicator::status_json() const {
+std::string Replicator::status_json() const { return protocol::encode_status(status()); }
+
+protocol::Status Replicator::status() const {
+    std::optional<protocol::LastBackup> last_backup;
+    if (impl_->backups) {
+        auto backup = impl_->backups->status();
+        last_backup = protocol::LastBackup{backup.id, backup.finished, backup.error};
+    }
     std::lock_guard lock(impl_->mutex);
     protocol::Status status{impl_->self_id,
                             impl_->epoch,
                             impl_->meta.log_head(),
                             impl_->ready_locked(),
                             impl_->applier.bytes_fetched(),
-                            {}};
+                            {},
+                            std::move(last_backup)};
     for (auto& p : impl_->peers) {
         if (p->self) continue;
         status.peers.push_back({p->client.address(), p->id, p->reachable, !p->holds_readiness, p->cursor, p->head,
@@ -212,7 +221,7 @@ std::string Replicator::status_json() const {
                                 p->oldest_unapplied_ms ? (now_ms() - p->oldest_unapplied_ms) / 1000.0 : 0.0,
                                 p->last_error, p->incompatible, p->bootstrap_part, p->bootstrap_records});
     }
-    return protocol::encode_status(status);
+    return status;
 }
 
 void Replicator::write_metrics(observe::MetricsWriter& out) const {

@@ -7,6 +7,7 @@ namespace berth::replication {
 
 const std::string& Replicator::self_id() const { return impl_->self_id; }
 const std::string& Replicator::secret() const { return impl_->options.secret; }
+std::string Replicator::derived_key(std::string_view purpose) const { return impl_->keys.key(purpose); }
 
 namespace {
 

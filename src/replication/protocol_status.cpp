@@ -27,21 +27,27 @@ std::string encode_status(const Status& status) {
         if (!p.bootstrap_part.empty())
             peers.back()["bootstrap"] = {{"part", p.bootstrap_part}, {"records", p.bootstrap_records}};
     }
-    return nlohmann::json{{"replica", status.replica},
-                          {"epoch", status.epoch},
-                          {"log_head", status.log_head},
-                          {"ready", status.ready},
-                          {"bytes_fetched", status.bytes_fetched},
-                          {"peers", std::move(peers)}}
-        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    nlohmann::json doc{{"replica", status.replica},
+                       {"epoch", status.epoch},
+                       {"log_head", status.log_head},
+                       {"ready", status.ready},
+                       {"bytes_fetched", status.bytes_fetched},
+                       {"peers", std::move(peers)}};
+    if (const auto& b = status.last_backup)
+        doc["last_backup"] = {{"id", b->id}, {"finished", b->finished}, {"error", b->error}};
+    return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::optional<Status> parse_status(std::string_view body) {
     auto doc = oci::parse_json(body);
     try {
-        Status status{doc.at("replica").get<std::string>(),         doc.at("epoch").get<std::string>(),
-                      doc.at("log_head").get<std::uint64_t>(),      doc.at("ready").get<bool>(),
-                      doc.at("bytes_fetched").get<std::uint64_t>(), {}};
+        Status status{doc.at("replica").get<std::string>(),
+                      doc.at("epoch").get<std::string>(),
+                      doc.at("log_head").get<std::uint64_t>(),
+                      doc.at("ready").get<bool>(),
+                      doc.at("bytes_fetched").get<std::uint64_t>(),
+                      {},
+                      std::nullopt};
         for (auto& p : doc.at("peers")) {
             PeerState peer;
             peer.address = p.at("address").get<std::string>();
@@ -61,6 +67,10 @@ std::optional<Status> parse_status(std::string_view body) {
             }
             status.peers.push_back(std::move(peer));
         }
+        // An older replica tells no backup.
+        if (auto b = doc.find("last_backup"); b != doc.end())
+            status.last_backup = LastBackup{b->at("id").get<std::string>(), b->at("finished").get<std::uint64_t>(),
+                                            b->at("error").get<std::string>()};
         return status;
     } catch (const nlohmann::json::exception&) {
         return std::nullopt;

@@ -10,9 +10,10 @@ std::uint64_t now_ms() {
 }
 
 Replicator::Replicator(Options options, std::string self_id, storage::BlobStore& blobs, storage::MetaStore& meta,
-                       storage::HybridClock& clock, const storage::PullTimes& pulls, ContentRules rules)
-    : impl_(std::make_unique<Impl>(std::move(options), std::move(self_id), blobs, meta, clock, pulls,
-                                   std::move(rules))) {}
+                       storage::HybridClock& clock, const storage::PullTimes& pulls, ContentRules rules,
+                       const storage::BackupJob* backups)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(self_id), blobs, meta, clock, pulls, std::move(rules),
+                                   backups)) {}
 
 Replicator::~Replicator() { stop(); }
 

@@ -16,6 +16,7 @@
 #include "berth/oci/encoding.hpp"
 #include "applier.hpp"
 #include "berth/replication/options.hpp"
+#include "berth/oci/derived_keys.hpp"
 #include "berth/replication/replicator.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "peer_client.hpp"
@@ -48,9 +49,9 @@ struct Peer {
 
 struct Replicator::Impl {
     Impl(Options o, std::string self, storage::BlobStore& b, storage::MetaStore& m, storage::HybridClock& c,
-         const storage::PullTimes& p, ContentRules rules)
-        : options(std::move(o)), self_id(std::move(self)), blobs(b), meta(m), clock(c), pulls(p),
-          applier(b, m, c, std::move(rules)) {
+         const storage::PullTimes& p, ContentRules rules, const storage::BackupJob* backup_job)
+        : options(std::move(o)), self_id(std::move(self)), keys(options.secret), blobs(b), meta(m), clock(c), pulls(p),
+          backups(backup_job), applier(b, m, c, std::move(rules)) {
         epoch = meta.setting(storage::layout::setting::log_epoch).value_or("");
         if (epoch.empty()) {
             epoch = oci::random_hex(8);
@@ -69,10 +70,12 @@ struct Replicator::Impl {
 
     Options options;
     std::string self_id;
+    oci::DerivedKeys keys;  // from the shared secret, one per purpose (Cluster::derived_key)
     storage::BlobStore& blobs;
     storage::MetaStore& meta;
     storage::HybridClock& clock;
-    const storage::PullTimes& pulls;  // served to peers
+    const storage::PullTimes& pulls;    // served to peers
+    const storage::BackupJob* backups;  // its last backup is in the status; null: none
     Applier applier;
     std::string epoch;
     // Every peer request goes through it: pooled connections, timeouts.

@@ -72,23 +72,21 @@ void BackupJob::run() {
     }
 }
 
-std::string BackupJob::status_json() const {
+BackupStatus BackupJob::status() const {
     std::lock_guard lock(mutex_);
-    auto zero_null = [](std::uint64_t value) { return value ? nlohmann::json(value) : nlohmann::json(nullptr); };
     const bool running = running_;
-    return nlohmann::json{{"state", state_},
-                          {"id", last_.id.empty() ? nlohmann::json(nullptr) : nlohmann::json(last_.id)},
-                          {"stage", running ? progress_.stage : std::string()},
-                          {"blobs", running ? progress_.blobs : last_.blobs},
-                          {"bytes", running ? progress_.bytes : last_.bytes},
-                          {"copied", last_.copied},
-                          {"copied_bytes", last_.copied_bytes},
-                          {"damaged", last_.damaged},
-                          {"started", zero_null(started_)},
-                          {"finished", zero_null(finished_)},
-                          {"error", error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(error_)},
-                          {"last_success", zero_null(last_success_)}}
-        .dump();
+    return {state_,
+            last_.id,
+            running ? progress_.stage : std::string(),
+            running ? progress_.blobs : last_.blobs,
+            running ? progress_.bytes : last_.bytes,
+            last_.copied,
+            last_.copied_bytes,
+            last_.damaged,
+            started_,
+            finished_,
+            last_success_,
+            error_};
 }
 
 void BackupJob::write_metrics(observe::MetricsWriter& out) const {

@@ -11,7 +11,7 @@
   never passes the quota (and fills it exactly).
 - GET /_berth/v1/usage reports every namespace with its usage and limits (null: none), the
   same after a restart; with authentication it needs a signed-in caller and shows the
-  namespaces holding a repository the caller may pull from.
+  namespaces whose every repository the caller may pull from.
 - /metrics has usage and limits of the namespaces a rule matches, and the refusals.
 """
 
@@ -195,6 +195,7 @@ class UsageAuthTest(unittest.TestCase):
         self.b.config = {"quotas": QUOTAS, "auth": {"htpasswd": "htpasswd", "rules": [
             {"repository": "**", "principals": ["user:root"], "actions": ["pull", "push"]},
             {"repository": "team-a/app", "principals": ["user:alice"], "actions": ["pull"]},
+            {"repository": "team-b/**", "principals": ["user:bob"], "actions": ["pull"]},
         ]}}
         self.b.ready_statuses = (401,)
         self.b.start()
@@ -214,10 +215,12 @@ class UsageAuthTest(unittest.TestCase):
         self.assertIsNotNone(r.header("WWW-Authenticate"))
         self.assertEqual(b.get("/_berth/v1/usage", headers=bt.basic_auth("alice", "wrong")).status, 401)
         self.assertEqual(sorted(usage_of(b, self.auth("root"))), ["team-a", "team-b"])
-        alice = usage_of(b, self.auth("alice"))
-        self.assertEqual(sorted(alice), ["team-a"])
-        self.assertEqual(alice["team-a"]["repositories"], 2)  # the namespace's, not only what alice sees
-        self.assertEqual(usage_of(b, self.auth("bob")), {})
+        # A namespace's figures count every repository in it: only a caller who may see them all
+        # sees them, so alice (team-a/app alone) learns nothing of team-a/lib.
+        self.assertEqual(usage_of(b, self.auth("alice")), {})
+        bob = usage_of(b, self.auth("bob"))
+        self.assertEqual(sorted(bob), ["team-b"])
+        self.assertEqual(bob["team-b"]["repositories"], 1)
 
 
 if __name__ == "__main__":

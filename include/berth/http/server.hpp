@@ -40,8 +40,11 @@ struct UiOptions {
     bool enabled = true;
     // What pull commands name, e.g. "registry.example.com"; "": the address the browser used.
     std::string registry_host;
-    // How long a sign-in lasts; the session cannot be renewed past it.
+    // How long a sign-in lasts (never past the credential it came from); it cannot be renewed.
     std::chrono::seconds session_lifetime{3600};
+    // ui.session_secret_file: the sessions' own secret. Without it their key is derived from the
+    // cluster's secret under its own label, or drawn at start by a replica alone.
+    std::string session_secret;
 };
 
 struct ServerOptions {

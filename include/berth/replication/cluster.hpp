@@ -24,6 +24,9 @@ public:
     virtual std::optional<std::string> address_of(const std::string& replica_id) const = 0;
     // The shared secret a request to another replica carries.
     virtual const std::string& secret() const = 0;
+    // A key for one purpose (the web UI's sessions, paging cursors), the same on every replica and
+    // never the secret itself (oci/derived_keys.hpp).
+    virtual std::string derived_key(std::string_view purpose) const = 0;
 };
 
 }  // namespace berth::replication

@@ -24,6 +24,8 @@ public:
     virtual bool ready() const = 0;
     // Peers refused for their protocol version, and why; empty when none.
     virtual std::string incompatible_peers() const = 0;
+    // This replica's state as its status answer tells it (the web UI reads its own here).
+    virtual protocol::Status status() const = 0;
     virtual std::string status_json() const = 0;
 
     // caller: the asking replica's id, whose cursor the request's `after` is. Status 200, or

@@ -221,12 +221,20 @@ struct PeerState {
     std::string bootstrap_part;  // while bootstrapping from it; empty otherwise
     std::uint64_t bootstrap_records = 0;
 };
+// The last backup a replica took (config `backup`): told in its status, so no replica ever needs
+// another's backup secret to know it.
+struct LastBackup {
+    std::string id;              // "" before the first
+    std::uint64_t finished = 0;  // Unix seconds, 0 while none has ended
+    std::string error;           // why the last one failed; "" when it succeeded
+};
 struct Status {
     std::string replica, epoch;
     std::uint64_t log_head = 0;
     bool ready = false;
     std::uint64_t bytes_fetched = 0;
     std::vector<PeerState> peers;
+    std::optional<LastBackup> last_backup;  // nullopt: the replica takes no backups
 };
 std::string encode_status(const Status& status);
 // nullopt for a body that is not one (the web UI's cluster page reads its peers' answers).

@@ -27,6 +27,7 @@ class BlobStore;
 class MetaStore;
 class HybridClock;
 class PullTimes;
+class BackupJob;
 }  // namespace berth::storage
 
 namespace berth::replication {
@@ -49,9 +50,11 @@ public:
 // state: the peers, their reachability and cursors (replicator_impl.hpp).
 class Replicator final : public Cluster, public Follower, public PeerService, public registry::Peers {
 public:
-    // pulls: this replica's pull times, which it serves to the replica judging a repository's retention.
+    // pulls: this replica's pull times, which it serves to the replica judging a repository's retention;
+    // backups: the backups it takes, whose last one its status tells (null: none).
     Replicator(Options options, std::string self_id, storage::BlobStore& blobs, storage::MetaStore& meta,
-               storage::HybridClock& clock, const storage::PullTimes& pulls, ContentRules rules = {});
+               storage::HybridClock& clock, const storage::PullTimes& pulls, ContentRules rules = {},
+               const storage::BackupJob* backups = nullptr);
     ~Replicator() override;
 
     // Cluster
@@ -60,6 +63,7 @@ public:
     net::Origin peer_origin(const std::string& address) const override;
     std::optional<std::string> address_of(const std::string& replica_id) const override;
     const std::string& secret() const override;
+    std::string derived_key(std::string_view purpose) const override;
 
     // Follower
     void start() override;
@@ -70,6 +74,7 @@ public:
     bool authorized(std::string_view secret) const override;
     bool ready() const override;
     std::string incompatible_peers() const override;
+    protocol::Status status() const override;
     std::string status_json() const override;
     std::pair<int, std::string> log_json(const protocol::LogRequest& request, const std::string& caller) const override;
     std::string state_json(const protocol::StateRequest& request, const std::string& caller) const override;

@@ -90,6 +90,17 @@ struct BackupOptions {
     bool enabled() const { return !target.empty(); }
 };
 
+// How the server's backups stand (times: Unix seconds, 0 for never).
+struct BackupStatus {
+    std::string state = "idle";          // idle, running, succeeded, failed
+    std::string id;                      // the last backup taken ("" before the first)
+    std::string stage;                   // while running
+    std::uint64_t blobs = 0, bytes = 0;  // of the one running, else of the last
+    std::uint64_t copied = 0, copied_bytes = 0, damaged = 0;
+    std::uint64_t started = 0, finished = 0, last_success = 0;
+    std::string error;  // why the last one failed
+};
+
 class BackupJob {
 public:
     BackupJob(BackupOptions options, const MetaStore& meta, const BlobStore& blobs);
@@ -100,9 +111,7 @@ public:
     const BackupOptions& options() const { return options_; }
     // Starts a backup unless one is under way; false when one is.
     bool start();
-    // {"state": "idle|running|succeeded|failed", "id", "stage", "blobs", "bytes", "copied",
-    //  "copied_bytes", "damaged", "started", "finished", "error", "last_success"} (times: Unix seconds).
-    std::string status_json() const;
+    BackupStatus status() const;
     void write_metrics(observe::MetricsWriter& out) const;
 
 private:

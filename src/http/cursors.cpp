@@ -1,0 +1,59 @@
+#include "cursors.hpp"
+
+#include <openssl/evp.h>
+
+#include <memory>
+
+#include "berth/oci/encoding.hpp"
+#include "berth/oci/error.hpp"
+
+namespace berth::http {
+namespace {
+
+constexpr std::size_t nonce_bytes = 12, tag_bytes = 16;
+constexpr std::size_t max_sealed = 2048;
+
+using CipherContext = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)>;
+
+const unsigned char* bytes(const std::string& text) { return reinterpret_cast<const unsigned char*>(text.data()); }
+
+}  // namespace
+
+Cursors::Cursors(std::string key) : key_(key.empty() ? oci::random_bytes(32) : std::move(key)) {}
+
+std::string Cursors::next(const std::string& name, bool visible) const {
+    if (visible) return name;
+    const auto nonce = oci::random_bytes(nonce_bytes);
+    std::string sealed(name.size() + tag_bytes, '\0');
+    CipherContext context(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
+    int length = 0, last = 0;
+    auto* out = reinterpret_cast<unsigned char*>(sealed.data());
+    if (!context || EVP_EncryptInit_ex(context.get(), EVP_aes_256_gcm(), nullptr, bytes(key_), bytes(nonce)) != 1 ||
+        EVP_EncryptUpdate(context.get(), out, &length, bytes(name), static_cast<int>(name.size())) != 1 ||
+        EVP_EncryptFinal_ex(context.get(), out + length, &last) != 1 ||
+        EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_GET_TAG, tag_bytes, out + name.size()) != 1)
+        throw std::runtime_error("cannot seal a cursor");
+    return "~" + oci::base64url(nonce + sealed);
+}
+
+std::string Cursors::open(const std::string& last) const {
+    if (!last.starts_with("~")) return last;
+    const auto raw = last.size() <= max_sealed ? oci::base64url_decode(last.substr(1)) : std::nullopt;
+    if (!raw || raw->size() < nonce_bytes + tag_bytes)
+        throw oci::Error(oci::ErrorCode::bad_request, "last is no cursor this registry gave");
+    const auto size = raw->size() - nonce_bytes - tag_bytes;
+    std::string name(size, '\0');
+    std::string tag = raw->substr(nonce_bytes + size);
+    CipherContext context(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
+    int length = 0, final_length = 0;
+    const bool opened =
+        context && EVP_DecryptInit_ex(context.get(), EVP_aes_256_gcm(), nullptr, bytes(key_), bytes(*raw)) == 1 &&
+        EVP_DecryptUpdate(context.get(), reinterpret_cast<unsigned char*>(name.data()), &length,
+                          bytes(*raw) + nonce_bytes, static_cast<int>(size)) == 1 &&
+        EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_SET_TAG, tag_bytes, tag.data()) == 1 &&
+        EVP_DecryptFinal_ex(context.get(), reinterpret_cast<unsigned char*>(name.data()) + length, &final_length) == 1;
+    if (!opened) throw oci::Error(oci::ErrorCode::bad_request, "last is no cursor this registry gave");
+    return name;
+}
+
+}  // namespace berth::http
