@@ -1,12 +1,6 @@
 // berth backup, backup verify, backup prune, restore (docs/backup.md). None needs a configuration
 // file: a backup opens the index read-only, so it works beside a running berth.
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -59,36 +53,6 @@ void show(const storage::BackupProgress& progress) {
     if (!isatty(STDERR_FILENO)) return;
     std::cerr << "\r" << progress.stage << ": " << progress.blobs << " blobs, " << (progress.bytes >> 20) << " MiB"
               << (progress.stage == "done" ? "\n" : "") << std::flush;
-}
-
-// Whether something accepts connections at HOST:PORT within the timeout.
-bool answers(const std::string& address, std::chrono::milliseconds timeout) {
-    std::vector<net::HostPort> addresses;
-    try {
-        addresses = net::resolve(net::parse_host_port(address));
-    } catch (const std::exception&) {
-        return false;  // not an address: nothing can answer there
-    }
-    for (auto& resolved : addresses) {
-        addrinfo hints{};
-        hints.ai_socktype = SOCK_STREAM;
-        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-        addrinfo* found = nullptr;
-        if (::getaddrinfo(resolved.host.c_str(), resolved.port.c_str(), &hints, &found) != 0) continue;
-        int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        bool connected = false;
-        if (fd >= 0 && (::connect(fd, found->ai_addr, found->ai_addrlen) == 0 || errno == EINPROGRESS)) {
-            pollfd wait{fd, POLLOUT, 0};
-            int error = 0;
-            socklen_t length = sizeof error;
-            connected = ::poll(&wait, 1, static_cast<int>(timeout.count())) == 1 &&
-                        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
-        }
-        if (fd >= 0) ::close(fd);
-        ::freeaddrinfo(found);
-        if (connected) return true;
-    }
-    return false;
 }
 
 int take(const Arguments& arguments) {
@@ -200,7 +164,7 @@ int restore(const std::vector<std::string>& args) {
             throw storage::BackupError(target.string() + " holds no backup " + id);
         if (!arguments.flag("--as-new-replica"))
             for (auto& peer : storage::backup_peers(target, id))
-                if (answers(peer, std::chrono::seconds(2))) {
+                if (net::accepts_connections(peer, std::chrono::seconds(2))) {
                     std::cerr << "berth restore: " << peer
                               << ", a replica of this one's cluster, is running: restoring would bring back what the "
                                  "cluster has changed or deleted since the backup only where it has not. Stop every "

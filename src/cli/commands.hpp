@@ -1,6 +1,6 @@
 #pragma once
-// The command line of berth's store commands (lineage, backup, restore, import, export): options
-// with values, flags, and the rest in order. An unknown option is an error, never ignored.
+// berth's commands, each parsed the one way parse_arguments does: options with values, flags,
+// and the rest in order. An unknown option is an error, never ignored.
 #include <map>
 #include <optional>
 #include <set>
@@ -48,7 +48,10 @@ inline Arguments parse_arguments(const std::vector<std::string>& args, const std
     return out;
 }
 
-// Each store command: its arguments after the command's name; returns the exit status.
+// Each command: its arguments after the command's name; returns the exit status.
+int serve(const std::vector<std::string>& args);
+int gc(const std::vector<std::string>& args);
+int credential_provider(const std::vector<std::string>& args);
 int lineage(const std::vector<std::string>& args);
 int backup(const std::vector<std::string>& args);
 int restore(const std::vector<std::string>& args);

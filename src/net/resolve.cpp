@@ -1,7 +1,11 @@
 #include "berth/net/resolve.hpp"
 
 #include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 
@@ -21,6 +25,40 @@ std::vector<HostPort> resolve(const HostPort& name) {
     }
     freeaddrinfo(result);
     return out;
+}
+
+namespace {
+
+bool connects(const HostPort& numeric, std::chrono::milliseconds timeout) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(numeric.host.c_str(), numeric.port.c_str(), &hints, &found) != 0) return false;
+    int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    bool connected = false;
+    if (fd >= 0 && (::connect(fd, found->ai_addr, found->ai_addrlen) == 0 || errno == EINPROGRESS)) {
+        pollfd wait{fd, POLLOUT, 0};
+        int error = 0;
+        socklen_t length = sizeof error;
+        connected = ::poll(&wait, 1, static_cast<int>(timeout.count())) == 1 &&
+                    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
+    }
+    if (fd >= 0) ::close(fd);
+    ::freeaddrinfo(found);
+    return connected;
+}
+
+}  // namespace
+
+bool accepts_connections(const std::string& address, std::chrono::milliseconds timeout) {
+    std::vector<HostPort> addresses;
+    try {
+        addresses = resolve(parse_host_port(address));
+    } catch (const std::exception&) {
+        return false;  // not an address: nothing can answer there
+    }
+    return std::any_of(addresses.begin(), addresses.end(), [&](auto& numeric) { return connects(numeric, timeout); });
 }
 
 }  // namespace berth::net
