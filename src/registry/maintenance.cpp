@@ -28,103 +28,127 @@ Clock::time_point physical(const storage::Stamp& stamp) {
 
 }  // namespace
 
-// A repository at a time, so memory follows the largest repository, not the
-// store: its untagged manifests (when configured), then its links. Only the
-// fingerprints of linked blobs (8 bytes each) are kept across repositories,
-// for the sweep of blob files; a collision can only keep a blob.
-GcReport collect_garbage(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock,
-                         const std::string& replica_id, const GcOptions& options, bool dry_run, Clock::time_point now) {
+namespace {
+
+// One collection. A repository at a time, so memory follows the largest repository, not the
+// store: its untagged manifests (when configured), then its links. Only the fingerprints of
+// linked blobs (8 bytes each) are kept across repositories, for the sweep of blob files; a
+// collision can only keep a blob.
+struct Collection {
+    storage::BlobStore& blobs;
+    storage::MetaStore& meta;
+    storage::HybridClock& clock;
+    const std::string& replica_id;
+    const GcOptions& options;
+    bool dry_run;
+    Clock::time_point now;
     GcReport report;
     std::vector<std::uint64_t> linked;
-    const auto now_ms = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
-    const auto age_ms = static_cast<std::uint64_t>(options.untagged_age.count()) * 1000;
-    constexpr std::size_t repositories_per_read = 1000;
-    for (std::string after;;) {
-        const auto repositories = meta.repositories(after, repositories_per_read);
-        for (auto& repo : repositories) {
-            // Untagged manifests, when the configuration says so: the rule
-            // retention policies use too (untagged.hpp).
-            std::set<std::string> gone;  // dry: what would have gone holds nothing either
-            if (options.delete_untagged) {
-                UntaggedSweep sweep{repo, {}, now_ms > age_ms ? now_ms - age_ms : 0, dry_run};
-                meta.visit_tags(repo, [&](const std::string&, const storage::TagRecord& r) {
-                    sweep.tagged.push_back(fingerprint(r.digest));
-                });
-                report.manifests +=
-                    sweep_untagged(meta, clock, replica_id, std::move(sweep), [&](const std::string& digest) {
-                        report.removed.push_back("manifest " + repo + "@" + digest);
-                        if (dry_run) gone.insert(digest);
-                    });
-            }
-            // What the repository's live manifests reference.
-            std::set<std::uint64_t> referenced;
-            meta.visit_manifests(repo, [&](const std::string& digest, const storage::ManifestRecord& record) {
-                if (gone.count(digest)) return;
-                try {
-                    auto parsed = oci::parse_manifest(record.bytes, record.media_type);
-                    if (parsed.config) referenced.insert(fingerprint(parsed.config->digest.str()));
-                    for (auto& layer : parsed.layers) referenced.insert(fingerprint(layer.digest.str()));
-                } catch (const std::exception&) {
-                    // Stored manifests were valid when stored; one that no longer parses holds nothing.
-                }
-            });
-            // Links no manifest uses, past the grace period.
-            std::vector<std::pair<std::string, storage::Stamp>> unused;
-            meta.visit_links(repo, [&](const std::string& digest, const storage::LinkRecord& r) {
-                if (referenced.count(fingerprint(digest)) || physical(r.stamp) > now - options.grace)
-                    linked.push_back(fingerprint(digest));
-                else unused.emplace_back(digest, r.stamp);
-            });
-            for (auto& [digest, stamp] : unused) {
-                if (!dry_run) {
-                    auto lock = meta.lock_writes();
-                    auto current = meta.link(repo, digest);
-                    if (!current || current->deleted || current->stamp != stamp) {  // pushed again meanwhile
-                        linked.push_back(fingerprint(digest));
-                        continue;
-                    }
-                    storage::Stamp fresh{clock.now(), replica_id};
-                    storage::MetaStore::Batch batch;
-                    batch.record_link(repo, digest, fresh, true, 0);
-                    meta.commit(batch);
-                }
-                report.removed.push_back("link " + repo + "@" + digest);
-                ++report.links;
-            }
-        }
-        if (repositories.size() < repositories_per_read) break;
-        after = repositories.back();
-    }
-    std::sort(linked.begin(), linked.end());
-    linked.erase(std::unique(linked.begin(), linked.end()), linked.end());
 
-    // Blob files nobody links, old enough that no upload can be about to link them.
-    std::vector<std::pair<oci::Digest, std::uint64_t>> orphans;
-    blobs.for_each([&](const oci::Digest& digest, std::uint64_t size, std::int64_t mtime) {
-        if (std::binary_search(linked.begin(), linked.end(), fingerprint(digest.str())) ||
-            Clock::from_time_t(mtime) > now - options.grace) {
-            ++report.blobs_kept;
-            report.bytes_kept += size;
-        } else {
-            orphans.emplace_back(digest, size);
+    // Untagged manifests, when the configuration says so: the rule retention policies use too
+    // (untagged.hpp). Returns what went (or, dry, would have gone), which then holds nothing.
+    std::set<std::string> sweep_untagged_manifests(const std::string& repo) {
+        std::set<std::string> gone;
+        if (!options.delete_untagged) return gone;
+        const auto now_ms = static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+        const auto age_ms = static_cast<std::uint64_t>(options.untagged_age.count()) * 1000;
+        UntaggedSweep sweep{repo, {}, now_ms > age_ms ? now_ms - age_ms : 0, dry_run};
+        meta.visit_tags(repo, [&](const std::string&, const storage::TagRecord& r) {
+            sweep.tagged.push_back(fingerprint(r.digest));
+        });
+        report.manifests += sweep_untagged(meta, clock, replica_id, std::move(sweep), [&](const std::string& digest) {
+            report.removed.push_back("manifest " + repo + "@" + digest);
+            if (dry_run) gone.insert(digest);
+        });
+        return gone;
+    }
+
+    // What the repository's live manifests reference.
+    std::set<std::uint64_t> referenced(const std::string& repo, const std::set<std::string>& gone) {
+        std::set<std::uint64_t> out;
+        meta.visit_manifests(repo, [&](const std::string& digest, const storage::ManifestRecord& record) {
+            if (gone.count(digest)) return;
+            try {
+                auto parsed = oci::parse_manifest(record.bytes, record.media_type);
+                if (parsed.config) out.insert(fingerprint(parsed.config->digest.str()));
+                for (auto& layer : parsed.layers) out.insert(fingerprint(layer.digest.str()));
+            } catch (const std::exception&) {
+                // Stored manifests were valid when stored; one that no longer parses holds nothing.
+            }
+        });
+        return out;
+    }
+
+    // Links no manifest uses, past the grace period; the others are remembered as linked.
+    void sweep_links(const std::string& repo, const std::set<std::uint64_t>& used) {
+        std::vector<std::pair<std::string, storage::Stamp>> unused;
+        meta.visit_links(repo, [&](const std::string& digest, const storage::LinkRecord& r) {
+            if (used.count(fingerprint(digest)) || physical(r.stamp) > now - options.grace)
+                linked.push_back(fingerprint(digest));
+            else unused.emplace_back(digest, r.stamp);
+        });
+        for (auto& [digest, stamp] : unused) {
+            if (!dry_run) {
+                auto lock = meta.lock_writes();
+                auto current = meta.link(repo, digest);
+                if (!current || current->deleted || current->stamp != stamp) {  // pushed again meanwhile
+                    linked.push_back(fingerprint(digest));
+                    continue;
+                }
+                storage::MetaStore::Batch batch;
+                batch.record_link(repo, digest, {clock.now(), replica_id}, true, 0);
+                meta.commit(batch);
+            }
+            report.removed.push_back("link " + repo + "@" + digest);
+            ++report.links;
         }
-    });
-    for (auto& [digest, size] : orphans) {
-        // Whatever links a blob renews its file first (BlobStore::commit and
-        // touch), so a blob linked since the state was read is young now.
-        if (!dry_run) {
-            if (!blobs.remove_if_older(digest, now - options.grace)) {
+    }
+
+    // Blob files nobody links, old enough that no upload can be about to link them. Whatever links
+    // a blob renews its file first (BlobStore::commit and touch), so a blob linked since the state
+    // was read is young now.
+    void sweep_blobs() {
+        std::sort(linked.begin(), linked.end());
+        linked.erase(std::unique(linked.begin(), linked.end()), linked.end());
+        std::vector<std::pair<oci::Digest, std::uint64_t>> orphans;
+        blobs.for_each([&](const oci::Digest& digest, std::uint64_t size, std::int64_t mtime) {
+            if (std::binary_search(linked.begin(), linked.end(), fingerprint(digest.str())) ||
+                Clock::from_time_t(mtime) > now - options.grace) {
+                ++report.blobs_kept;
+                report.bytes_kept += size;
+            } else {
+                orphans.emplace_back(digest, size);
+            }
+        });
+        for (auto& [digest, size] : orphans) {
+            if (!dry_run && !blobs.remove_if_older(digest, now - options.grace)) {
                 ++report.blobs_kept;
                 report.bytes_kept += size;
                 continue;
             }
+            report.removed.push_back("blob " + digest.str() + " (" + std::to_string(size) + " bytes)");
+            ++report.blobs;
+            report.bytes_freed += size;
         }
-        report.removed.push_back("blob " + digest.str() + " (" + std::to_string(size) + " bytes)");
-        ++report.blobs;
-        report.bytes_freed += size;
     }
-    return report;
+};
+
+}  // namespace
+
+GcReport collect_garbage(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock,
+                         const std::string& replica_id, const GcOptions& options, bool dry_run, Clock::time_point now) {
+    Collection collection{blobs, meta, clock, replica_id, options, dry_run, now, {}, {}};
+    constexpr std::size_t repositories_per_read = 1000;
+    for (std::string after;;) {
+        const auto repositories = meta.repositories(after, repositories_per_read);
+        for (auto& repo : repositories)
+            collection.sweep_links(repo, collection.referenced(repo, collection.sweep_untagged_manifests(repo)));
+        if (repositories.size() < repositories_per_read) break;
+        after = repositories.back();
+    }
+    collection.sweep_blobs();
+    return std::move(collection.report);
 }
 
 ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint64_t bytes_per_second,

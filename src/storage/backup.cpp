@@ -208,6 +208,92 @@ std::uint64_t MetaStore::copy_to(const fs::path& dir) const {
     return head;
 }
 
+namespace {
+
+// The index copied from one snapshot into partial/meta, each file synced: what backup.json lists.
+json copy_index(const MetaStore& meta, const fs::path& partial, BackupReport& report) {
+    report.log_head = meta.copy_to(layout::backup::meta_dir(partial));
+    auto meta_files = json::array();
+    for (auto& entry : fs::directory_iterator(layout::backup::meta_dir(partial))) {
+        if (!entry.is_regular_file()) continue;
+        fsync_path(entry.path());
+        meta_files.push_back({{"name", entry.path().filename().string()},
+                              {"size", entry.file_size()},
+                              {"sha256", sha256_hex(entry.path())}});
+    }
+    fsync_path(layout::backup::meta_dir(partial));
+    return meta_files;
+}
+
+// Every blob file the store holds now, placed in the target's content-addressed tree (what is
+// there whole already is kept) and listed. What the copied index links was committed before it (a
+// link follows its blob), and garbage collection removes only what has been unlinked for longer
+// than its grace.
+void place_blobs(const BlobStore& blobs, const fs::path& target, const fs::path& partial, BackupReport& report,
+                 const std::function<void(const BackupProgress&)>& progress) {
+    const auto target_blobs = layout::backup::blobs_dir(target);
+    std::set<fs::path> touched;
+    std::ofstream list(layout::backup::blob_list(partial), std::ios::binary | std::ios::trunc);
+    blobs.for_each([&](const oci::Digest& digest, std::uint64_t size, std::int64_t) {
+        const auto to = blob_in(target_blobs, digest);
+        std::error_code ec;
+        const auto present = fs::file_size(to, ec);
+        if (ec || present != size) {
+            if (!ec) fs::remove(to);  // a damaged or partial copy: replaced
+            bool linked = false;
+            if (!place_blob(blobs.path(digest), to, digest, linked)) {
+                ++report.damaged;
+                observe::log("error", "backup: a blob file does not match its digest; left out",
+                             {{"digest", digest.str()}});
+                return;
+            }
+            touched.insert(to.parent_path());
+            ++report.copied;
+            report.copied_bytes += size;
+        }
+        list << digest.str() << ' ' << size << '\n';
+        ++report.blobs;
+        report.bytes += size;
+        if (progress && report.blobs % 1000 == 0) progress({"blobs", report.blobs, report.bytes});
+    });
+    if (!list.flush()) fail("cannot write " + layout::backup::blob_list(partial).string());
+    list.close();
+    sync_dirs(touched);
+    fsync_path(layout::backup::blob_list(partial));
+}
+
+// backup.json and its checksum, durably: what verify and restore read first.
+void describe(const MetaStore& meta, const fs::path& partial, const BackupReport& report,
+              std::chrono::system_clock::time_point now, json meta_files) {
+    auto peers = json::array();
+    std::istringstream addresses(meta.setting(layout::setting::peer_addresses).value_or(""));
+    for (std::string address; std::getline(addresses, address);)
+        if (!address.empty()) peers.push_back(address);
+    const json description = {
+        {"format", backup_format},
+        {"id", report.id},
+        {"created", std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count()},
+        {"replica_id", meta.setting(layout::setting::replica_id).value_or("")},
+        {"log_epoch", meta.setting(layout::setting::log_epoch).value_or("")},
+        {"log_head", report.log_head},
+        {"incremental", report.incremental},
+        {"peers", peers},
+        {"meta_files", std::move(meta_files)},
+        {"blobs",
+         {{"count", report.blobs},
+          {"bytes", report.bytes},
+          {"copied", report.copied},
+          {"copied_bytes", report.copied_bytes},
+          {"list_sha256", sha256_hex(layout::backup::blob_list(partial))}}}};
+    const auto text = description.dump(2);
+    write_durably(layout::backup::description(partial), text);
+    write_durably(layout::backup::description_sum(partial),
+                  oci::Digest::of(oci::DigestAlgorithm::sha256, text).hex() + "\n");
+    fsync_path(partial);
+}
+
+}  // namespace
+
 BackupReport take_backup(const MetaStore& meta, const BlobStore& blobs, const fs::path& target, bool incremental,
                          const std::function<void(const BackupProgress&)>& progress) {
     const auto existing = backup_ids(target);
@@ -230,76 +316,9 @@ BackupReport take_backup(const MetaStore& meta, const BlobStore& blobs, const fs
     fs::create_directories(partial);
 
     if (progress) progress({"index", 0, 0});
-    report.log_head = meta.copy_to(layout::backup::meta_dir(partial));
-    auto meta_files = json::array();
-    for (auto& entry : fs::directory_iterator(layout::backup::meta_dir(partial))) {
-        if (!entry.is_regular_file()) continue;
-        fsync_path(entry.path());
-        meta_files.push_back({{"name", entry.path().filename().string()},
-                              {"size", entry.file_size()},
-                              {"sha256", sha256_hex(entry.path())}});
-    }
-    fsync_path(layout::backup::meta_dir(partial));
-
-    // Every blob file the store holds now: what the copied index links was committed before it
-    // (a link follows its blob), and garbage collection removes only what has been unlinked for
-    // longer than its grace.
-    const auto target_blobs = layout::backup::blobs_dir(target);
-    std::set<fs::path> touched;
-    {
-        std::ofstream list(layout::backup::blob_list(partial), std::ios::binary | std::ios::trunc);
-        blobs.for_each([&](const oci::Digest& digest, std::uint64_t size, std::int64_t) {
-            const auto to = blob_in(target_blobs, digest);
-            std::error_code ec;
-            const auto present = fs::file_size(to, ec);
-            if (ec || present != size) {
-                if (!ec) fs::remove(to);  // a damaged or partial copy: replaced
-                bool linked = false;
-                if (!place_blob(blobs.path(digest), to, digest, linked)) {
-                    ++report.damaged;
-                    observe::log("error", "backup: a blob file does not match its digest; left out",
-                                 {{"digest", digest.str()}});
-                    return;
-                }
-                touched.insert(to.parent_path());
-                ++report.copied;
-                report.copied_bytes += size;
-            }
-            list << digest.str() << ' ' << size << '\n';
-            ++report.blobs;
-            report.bytes += size;
-            if (progress && report.blobs % 1000 == 0) progress({"blobs", report.blobs, report.bytes});
-        });
-        if (!list.flush()) fail("cannot write " + layout::backup::blob_list(partial).string());
-    }
-    sync_dirs(touched);
-    fsync_path(layout::backup::blob_list(partial));
-
-    auto peers = json::array();
-    std::istringstream addresses(meta.setting(layout::setting::peer_addresses).value_or(""));
-    for (std::string address; std::getline(addresses, address);)
-        if (!address.empty()) peers.push_back(address);
-    const json description = {
-        {"format", backup_format},
-        {"id", report.id},
-        {"created", std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count()},
-        {"replica_id", meta.setting(layout::setting::replica_id).value_or("")},
-        {"log_epoch", meta.setting(layout::setting::log_epoch).value_or("")},
-        {"log_head", report.log_head},
-        {"incremental", report.incremental},
-        {"peers", peers},
-        {"meta_files", meta_files},
-        {"blobs",
-         {{"count", report.blobs},
-          {"bytes", report.bytes},
-          {"copied", report.copied},
-          {"copied_bytes", report.copied_bytes},
-          {"list_sha256", sha256_hex(layout::backup::blob_list(partial))}}}};
-    const auto text = description.dump(2);
-    write_durably(layout::backup::description(partial), text);
-    write_durably(layout::backup::description_sum(partial),
-                  oci::Digest::of(oci::DigestAlgorithm::sha256, text).hex() + "\n");
-    fsync_path(partial);
+    auto meta_files = copy_index(meta, partial, report);
+    place_blobs(blobs, target, partial, report, progress);
+    describe(meta, partial, report, now, std::move(meta_files));
     report.dir = layout::backup::backup_dir(target, report.id);
     fs::rename(partial, report.dir);
     fsync_path(layout::backup::backups_dir(target));
