@@ -340,6 +340,19 @@ bool Authorizer::may_pull(const Decision& caller, const std::string& repository)
 
 bool Authorizer::uses_directory() const { return impl_->ldap != nullptr; }
 
+// htpasswd names hold no ':' and no other source gives a bare name beside htpasswd (the prefixes
+// are checked at start), so a name without ':' is an htpasswd user's.
+std::string Authorizer::credential_generation(const Principal& principal) const {
+    if (!impl_->htpasswd || principal.name.find(':') != std::string::npos) return {};
+    return impl_->htpasswd->generation(principal.name);
+}
+
+bool Authorizer::credential_current(const Principal& principal, const std::string& generation) const {
+    if (!impl_->htpasswd || principal.name.find(':') != std::string::npos) return true;
+    const auto now = impl_->htpasswd->generation(principal.name);
+    return !now.empty() && now == generation;
+}
+
 std::pair<int, std::string> Authorizer::issue_token(std::string_view authorization, const std::string& service,
                                                     const std::vector<std::string>& scopes) const {
     auto error = [](int status, const char* code, const char* message) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 #include <memory>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "berth/oci/encoding.hpp"
@@ -73,10 +74,21 @@ void Htpasswd::reload_if_changed() {
     }
     int cost = 4;
     for (auto& [user, hash] : hashes) cost = std::max(cost, cost_of(hash));
-    if (decoy_.empty() || cost_of(decoy_) != cost) decoy_ = decoy_hash(cost);
+    if (decoy_.empty() || cost_of(decoy_) != cost) {
+        const auto started = std::chrono::steady_clock::now();
+        decoy_ = decoy_hash(cost);
+        decoy_time_ = std::chrono::steady_clock::now() - started;
+    }
     hashes_ = std::move(hashes);
     recent_.clear();
     loaded_at_ = modified;
+}
+
+std::string Htpasswd::generation(const std::string& user) {
+    std::lock_guard lock(mutex_);
+    reload_if_changed();
+    auto it = hashes_.find(user);
+    return it == hashes_.end() ? std::string() : oci::hex(sha256(it->second)).substr(0, 16);
 }
 
 bool Htpasswd::verify(const std::string& user, const std::string& password) {
@@ -94,9 +106,12 @@ bool Htpasswd::verify(const std::string& user, const std::string& password) {
         hash = it != hashes_.end() ? it->second : decoy_;
         if (it == hashes_.end()) user_known = false;
     }
+    const auto started = std::chrono::steady_clock::now();
     auto data = std::make_unique<crypt_data>();
     const char* result = hash.empty() ? nullptr : crypt_r(password.c_str(), hash.c_str(), data.get());
-    if (!user_known || !result || !oci::equal_secrets(result, hash)) return false;
+    const bool matched = user_known && result && oci::equal_secrets(result, hash);
+    if (cost_of(hash) < cost_of(decoy_)) std::this_thread::sleep_until(started + decoy_time_);
+    if (!matched) return false;
     std::lock_guard lock(mutex_);
     recent_[user] = {fingerprint, std::chrono::steady_clock::now() + std::chrono::minutes(5)};
     return true;

@@ -12,18 +12,20 @@ using oci::Error;
 using oci::ErrorCode;
 using registry::Registry;
 
+// A request reads at most this many names, however few the caller may see.
+constexpr std::size_t max_names_read = 10000;
+
 Plan plan_catalog(Registry& registry, const auth::Authorizer* authorizer, const Cursors& cursors, Request& request) {
     if (request.method != Method::get && request.method != Method::head) not_allowed();
-    auto n = page_size(request.target.query);
-    auto page = registry.catalog(n, cursors.open(request.target.query.get("last").value_or("")));
-    // The next page starts after the last name read; sealed when the caller may not see it.
-    const auto read = page.items.size();
-    const auto last_read = page.items.empty() ? std::string() : page.items.back();
-    if (authorizer)  // only what the caller may pull; a page may come out shorter than n, even empty
-        std::erase_if(page.items, [&](auto& repo) { return !authorizer->may_pull(request.principal, repo); });
+    const auto max_page = registry.options().max_page;
+    const auto n = std::min(page_size(request.target.query).value_or(max_page), max_page);
+    auto page = read_visible<std::string>(
+        cursors, cursors.open(request.target.query.get("last").value_or("")), n, max_names_read,
+        [&](const std::string& after, std::size_t limit) { return registry.catalog(limit, after); },
+        [](const std::string& name) { return name; },
+        [&](const std::string& name) { return !authorizer || authorizer->may_pull(request.principal, name); });
     auto response = json_response(200, nlohmann::json{{"repositories", page.items}}.dump());
-    const bool visible = !page.items.empty() && page.items.back() == last_read;
-    if (page.more) response.set("Link", next_link(oci::path::catalog(), read, cursors.next(last_read, visible)));
+    if (page.next) response.set("Link", next_link(oci::path::catalog(), n, *page.next));
     return immediate(std::move(response));
 }
 

@@ -6,6 +6,7 @@
 #include "berth/net/client.hpp"
 #include "berth/oci/derived_keys.hpp"
 #include "berth/replication/cluster.hpp"
+#include "berth/replication/peer_service.hpp"
 #include "message.hpp"
 #include "client_limits.hpp"
 #include "cursors.hpp"
@@ -17,20 +18,19 @@ namespace berth::http {
 
 // The UI sessions' own secret's key, else one derived from the cluster's secret for them alone,
 // else "" (a key drawn at start).
-inline std::string ui_session_key(const UiOptions& ui, const replication::Cluster* cluster) {
+inline std::string ui_session_key(const UiOptions& ui, const replication::PeerService* peers) {
     constexpr std::string_view purpose = "berth ui session";
     if (!ui.session_secret.empty()) return oci::DerivedKeys(ui.session_secret).key(purpose);
-    return cluster ? cluster->derived_key(purpose) : std::string();
+    return peers ? peers->derived_key(purpose) : std::string();
 }
 
 // What every connection shares.
 struct ServerContext {
     ServerContext(ServerOptions opts, Services svc, unsigned workers)
         : options(std::move(opts)), services(svc),
-          ui_sessions(ui_session_key(options.ui, services.cluster), options.ui.session_lifetime),
-          cursors(services.cluster ? services.cluster->derived_key("berth paging cursor") : std::string()),
+          ui_sessions(ui_session_key(options.ui, services.peers), options.ui.session_lifetime),
+          cursors(services.peers ? services.peers->derived_key("berth paging cursor") : std::string()),
           worker_pool(workers), client_limits(options.max_connections_per_client, options.requests_per_second) {
-        services.client = &client;
         services.ui = &options.ui;
         services.ui_sessions = &ui_sessions;
         services.cursors = &cursors;
@@ -40,7 +40,6 @@ struct ServerContext {
     Services services;
     UiSessions ui_sessions;
     Cursors cursors;
-    net::Client client;  // before the workers: none may still use it when it goes
     boost::asio::thread_pool worker_pool;
     // One pool per upstream and one for the peers: 16 threads each, like an
     // upstream's default max_concurrent, and a queue of 256 behind them.

@@ -12,6 +12,9 @@ namespace {
 
 constexpr std::size_t nonce_bytes = 12, tag_bytes = 16;
 constexpr std::size_t max_sealed = 2048;
+// Every name is sealed at this length (names are at most 255 bytes, a lineage cursor
+// REPOSITORY@DIGEST at most 391), so a cursor's length says nothing of what it names.
+constexpr std::size_t sealed_length = 512;
 
 using CipherContext = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)>;
 
@@ -21,8 +24,10 @@ const unsigned char* bytes(const std::string& text) { return reinterpret_cast<co
 
 Cursors::Cursors(std::string key) : key_(key.empty() ? oci::random_bytes(32) : std::move(key)) {}
 
-std::string Cursors::next(const std::string& name, bool visible) const {
-    if (visible) return name;
+std::string Cursors::next(const std::string& text, bool visible) const {
+    if (visible) return text;
+    std::string name = text.substr(0, sealed_length);
+    name.resize(sealed_length, '\0');
     const auto nonce = oci::random_bytes(nonce_bytes);
     std::string sealed(name.size() + tag_bytes, '\0');
     CipherContext context(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
@@ -53,6 +58,7 @@ std::string Cursors::open(const std::string& last) const {
         EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_SET_TAG, tag_bytes, tag.data()) == 1 &&
         EVP_DecryptFinal_ex(context.get(), reinterpret_cast<unsigned char*>(name.data()) + length, &final_length) == 1;
     if (!opened) throw oci::Error(oci::ErrorCode::bad_request, "last is no cursor this registry gave");
+    name.resize(name.find('\0') == std::string::npos ? name.size() : name.find('\0'));
     return name;
 }
 

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "berth/net/client.hpp"
+#include "berth/replication/cluster.hpp"
 #include "berth/replication/protocol.hpp"
 #include "handlers.hpp"
 
@@ -103,21 +104,20 @@ Response relay(net::Exchange& exchange) {
 
 }  // namespace
 
-Plan plan_forward(net::Client& client, const net::Origin& owner, const std::string& secret, Request& request,
+Plan plan_forward(const replication::Cluster& cluster, const std::string& owner, Request& request,
                   const std::string& method, const std::string& target) {
     // The owner's answer may take a while: finishing a large upload fsyncs it.
     // An owner that stops reading fails the request after the client's idle timeout.
     net::RequestHead head{method, target, {}, request.content_length, request.has_body, std::chrono::seconds(60)};
-    head.headers = {{protocol::header::secret, secret},
-                    {protocol::header::forwarded, "1"},
-                    {protocol::header::versions, protocol::versions_text()}};
-    // The owner authorizes the request as the client's own: the peer secret only says where it came from.
+    head.headers = {{protocol::header::forwarded, "1"}};
+    // The owner authorizes the request as the client's own: the peer's authentication (which
+    // cluster.open_peer adds) only says where it came from.
     if (!request.authorization.empty()) head.headers.emplace_back("Authorization", request.authorization);
     if (!request.content_type.empty()) head.headers.emplace_back("Content-Type", request.content_type);
     if (!request.content_range.empty()) head.headers.emplace_back("Content-Range", request.content_range);
     auto pipe = std::make_shared<Pipe>();
     try {
-        pipe->exchange = client.open(owner, std::move(head));
+        pipe->exchange = cluster.open_peer(owner, std::move(head));
     } catch (const std::exception& error) {
         throw oci::Error(oci::ErrorCode::unavailable, "the replica owning this upload is unreachable", error.what());
     }

@@ -69,8 +69,7 @@ Plan upload_or_forward(Services& services, Request& request) {
     if (services.cluster && !request.forwarded && owner != services.cluster->self_id())
         if (auto address = services.cluster->address_of(owner)) {
             net::reach(net::peers_party);
-            return plan_forward(*services.client, services.cluster->peer_origin(*address), services.cluster->secret(),
-                                request, std::string(method_name(request.method)),
+            return plan_forward(*services.cluster, *address, request, std::string(method_name(request.method)),
                                 forwarded_upload_target(request.target));
         }
     return plan_upload(services.registry, request);

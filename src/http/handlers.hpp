@@ -61,7 +61,7 @@ Response json_response(int status, std::string body, std::string content_type = 
 Plan plan_peer_request(replication::PeerService& peers, Request& request);
 // Sends an upload request on to the replica that owns the session, with the client's own
 // credentials: the owner authorizes it as the client's. target: built from checked parts only.
-Plan plan_forward(net::Client& client, const net::Origin& owner, const std::string& secret, Request& request,
+Plan plan_forward(const replication::Cluster& cluster, const std::string& owner, Request& request,
                   const std::string& method, const std::string& target);
 
 // Range: a single "bytes=a-b", "bytes=a-" or "bytes=-n". nullopt means serve the

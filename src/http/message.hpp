@@ -35,9 +35,6 @@ class DelegatedAccess;
 namespace berth::observe {
 class MetricsRegistry;
 }
-namespace berth::net {
-class Client;
-}
 
 namespace berth::http {
 
@@ -90,12 +87,11 @@ struct Services {
     const auth::Authorizer* authorizer;                 // null: everyone may do everything
     auth::DelegatedAccess* delegated;                   // the node agent's door: the replicas decide who reads
     const observe::MetricsRegistry* metrics = nullptr;  // what GET /metrics writes
-    net::Client* client = nullptr;             // for upload requests sent on to the replica that owns the session
-    storage::BackupJob* backups = nullptr;     // null: the server takes no backups (config `backup`)
-    registry::Retention* retention = nullptr;  // the web UI's retention page; null: no policies here
-    const UiOptions* ui = nullptr;             // the web UI (ServerContext points it at its options)
-    const UiSessions* ui_sessions = nullptr;   // and at its sign-ins
-    const Cursors* cursors = nullptr;          // paging cursors that name nothing hidden (cursors.hpp)
+    storage::BackupJob* backups = nullptr;              // null: the server takes no backups (config `backup`)
+    registry::Retention* retention = nullptr;           // the web UI's retention page; null: no policies here
+    const UiOptions* ui = nullptr;                      // the web UI (ServerContext points it at its options)
+    const UiSessions* ui_sessions = nullptr;            // and at its sign-ins
+    const Cursors* cursors = nullptr;                   // paging cursors that name nothing hidden (cursors.hpp)
 };
 
 // Where a streamed request body goes, chunk by chunk, as it arrives. The

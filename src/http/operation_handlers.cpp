@@ -37,27 +37,29 @@ Plan plan_metrics(const observe::MetricsRegistry* metrics) {
 
 UsageAnswer usage_answer(registry::Registry& registry, const std::function<bool(const std::string&)>& may_pull,
                          const Cursors& cursors, std::optional<std::size_t> n, const std::string& last) {
-    auto page = registry.usage(n, cursors.open(last));
-    // The next page starts after the last namespace read; sealed when the caller may not see it.
-    const auto last_read = page.items.empty() ? std::string() : page.items.back().ns;
-    const auto read = page.items.size();
+    constexpr std::size_t max_namespaces_read = 10000;
+    const auto max_page = registry.options().max_page;
+    const auto limit = std::min(n.value_or(max_page), max_page);
     // A namespace's figures count every repository it holds: shown only to a caller who may see
     // them all, so no count says that a hidden repository exists.
-    if (may_pull)
-        std::erase_if(page.items, [&](auto& item) {
-            return registry.any_repository(item.ns, [&](const std::string& repo) { return !may_pull(repo); });
+    auto page = read_visible<registry::NamespaceReport>(
+        cursors, cursors.open(last), limit, max_namespaces_read,
+        [&](const std::string& after, std::size_t want) { return registry.usage(want, after); },
+        [](const registry::NamespaceReport& item) { return item.ns; },
+        [&](const registry::NamespaceReport& item) {
+            return !may_pull ||
+                   !registry.any_repository(item.ns, [&](const std::string& repo) { return !may_pull(repo); });
         });
     auto list = nlohmann::json::array();
     for (auto& item : page.items) {
-        auto limit = [](std::uint64_t value) { return value ? nlohmann::json(value) : nlohmann::json(nullptr); };
+        auto bound = [](std::uint64_t value) { return value ? nlohmann::json(value) : nlohmann::json(nullptr); };
         list.push_back({{"namespace", item.ns},
                         {"used_bytes", item.usage.bytes},
                         {"repositories", item.usage.repositories},
-                        {"max_bytes", limit(item.rule ? item.rule->max_bytes : 0)},
-                        {"max_repositories", limit(item.rule ? item.rule->max_repositories : 0)}});
+                        {"max_bytes", bound(item.rule ? item.rule->max_bytes : 0)},
+                        {"max_repositories", bound(item.rule ? item.rule->max_repositories : 0)}});
     }
-    UsageAnswer answer{{}, read, std::nullopt};
-    if (page.more) answer.next = cursors.next(last_read, !page.items.empty() && page.items.back().ns == last_read);
+    UsageAnswer answer{{}, limit, page.next};
     answer.body =
         nlohmann::json{{"namespaces", list}, {"next", answer.next ? nlohmann::json(*answer.next) : nullptr}}.dump();
     return answer;

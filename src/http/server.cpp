@@ -95,8 +95,7 @@ struct Server::Impl {
     Impl(ServerOptions options, registry::Registry& registry, const observe::MetricsRegistry& metrics,
          replication::PeerService* peers, const replication::Cluster* cluster, const auth::Authorizer* authorizer,
          auth::DelegatedAccess* delegated, storage::BackupJob* backups, registry::Retention* retention)
-        : context(options,
-                  Services{registry, peers, cluster, authorizer, delegated, &metrics, nullptr, backups, retention},
+        : context(options, Services{registry, peers, cluster, authorizer, delegated, &metrics, backups, retention},
                   options.worker_threads ? options.worker_threads : 4 * cores()),
           ios(make_io_contexts(options.io_threads ? options.io_threads : cores())), io(*ios.front()), acceptor(io),
           signals(io, SIGINT, SIGTERM) {

@@ -1,6 +1,5 @@
-// The web UI's cluster page: every replica as it says it is (the peer API's status, asked now with
-// a short deadline), this one's change log and backups, and what is wrong, in plain words.
-#include <future>
+// The web UI's cluster page: every replica as it says it is (the peer API's status, as replication
+// last heard it), this one's change log and backups, and what is wrong, in plain words.
 #include <nlohmann/json.hpp>
 
 #include "berth/net/client.hpp"
@@ -16,10 +15,6 @@ namespace {
 
 using nlohmann::json;
 namespace protocol = replication::protocol;
-
-// A peer that does not answer within this is reported unreachable, and so not ready.
-constexpr std::chrono::milliseconds peer_deadline{1500};
-constexpr std::size_t max_answer_bytes = 1 << 20;
 
 std::string grouped(std::uint64_t n) {
     auto digits = std::to_string(n);
@@ -73,25 +68,17 @@ void read_status(json& replica, const protocol::Status& status) {
     replica["last_backup"] = last_backup(status.last_backup);
 }
 
-json ask_peer(const Services& services, const std::string& address, const std::string& id) {
-    auto replica = replica_json(id.empty() ? address : id, address);
-    const auto origin = services.cluster->peer_origin(address);
-    net::Headers headers = {{protocol::header::secret, services.cluster->secret()},
-                            {protocol::header::replica, services.cluster->self_id()},
-                            {protocol::header::versions, protocol::versions_text()}};
-    try {
-        auto answer = services.client->request(
-            origin, {"GET", protocol::status_target(), headers, std::nullopt, false, peer_deadline}, {},
-            max_answer_bytes);
-        if (answer.status != 200) throw std::runtime_error("its status answered " + std::to_string(answer.status));
-        auto status = protocol::parse_status(answer.body);
-        if (!status) throw std::runtime_error("its status is not one");
-        replica["reachable"] = true;
-        replica["protocol"] = answer.header(protocol::header::versions);
-        read_status(replica, *status);
-    } catch (const std::exception& error) {
-        replica["error"] = error.what();
+// What this replica last heard from a peer (replication asks every peer's status every two
+// seconds): no request waits on a peer here.
+json peer_json(const replication::PeerView& peer) {
+    auto replica = replica_json(peer.id.empty() ? peer.address : peer.id, peer.address);
+    if (!peer.status) {
+        replica["error"] = peer.error;
+        return replica;
     }
+    replica["reachable"] = true;
+    replica["protocol"] = peer.versions;
+    read_status(replica, *peer.status);
     return replica;
 }
 
@@ -111,7 +98,7 @@ std::string problem_of(const json& replica) {
 
 std::string cluster_json(Services& services) {
     const auto log = services.registry.change_log();
-    auto self = replica_json(services.cluster ? services.cluster->self_id() : "this replica", "");
+    auto self = replica_json(services.peers ? services.peers->self_id() : "this replica", "");
     self["self"] = self["reachable"] = self["ready"] = true;
     self["behind"] = 0;
     self["lag_seconds"] = 0;
@@ -121,19 +108,15 @@ std::string cluster_json(Services& services) {
         const auto backup = services.backups->status();
         self["last_backup"] = last_backup(protocol::LastBackup{backup.id, backup.finished, backup.error});
     }
-    std::vector<protocol::PeerState> peers;
+    auto replicas = json::array();
     if (services.peers) {
-        const auto status = services.peers->status();
-        read_status(self, status);
-        peers = status.peers;
+        const auto view = services.peers->cluster_view();
+        read_status(self, view.self);
+        replicas.push_back(self);
+        for (auto& peer : view.peers) replicas.push_back(peer_json(peer));
+    } else {
+        replicas.push_back(self);
     }
-    auto replicas = json::array({self});
-    // Asked at once, so a page with dead replicas still answers within one deadline.
-    std::vector<std::future<json>> asked;
-    if (services.cluster)
-        for (auto& peer : peers)
-            asked.push_back(std::async(std::launch::async, ask_peer, std::cref(services), peer.address, peer.id));
-    for (auto& answer : asked) replicas.push_back(answer.get());
     auto problems = json::array();
     for (auto& replica : replicas) {
         if (auto problem = problem_of(replica); !problem.empty()) problems.push_back(problem);

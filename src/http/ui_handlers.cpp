@@ -74,8 +74,11 @@ Plan file(std::string_view path, const Request& request) {
 // list then decides, as on /v2/), else anonymous.
 auth::Decision caller_of(const Services& services, const Request& request) {
     auth::Decision caller;
-    if (auto principal = services.ui_sessions->principal(request.cookie)) caller.principal = std::move(*principal);
     const auto* authorizer = services.authorizer;
+    // A session ends with the credential it came from (an htpasswd user removed, a new password).
+    if (auto session = services.ui_sessions->session(request.cookie);
+        session && authorizer && authorizer->credential_current(session->principal, session->generation))
+        caller.principal = std::move(session->principal);
     if (!caller.principal.anonymous() || request.authorization.empty() || !authorizer || !authorizer->enabled())
         return caller;
     caller = authorizer->check(request.authorization, {}, request.host, request.secure);
@@ -139,7 +142,8 @@ Plan sign_in(Services& services, Request& request) {
                       {"principal", username},
                       {"peer", request.peer_address}});
         if (!signed_in) return see_other("login?failed");
-        return see_other("./", services.ui_sessions->sign_in(decision.principal, request.secure, decision.expires));
+        return see_other("./", services.ui_sessions->sign_in(decision.principal, request.secure, decision.expires,
+                                                             authorizer->credential_generation(decision.principal)));
     };
     return plan;
 }

@@ -42,12 +42,13 @@ std::string UiSessions::seal(std::string_view payload) const {
     return oci::base64url(std::string(reinterpret_cast<const char*>(mac), length));
 }
 
-std::string UiSessions::sign_in(const auth::Principal& principal, bool secure,
-                                std::optional<std::int64_t> expires) const {
+std::string UiSessions::sign_in(const auth::Principal& principal, bool secure, std::optional<std::int64_t> expires,
+                                const std::string& generation) const {
     const auto now = now_seconds();
     const auto until = std::min(now + lifetime_.count(), expires.value_or(now + lifetime_.count()));
-    const auto payload = oci::base64url(
-        nlohmann::json{{"u", principal.name}, {"g", principal.groups}, {"n", principal.ns}, {"e", until}}.dump());
+    const auto payload = oci::base64url(nlohmann::json{
+        {"u", principal.name}, {"g", principal.groups}, {"n", principal.ns}, {"e", until}, {"c", generation}}
+                                            .dump());
     // No Path: the cookie's path is the folder of /ui/login as the browser saw it, prefix and all.
     return std::string(session_cookie) + "=" + payload + "." + seal(payload) +
            "; Max-Age=" + std::to_string(std::max<std::int64_t>(0, until - now)) + "; HttpOnly; SameSite=Strict" +
@@ -58,7 +59,7 @@ std::string UiSessions::sign_out(bool secure) {
     return std::string(session_cookie) + "=; Max-Age=0; HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "");
 }
 
-std::optional<auth::Principal> UiSessions::principal(std::string_view cookie_header) const {
+std::optional<UiSessions::Session> UiSessions::session(std::string_view cookie_header) const {
     auto value = cookie_value(cookie_header, session_cookie);
     if (!value || value->size() > 4096) return std::nullopt;
     const auto dot = value->find('.');
@@ -73,7 +74,7 @@ std::optional<auth::Principal> UiSessions::principal(std::string_view cookie_hea
         auth::Principal principal{doc.at("u").get<std::string>(), doc.at("g").get<std::vector<std::string>>(),
                                   doc.at("n").get<std::string>()};
         if (principal.anonymous()) return std::nullopt;
-        return principal;
+        return Session{std::move(principal), doc.value("c", std::string())};
     } catch (const nlohmann::json::exception&) {
         return std::nullopt;  // sealed here, so only an older berth's shape
     }

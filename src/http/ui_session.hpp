@@ -22,12 +22,19 @@ public:
     UiSessions(std::string key, std::chrono::seconds lifetime);
 
     // The Set-Cookie value that signs principal in until its lifetime or expires (Unix seconds),
-    // whichever comes first; secure: the request came over TLS.
-    std::string sign_in(const auth::Principal& principal, bool secure, std::optional<std::int64_t> expires) const;
+    // whichever comes first; secure: the request came over TLS. generation: what the session
+    // remembers of the credential (auth::Authorizer::credential_generation).
+    std::string sign_in(const auth::Principal& principal, bool secure, std::optional<std::int64_t> expires,
+                        const std::string& generation) const;
     // The Set-Cookie value that signs out.
     static std::string sign_out(bool secure);
-    // Who a Cookie header's session names, if it holds one that is sealed here and current.
-    std::optional<auth::Principal> principal(std::string_view cookie_header) const;
+    // Who a Cookie header's session names, if it holds one that is sealed here and current, with
+    // the credential's generation it was signed in with.
+    struct Session {
+        auth::Principal principal;
+        std::string generation;
+    };
+    std::optional<Session> session(std::string_view cookie_header) const;
 
 private:
     std::string seal(std::string_view payload) const;

@@ -139,7 +139,7 @@ Node::Node(config::Config config)
                                                                       proxy::Limits{config_.registry.max_manifest_bytes,
                                                                                     config_.registry.max_blob_bytes,
                                                                                     config_.registry.min_free_bytes},
-                                                                      blobs_, meta_, replica_id_, replicator_.get())
+                                                                      blobs_, meta_, replicator_.get())
                                      : nullptr),
       verifier_(as_config_error("policies",
                                 [&] {

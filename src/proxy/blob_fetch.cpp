@@ -40,26 +40,36 @@ std::optional<storage::OpenBlob> Proxy::fetch_blob(const std::string& repo, cons
     if (!upstream) return std::nullopt;
     net::reach(net::upstream_party(upstream->options.host));
     std::shared_ptr<BlobFlight> flight;
-    {
-        std::lock_guard lock(impl_->flights_mutex);
-        auto& slot = impl_->blob_flights[digest.str()];
-        if (slot) {
-            ++upstream->counters.coalesced;
-        } else {
-            // Linked since the caller looked (the fetch before this one ended): no new fetch.
-            if (impl_->meta.has_link(repo, digest.str()))
-                if (auto blob = impl_->blobs.open(digest)) {
-                    impl_->blob_flights.erase(digest.str());
-                    return blob;
-                }
-            slot = std::make_shared<BlobFlight>();
-            slot->intake = &intake;
-            ++upstream->counters.misses;
-            ++impl_->running;
-            std::thread(&Impl::run_flight, impl_.get(), std::ref(*upstream), name, repo, digest, slot, asker).detach();
+    for (bool confirmed = false; !flight;) {
+        {
+            std::lock_guard lock(impl_->flights_mutex);
+            auto& slot = impl_->blob_flights[digest.str()];
+            if (slot && (confirmed || slot->repos.count(repo))) {
+                ++upstream->counters.coalesced;
+                flight = slot;
+                flight->repos.insert(repo);
+            } else if (!slot) {
+                // Linked since the caller looked (the fetch before this one ended): no new fetch.
+                if (impl_->meta.has_link(repo, digest.str()))
+                    if (auto blob = impl_->blobs.open(digest)) {
+                        impl_->blob_flights.erase(digest.str());
+                        return blob;
+                    }
+                slot = std::make_shared<BlobFlight>();
+                slot->intake = &intake;
+                slot->repos.insert(repo);
+                ++upstream->counters.misses;
+                ++impl_->running;
+                std::thread(&Impl::run_flight, impl_.get(), std::ref(*upstream), name, repo, digest, slot, asker)
+                    .detach();
+                flight = slot;
+            }
         }
-        flight = slot;
-        flight->repos.insert(repo);
+        // Another repository's fetch of this blob is under way. Knowing a digest grants nothing:
+        // this repository's own upstream must say it holds the blob before its reader shares those
+        // bytes, or the blob is linked into it.
+        if (!flight && !impl_->holds(*upstream, name, digest)) return std::nullopt;
+        confirmed = true;
     }
     std::unique_lock lock(flight->mutex);
     flight->started.wait_for(lock, answer_wait, [&] { return flight->filling || flight->ended; });
@@ -68,6 +78,18 @@ std::optional<storage::OpenBlob> Proxy::fetch_blob(const std::string& repo, cons
     int fd = flight->filling->open_reader();
     if (fd < 0) return std::nullopt;
     return storage::OpenBlob(fd, flight->filling->size(), flight->filling);
+}
+
+bool Proxy::Impl::holds(UpstreamState& upstream, const std::string& name, const oci::Digest& digest) {
+    try {
+        Remote::Slot slot(upstream.remote, upstream.remote.deadline());
+        auto head = upstream.remote.request("HEAD", oci::path::blob(name, digest.str()), scope_of(name), 0);
+        upstream.answered(head.status);
+        return head.status == 200;
+    } catch (const std::exception& error) {
+        log_failure(upstream, name + "@" + digest.str(), error.what());
+        return false;
+    }
 }
 
 void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::string repo, oci::Digest digest,
@@ -79,8 +101,8 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
         if (cluster && asker == registry::Asker::client)
             if (auto owner = cluster->owner_of(key)) {
                 try {
-                    auto peer = owner_remote(*owner);
-                    auto opened = peer->open("GET", oci::path::blob(repo, key), {}, {}, peer->deadline());
+                    Opened opened{cluster->open_peer(*owner, owner_request(oci::path::blob(repo, key))), nullptr};
+                    opened.head = &opened.exchange->read_head();
                     if (opened.head->status == 200) {
                         receive(upstream, opened, digest, *flight, false);
                         done = true;
@@ -95,7 +117,7 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
             Remote::Slot slot(upstream.remote, upstream.remote.deadline());
             const auto started = Clock::now();
             const auto target = oci::path::blob(name, key);
-            const auto scope = "repository:" + name + ":pull";
+            const auto scope = scope_of(name);
             // Stored for another repository already: the upstream need only say this one has it too.
             if (auto size = blobs.size(digest)) {
                 auto head = upstream.remote.request("HEAD", target, scope, 0);

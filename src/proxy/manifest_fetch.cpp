@@ -17,8 +17,6 @@ namespace {
 using registry::ManifestAnswer;
 using Status = ManifestAnswer::Status;
 
-std::string scope_of(const std::string& name) { return "repository:" + name + ":pull"; }
-
 // The bytes answer the reference: by digest they hash to it; by tag, any
 // digest the upstream claims must be theirs.
 std::optional<registry::UpstreamManifest> verified(const net::Response& response, const std::string& reference) {
@@ -126,9 +124,9 @@ registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, cons
     if (cluster && asker == registry::Asker::client) {
         if (auto owner = cluster->owner_of(repo + '\0' + reference)) {
             try {
-                auto peer = owner_remote(*owner, accept_manifests());
                 return answer_from(
-                    peer->request("GET", oci::path::manifest(repo, reference), {}, limits.max_manifest_bytes));
+                    cluster->ask_peer(*owner, owner_request(oci::path::manifest(repo, reference), accept_manifests()),
+                                      limits.max_manifest_bytes));
             } catch (const std::exception& error) {
                 observe::log("info", "owner replica did not answer; asking the upstream",
                              {{"owner", *owner}, {"error", error.what()}});

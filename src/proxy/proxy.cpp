@@ -41,10 +41,8 @@ RemoteConfig remote_config(const Upstream& upstream) {
 
 }  // namespace
 
-Proxy::Impl::Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, std::string id,
-                  const replication::Cluster* r)
-    : options(std::move(o)), limits(l), client(upstream_client_options(options)), blobs(b), meta(m),
-      replica_id(std::move(id)), cluster(r) {
+Proxy::Impl::Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, const replication::Cluster* r)
+    : options(std::move(o)), limits(l), client(upstream_client_options(options)), blobs(b), meta(m), cluster(r) {
     for (auto& upstream : options.upstreams)
         upstreams.push_back(std::make_unique<UpstreamState>(client, upstream, remote_config(upstream)));
     if (options.agent && options.agent_authorize == Options::Authorize::caller)
@@ -69,18 +67,13 @@ std::pair<UpstreamState*, std::string> Proxy::Impl::find(const std::string& repo
     return {upstreams[found->first].get(), std::move(found->second)};
 }
 
-std::unique_ptr<Remote> Proxy::Impl::owner_remote(const std::string& address, const net::Headers& extra) {
-    namespace protocol = replication::protocol;
-    const auto origin = cluster->peer_origin(address);
-    RemoteConfig config;
-    config.urls.push_back({origin.tls.enabled, origin.address, ""});
-    config.tls = origin.tls;
-    config.headers = {{protocol::header::secret, cluster->secret()},
-                      {protocol::header::replica, replica_id},
-                      {protocol::header::versions, protocol::versions_text()},
-                      {protocol::header::forwarded, "1"}};
-    config.headers.insert(config.headers.end(), extra.begin(), extra.end());
-    return std::make_unique<Remote>(client, std::move(config));
+net::RequestHead Proxy::Impl::owner_request(const std::string& path, const net::Headers& extra) const {
+    // Berth-Forwarded: the owner fetches itself rather than delegate again.
+    net::Headers headers{{replication::protocol::header::forwarded, "1"}};
+    headers.insert(headers.end(), extra.begin(), extra.end());
+    std::chrono::seconds timeout{30};
+    for (auto& upstream : options.upstreams) timeout = std::max(timeout, upstream.fetch_timeout);
+    return {"GET", path, std::move(headers), std::nullopt, false, timeout};
 }
 
 namespace {
@@ -111,8 +104,8 @@ void Proxy::Impl::log_failure(UpstreamState& upstream, const std::string& what, 
 }
 
 Proxy::Proxy(Options options, Limits limits, storage::BlobStore& blobs, storage::MetaStore& meta,
-             std::string replica_id, const replication::Cluster* cluster)
-    : impl_(std::make_unique<Impl>(std::move(options), limits, blobs, meta, std::move(replica_id), cluster)) {}
+             const replication::Cluster* cluster)
+    : impl_(std::make_unique<Impl>(std::move(options), limits, blobs, meta, cluster)) {}
 
 // Fetch threads use the client and the store: they end first.
 Proxy::~Proxy() { finish_fetches(); }

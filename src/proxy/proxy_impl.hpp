@@ -67,13 +67,12 @@ struct ManifestFlight {
 };
 
 struct Proxy::Impl {
-    Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, std::string id,
-         const replication::Cluster* r);
+    Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore& m, const replication::Cluster* r);
 
     // The upstream repo mirrors and the name it has there; null when none.
     std::pair<UpstreamState*, std::string> find(const std::string& repo) const;
-    // The replica owning a fetch, reached as a peer: it fetches rather than delegate again.
-    std::unique_ptr<Remote> owner_remote(const std::string& address, const net::Headers& extra = {});
+    // A GET of the replica owning a fetch (Cluster::open_peer authenticates it).
+    net::RequestHead owner_request(const std::string& path, const net::Headers& extra = {}) const;
     void log_failure(UpstreamState& upstream, const std::string& what, const std::string& why);
 
     registry::ManifestAnswer manifest_now(UpstreamState& upstream, const std::string& name, const std::string& repo,
@@ -84,6 +83,8 @@ struct Proxy::Impl {
     // Streams a 200 answer's body into the store through a FillingBlob published to flight.
     void receive(UpstreamState& upstream, Opened& opened, const oci::Digest& digest, BlobFlight& flight,
                  bool from_upstream);
+    // Whether the upstream says its repository `name` holds the blob (a HEAD).
+    bool holds(UpstreamState& upstream, const std::string& name, const oci::Digest& digest);
     // The quotas asked before a byte of a blob this size is stored.
     void admit(BlobFlight& flight, const oci::Digest& digest, std::uint64_t size);
 
@@ -92,7 +93,6 @@ struct Proxy::Impl {
     net::Client client;
     storage::BlobStore& blobs;
     storage::MetaStore& meta;
-    std::string replica_id;
     const replication::Cluster* cluster;
     std::vector<std::unique_ptr<UpstreamState>> upstreams;
     std::unique_ptr<AgentGate> gate;

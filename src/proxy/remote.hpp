@@ -39,6 +39,8 @@ struct Opened {
 
 // The Accept header of a manifest request: every manifest type berth stores.
 const net::Headers& accept_manifests();
+// The token scope a read of repository `name` asks for.
+inline std::string scope_of(const std::string& name) { return "repository:" + name + ":pull"; }
 
 class Remote {
 public:

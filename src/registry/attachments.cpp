@@ -20,17 +20,20 @@ constexpr std::uint64_t max_json_layer_bytes = 64 << 10;
 }  // namespace
 
 // - An index is never one: a runtime picks an image from it (and each child is judged on its own).
-// - A manifest with a layer of a layer media type is never one.
+// - A Docker schema 2 manifest is never one: it has no artifacts, and containers/image runs one
+//   whatever its config's media type says, finding each layer's compression from its bytes.
+// - A manifest with a layer of a layer media type (or any of Docker's) is never one.
 // - One whose config is not an image config is one: the image-spec's artifacts (SBOMs, Sigstore
 //   bundles, Helm charts), which runtimes refuse to run.
 // - One with an image config is one only when it has layers and each is a JSON document of at
 //   most 64 KiB stored here (cosign's simple-signing signatures, attestations): JSON is never a
 //   tar, gzip or zstd stream, so there is nothing a runtime could unpack.
 bool Registry::attachment(const oci::Digest& digest, const oci::ParsedManifest& parsed) const {
-    if (parsed.kind == oci::ManifestKind::index) return false;
+    if (parsed.kind == oci::ManifestKind::index || parsed.media_type == oci::media_type::docker_manifest) return false;
     if (parsed.kind == oci::ManifestKind::other) return true;
-    if (std::any_of(parsed.layers.begin(), parsed.layers.end(),
-                    [](auto& layer) { return oci::media_type::layer(layer.media_type); }))
+    if (std::any_of(parsed.layers.begin(), parsed.layers.end(), [](auto& layer) {
+            return oci::media_type::layer(layer.media_type) || layer.media_type.starts_with("application/vnd.docker.");
+        }))
         return false;
     if (!parsed.config || !oci::media_type::image_config(parsed.config->media_type)) return true;
     if (parsed.layers.empty() || parsed.layers.size() > max_json_layers) return false;

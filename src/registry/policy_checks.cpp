@@ -139,12 +139,14 @@ void Registry::require_tags_unmoved(const std::string& repo, const std::string& 
 void Registry::claim_new_tags(const std::string& repo, const std::string& digest,
                               const std::vector<std::string>& tags) {
     const auto* policy = policy_for(options_.policies, repo);
-    if (!policy || !policy->immutable_tags || !peers_) return;
+    if (!policy || !policy->immutable_tags || (!peers_ && !options_.detached)) return;
     using Outcome = TagClaim::Outcome;
     for (auto& tag : tags) {
         // A tag held here already is judged under the write lock (require_tags_unmoved).
         if (auto record = meta_.tag(repo, tag); record && !record->deleted()) continue;
-        auto claim = peers_->claim_tag(repo, tag, digest);
+        auto claim = peers_
+                         ? peers_->claim_tag(repo, tag, digest)
+                         : TagClaim{TagClaim::Outcome::undecided, {}, "the replica is stopped: import through its API"};
         observe::log("info", "audit",
                      {{"action", "claim"},
                       {"policy", policy->name},

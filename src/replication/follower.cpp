@@ -165,6 +165,7 @@ void Replicator::start() {
     for (auto& peer : impl_->peers)
         if (!peer->self) peer->thread = std::thread([this, p = peer.get()] { impl_->follow(*p); });
     if (!impl_->options.peer_dns.empty()) impl_->discovery = std::thread([this] { impl_->resolve_dns(); });
+    impl_->statuses = std::thread([this] { impl_->poll_statuses(); });
 }
 
 void Replicator::stop() {
@@ -174,6 +175,7 @@ void Replicator::stop() {
     }
     impl_->wake.notify_all();
     if (impl_->discovery.joinable()) impl_->discovery.join();
+    if (impl_->statuses.joinable()) impl_->statuses.join();
     std::vector<std::thread*> threads;
     {
         std::lock_guard lock(impl_->mutex);
@@ -199,6 +201,56 @@ std::string Replicator::incompatible_peers() const {
 }
 
 std::string Replicator::status_json() const { return protocol::encode_status(status()); }
+
+// Every peer is asked at once, without a thread waiting on any: one that hangs is answered by its
+// deadline, and reported as not answering until it answers again.
+void Replicator::Impl::poll_statuses() {
+    constexpr auto period = std::chrono::seconds(2);
+    constexpr auto deadline = std::chrono::milliseconds(1500);
+    while (!stopping) {
+        std::vector<Peer*> asked;
+        {
+            std::lock_guard lock(mutex);
+            for (auto& peer : peers)
+                if (!peer->self) asked.push_back(peer.get());
+        }
+        for (auto* peer : asked) {
+            ++pushes_in_flight;  // stop() waits for these answers as for a quorum's
+            peer->client.async_request(
+                "GET", protocol::status_target(), {}, deadline, {},
+                [this, peer](std::exception_ptr failure, net::Response answer) {
+                    std::string error;
+                    try {
+                        if (failure) std::rethrow_exception(failure);
+                    } catch (const std::exception& e) {
+                        error = e.what();
+                    }
+                    auto status = !failure && answer.status == 200 ? protocol::parse_status(answer.body) : std::nullopt;
+                    if (!failure && !status)
+                        error = answer.status == 200 ? "its status is not one"
+                                                     : "its status answered " + std::to_string(answer.status);
+                    {
+                        std::lock_guard lock(mutex);
+                        peer->status = std::move(status);
+                        peer->status_versions = failure ? std::string() : answer.header(protocol::header::versions);
+                        peer->status_error = std::move(error);
+                    }
+                    --pushes_in_flight;
+                });
+        }
+        sleep_for(period);
+    }
+}
+
+ClusterView Replicator::cluster_view() const {
+    ClusterView view{status(), {}};
+    std::lock_guard lock(impl_->mutex);
+    for (auto& peer : impl_->peers)
+        if (!peer->self)
+            view.peers.push_back(
+                {peer->client.address(), peer->id, peer->status, peer->status_versions, peer->status_error});
+    return view;
+}
 
 protocol::Status Replicator::status() const {
     std::optional<protocol::LastBackup> last_backup;

@@ -6,7 +6,6 @@
 namespace berth::replication {
 
 const std::string& Replicator::self_id() const { return impl_->self_id; }
-const std::string& Replicator::secret() const { return impl_->options.secret; }
 std::string Replicator::derived_key(std::string_view purpose) const { return impl_->keys.key(purpose); }
 
 namespace {
@@ -42,8 +41,15 @@ std::optional<std::string> Replicator::owner_of(std::string_view key) const {
     return owner;
 }
 
-net::Origin Replicator::peer_origin(const std::string& address) const {
-    return {net::parse_host_port(address), impl_->options.tls};
+// A client of the moment for any replica's address: the peers' own clients are their followers'.
+std::unique_ptr<net::Exchange> Replicator::open_peer(const std::string& address, net::RequestHead head) const {
+    PeerClient peer(impl_->http, address, impl_->options.tls, impl_->options.secret, impl_->self_id);
+    return peer.open(std::move(head));
+}
+
+net::Response Replicator::ask_peer(const std::string& address, net::RequestHead head, std::size_t limit) const {
+    PeerClient peer(impl_->http, address, impl_->options.tls, impl_->options.secret, impl_->self_id);
+    return peer.ask(std::move(head), limit);
 }
 
 std::optional<std::string> Replicator::address_of(const std::string& replica_id) const {

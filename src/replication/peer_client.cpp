@@ -20,14 +20,27 @@ constexpr std::size_t max_answer_bytes = 64 << 20;  // a page of state is about 
 
 }  // namespace
 
+void PeerClient::authenticate(net::RequestHead& head) const {
+    head.headers.insert(head.headers.begin(), {{protocol::header::secret, secret_},
+                                               {protocol::header::versions, protocol::versions_text()},
+                                               {protocol::header::replica, self_id_}});
+}
+
 net::RequestHead PeerClient::head(const std::string& method, const std::string& target,
                                   std::chrono::milliseconds timeout, const net::Headers& headers) const {
-    net::RequestHead head{method, target, {}, {}, method == "POST" || method == "PUT", timeout};
-    head.headers = {{protocol::header::secret, secret_},
-                    {protocol::header::versions, protocol::versions_text()},
-                    {protocol::header::replica, self_id_}};
-    head.headers.insert(head.headers.end(), headers.begin(), headers.end());
+    net::RequestHead head{method, target, headers, {}, method == "POST" || method == "PUT", timeout};
+    authenticate(head);
     return head;
+}
+
+std::unique_ptr<net::Exchange> PeerClient::open(net::RequestHead head) {
+    authenticate(head);
+    return client_.open(origin_, std::move(head));
+}
+
+net::Response PeerClient::ask(net::RequestHead head, std::size_t limit) {
+    authenticate(head);
+    return client_.request(origin_, std::move(head), {}, limit);
 }
 
 net::Response PeerClient::request(const std::string& method, const std::string& target, const std::string& body,

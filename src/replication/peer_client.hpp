@@ -29,6 +29,10 @@ public:
     // The same without a waiting thread; `done` runs on the client's I/O thread and must not block.
     void async_request(const std::string& method, const std::string& target, std::string body,
                        std::chrono::milliseconds timeout, const net::Headers& headers, net::Client::ResponseDone done);
+    // A request whose answer (and body, with head.has_body) goes through the exchange: what
+    // another layer sends a peer (a forwarded upload, a fetch's owner), the peer headers added.
+    std::unique_ptr<net::Exchange> open(net::RequestHead head);
+    net::Response ask(net::RequestHead head, std::size_t limit);
     // Streams a 200 body into file while hashing it; returns the status. The
     // file holds exactly the body when the digest matched.
     int download(const std::string& target, const std::filesystem::path& file, oci::Hasher& hasher);
@@ -36,6 +40,7 @@ public:
 private:
     net::RequestHead head(const std::string& method, const std::string& target, std::chrono::milliseconds timeout,
                           const net::Headers& headers = {}) const;
+    void authenticate(net::RequestHead& head) const;
 
     net::Client& client_;
     std::string address_;

@@ -16,6 +16,7 @@
 #include "berth/oci/encoding.hpp"
 #include "applier.hpp"
 #include "berth/replication/options.hpp"
+#include "berth/replication/protocol.hpp"
 #include "berth/oci/derived_keys.hpp"
 #include "berth/replication/replicator.hpp"
 #include "berth/storage/meta_store.hpp"
@@ -45,6 +46,9 @@ struct Peer {
     std::string incompatible;             // why this peer's protocol is refused; empty while it is understood
     std::string bootstrap_part;           // while bootstrapping from it: the part being copied
     std::uint64_t bootstrap_records = 0;  // records received in this run of the bootstrap
+    // Its own status as last asked (Impl::poll_statuses), or why it did not answer.
+    std::optional<protocol::Status> status;
+    std::string status_versions, status_error = "not asked yet";
 };
 
 struct Replicator::Impl {
@@ -87,7 +91,9 @@ struct Replicator::Impl {
     std::atomic<bool> stopping{false};
     std::atomic<int> pushes_in_flight{0};  // quorum pushes still talking to peers
     std::thread discovery;
+    std::thread statuses;  // asks every peer its status, for the web UI's cluster page
     bool started = false;
+    void poll_statuses();
 
     // A StatefulSet lists every member, itself included: berth-0.berth:5000 is
     // recognised as self on replica berth-0 before any request is made.

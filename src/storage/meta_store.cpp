@@ -250,6 +250,12 @@ std::vector<std::string> MetaStore::referrers(const std::string& repo, const std
     return out;
 }
 
+void MetaStore::visit_referrers(const std::string& repo, const std::string& subject,
+                                const std::function<bool(std::string_view descriptor)>& visit) const {
+    impl_->scan(cf_referrers, key(key(repo, subject), ""), "",
+                [&](std::string_view, std::string_view v) { return visit(v); });
+}
+
 std::vector<std::pair<std::string, UploadRecord>> MetaStore::uploads() const {
     std::vector<std::pair<std::string, UploadRecord>> out;
     impl_->scan(cf_uploads, "", "", [&](std::string_view id, std::string_view v) {

@@ -77,6 +77,8 @@ private:
     }
     static registry::Options with_replica_id(registry::Options options, const storage::MetaStore& meta) {
         options.replica_id = meta.setting(storage::layout::setting::replica_id).value_or("berth");
+        // A replica of a cluster: its peers decide new immutable tags, and none can be asked now.
+        options.detached = !meta.setting(storage::layout::setting::peer_addresses).value_or("").empty();
         return options;
     }
 

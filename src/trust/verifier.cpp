@@ -1,5 +1,6 @@
 #include "berth/trust/verifier.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -17,12 +18,23 @@ namespace berth::trust {
 namespace {
 
 constexpr std::size_t max_judgements = 100000;
-constexpr std::size_t max_referrers = 64;
 constexpr std::size_t max_layers = 1000;  // as cosign's own readers
-// What one judgement may cost, whatever a pusher attached: signatures checked and bytes read. A
-// manifest with more than this attached is refused; an honest one has a handful.
-constexpr std::size_t max_checks = 64;
-constexpr std::uint64_t max_read_bytes = 4 << 20;
+// What one judgement may cost, whatever a pusher attached: referrers looked at, signatures checked
+// and bytes read. An honest manifest has a handful of signatures.
+constexpr std::size_t max_referrers_read = 10000;
+constexpr std::size_t max_signatures_attached = 256;
+constexpr std::size_t max_checks = 256;
+constexpr std::uint64_t max_read_bytes = 16 << 20;
+
+// Referrers that may hold a signature, by the artifact type the referrers index keeps: cosign's
+// signatures and Sigstore bundles. SBOMs, attestations and scan reports are not looked at.
+bool may_sign(const nlohmann::json& descriptor) {
+    if (!descriptor.is_object() || !descriptor.contains("artifactType") || !descriptor["artifactType"].is_string())
+        return false;
+    const auto type = descriptor["artifactType"].get<std::string>();
+    return type == "application/vnd.dev.cosign.artifact.sig.v1+json" ||
+           type.starts_with("application/vnd.dev.sigstore.bundle");
+}
 
 }  // namespace
 
@@ -35,20 +47,30 @@ struct Verifier::Impl {
     struct Judgement {
         std::string fingerprint;  // the keys' generation and the signatures found when judged
         std::string reason;
+        std::string held;  // the signature manifest that held, checked first when judging again
     };
     std::mutex mutex;
     std::unordered_map<std::string, Judgement> judged;  // repo \0 digest
     std::atomic<std::uint64_t> counted[2][2] = {};      // [signed][reused]
 
-    // The referrers' manifest digests (descriptors as the referrers index keeps them).
+    // The signature referrers' manifest digests, oldest first: a signature made when the image was
+    // pushed is checked before whatever was attached since (a pusher's spam cannot push it out of
+    // the budget).
     std::vector<std::string> referrers(const std::string& repo, const oci::Digest& digest) const {
-        std::vector<std::string> out;
-        for (auto& descriptor : meta.referrers(repo, digest.str())) {
-            if (out.size() == max_referrers) break;
+        std::vector<std::pair<storage::Stamp, std::string>> found;
+        std::size_t read = 0;
+        meta.visit_referrers(repo, digest.str(), [&](std::string_view descriptor) {
             auto doc = oci::parse_json(descriptor);
-            if (doc.is_object() && doc.contains("digest") && doc["digest"].is_string())
-                out.push_back(doc["digest"].get<std::string>());
-        }
+            if (may_sign(doc) && doc.contains("digest") && doc["digest"].is_string()) {
+                const auto referrer = doc["digest"].get<std::string>();
+                if (auto record = meta.manifest(repo, referrer); record && !record->deleted)
+                    found.emplace_back(record->stamp, referrer);
+            }
+            return ++read < max_referrers_read && found.size() < max_signatures_attached;
+        });
+        std::sort(found.begin(), found.end());
+        std::vector<std::string> out;
+        for (auto& [stamp, referrer] : found) out.push_back(std::move(referrer));
         return out;
     }
 
@@ -60,9 +82,10 @@ struct Verifier::Impl {
         return out;
     }
 
-    // The first signature that holds makes the manifest signed; otherwise the last reason heard.
+    // The first signature that holds makes the manifest signed (held names it); otherwise the last
+    // reason heard. The one that held last time is tried first.
     std::string judge(const Keys& keyset, const registry::Policy& policy, const std::string& repo,
-                      const oci::Digest& digest, const std::vector<std::string>& attached) const {
+                      const oci::Digest& digest, const std::vector<std::string>& attached, std::string& held) const {
         const Expectation expected{digest, repo, policy.require_signature->match_repository};
         std::string reason = "unsigned";
         std::size_t checks = 0;
@@ -106,12 +129,19 @@ struct Verifier::Impl {
             }
             return false;
         };
-        if (auto tag = meta.tag(repo, registry::signature_tag(digest));
-            tag && !tag->deleted() && manifest_holds(tag->digest))
-            return "";
-        for (auto& referrer : attached) {
-            if (checks > max_checks) break;
-            if (manifest_holds(referrer)) return "";
+        std::vector<std::string> candidates;
+        if (!held.empty()) candidates.push_back(held);
+        if (auto tag = meta.tag(repo, registry::signature_tag(digest)); tag && !tag->deleted())
+            candidates.push_back(tag->digest);
+        candidates.insert(candidates.end(), attached.begin(), attached.end());
+        const auto previous = held;
+        held.clear();
+        for (std::size_t i = 0; i < candidates.size() && checks <= max_checks; ++i) {
+            if (i > 0 && candidates[i] == previous) continue;  // tried first
+            if (manifest_holds(candidates[i])) {
+                held = candidates[i];
+                return "";
+            }
         }
         return reason;
     }
@@ -136,18 +166,22 @@ std::string Verifier::unsigned_reason(const registry::Policy& policy, const std:
     const auto attached = i.referrers(repo, digest);
     auto fingerprint = i.fingerprint(snapshot.generation, repo, digest, attached);
     const auto key = repo + '\0' + digest.str();
+    std::string held;
     {
         std::lock_guard lock(i.mutex);
-        if (auto it = i.judged.find(key); it != i.judged.end() && it->second.fingerprint == fingerprint) {
-            ++i.counted[it->second.reason.empty()][1];
-            return it->second.reason;
+        if (auto it = i.judged.find(key); it != i.judged.end()) {
+            if (it->second.fingerprint == fingerprint) {
+                ++i.counted[it->second.reason.empty()][1];
+                return it->second.reason;
+            }
+            held = it->second.held;
         }
     }
-    auto reason = i.judge(snapshot.keys, policy, repo, digest, attached);
+    auto reason = i.judge(snapshot.keys, policy, repo, digest, attached, held);
     ++i.counted[reason.empty()][0];
     std::lock_guard lock(i.mutex);
     if (i.judged.size() >= max_judgements) i.judged.clear();
-    i.judged[key] = {std::move(fingerprint), reason};
+    i.judged[key] = {std::move(fingerprint), reason, std::move(held)};
     return reason;
 }
 

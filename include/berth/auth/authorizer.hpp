@@ -63,6 +63,11 @@ public:
     bool may_pull(const Decision& caller, const std::string& repository) const;
     // Whether a Basic login may ask a directory (auth.ldap): such logins wait on the ldap party.
     bool uses_directory() const;
+    // What a web UI session remembers of the credential it came from, and whether that still
+    // holds: an htpasswd user's entry (removed, or a new password, ends the session); "" and
+    // always for other sources, whose sessions end with their lifetime or the token's.
+    std::string credential_generation(const Principal& principal) const;
+    bool credential_current(const Principal& principal, const std::string& generation) const;
 
     // The built-in token endpoint: GET /auth/token?service=&scope=...; returns
     // the status and JSON body.

@@ -37,7 +37,7 @@ struct Limits {
 class Proxy : public registry::Upstreams {
 public:
     // cluster may be null (a single registry, or the agent).
-    Proxy(Options options, Limits limits, storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id,
+    Proxy(Options options, Limits limits, storage::BlobStore& blobs, storage::MetaStore& meta,
           const replication::Cluster* cluster);
     ~Proxy() override;
 

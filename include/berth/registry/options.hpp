@@ -41,6 +41,9 @@ struct Options {
     std::vector<QuotaRule> quotas;
     // Immutable tags, required signatures, approved bases (registry/policies.hpp).
     std::vector<Policy> policies;
+    // A replica's store written while the replica is stopped (berth import --root): no majority can
+    // be asked whether a new immutable tag is free, so one is refused rather than guessed.
+    bool detached = false;
 };
 
 }  // namespace berth::registry

@@ -5,15 +5,31 @@
 // peers, so two replicas missing the same thing cannot ask each other forever.
 // replication::Replicator implements it.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
+#include "berth/net/client.hpp"
 #include "berth/replication/protocol.hpp"
 #include "berth/storage/blob_store.hpp"
 
 namespace berth::replication {
+
+// Another replica as this one last heard from it (its status is asked every two seconds, off any
+// request's path).
+struct PeerView {
+    std::string address, id;
+    std::optional<protocol::Status> status;  // its own answer, when it gave one
+    std::string versions;                    // the protocol versions it says it speaks
+    std::string error;                       // why it did not answer, when it did not
+};
+struct ClusterView {
+    protocol::Status self;
+    std::vector<PeerView> peers;
+};
 
 class PeerService {
 public:
@@ -24,9 +40,19 @@ public:
     virtual bool ready() const = 0;
     // Peers refused for their protocol version, and why; empty when none.
     virtual std::string incompatible_peers() const = 0;
-    // This replica's state as its status answer tells it (the web UI reads its own here).
+    // This replica's state as its status answer tells it.
     virtual protocol::Status status() const = 0;
     virtual std::string status_json() const = 0;
+    // Every replica's state, this one's now and the others' as last heard (the web UI's cluster page).
+    virtual ClusterView cluster_view() const = 0;
+    // A key for one purpose (the web UI's sessions, paging cursors), the same on every replica and
+    // never the secret itself (oci/derived_keys.hpp).
+    virtual std::string derived_key(std::string_view purpose) const = 0;
+    // Where an upload session's owner is (its id names it), and a request to it authenticated as
+    // this replica (Cluster::open_peer): upload forwarding.
+    virtual const std::string& self_id() const = 0;
+    virtual std::optional<std::string> address_of(const std::string& replica_id) const = 0;
+    virtual std::unique_ptr<net::Exchange> open_peer(const std::string& address, net::RequestHead head) const = 0;
 
     // caller: the asking replica's id, whose cursor the request's `after` is. Status 200, or
     // 410 when entries after it were compacted away.

@@ -57,12 +57,12 @@ public:
                const storage::BackupJob* backups = nullptr);
     ~Replicator() override;
 
-    // Cluster
+    // Cluster (and PeerService's part of it)
     const std::string& self_id() const override;
     std::optional<std::string> owner_of(std::string_view key) const override;
-    net::Origin peer_origin(const std::string& address) const override;
     std::optional<std::string> address_of(const std::string& replica_id) const override;
-    const std::string& secret() const override;
+    std::unique_ptr<net::Exchange> open_peer(const std::string& address, net::RequestHead head) const override;
+    net::Response ask_peer(const std::string& address, net::RequestHead head, std::size_t limit) const override;
     std::string derived_key(std::string_view purpose) const override;
 
     // Follower
@@ -76,6 +76,7 @@ public:
     std::string incompatible_peers() const override;
     protocol::Status status() const override;
     std::string status_json() const override;
+    ClusterView cluster_view() const override;
     std::pair<int, std::string> log_json(const protocol::LogRequest& request, const std::string& caller) const override;
     std::string state_json(const protocol::StateRequest& request, const std::string& caller) const override;
     std::optional<storage::OpenBlob> blob_file(const std::string& digest) const override;

@@ -135,6 +135,9 @@ public:
     std::vector<std::string> tags_of(const std::string& repo, const std::string& digest) const;
     std::vector<std::string> repositories(const std::string& after, std::size_t limit) const;
     std::vector<std::string> referrers(const std::string& repo, const std::string& subject) const;
+    // The same one descriptor at a time, in digest order, until visit returns false.
+    void visit_referrers(const std::string& repo, const std::string& subject,
+                         const std::function<bool(std::string_view descriptor)>& visit) const;
     std::vector<std::pair<std::string, UploadRecord>> uploads() const;
     // A repository's live tags, manifests and links, in byte order: for
     // retention and garbage collection, which go a repository at a time
