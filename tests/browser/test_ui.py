@@ -31,13 +31,11 @@ a quota. The browser, one per class, proves:
    caller may read, the quota), retention (a dry run listing what keep_last would delete,
    which stays) render; every page is saved as a screenshot.
 
-A second class runs three real replicas (tests/lib/berthcluster.py) and proves (8) that the
-cluster page shows all three ready, and that a killed replica is shown not ready and named
-under the problems within 10 seconds (the time it took is printed).
+(8, the cluster page with a killed replica, is test_ui_cluster.py's.)
 
-Screenshots go to $BERTH_ARTIFACTS, else <directory of BERTH_BIN>/test-artifacts/ui/. Waits are
-WebDriverWait polls, never sleeps; the browser's console must stay free of errors other than
-the failed requests a test causes on purpose.
+The browser and its waits are tests/lib/browsercase.py's: screenshots go to $BERTH_ARTIFACTS, else
+<directory of BERTH_BIN>/test-artifacts/ui/; waits are WebDriverWait polls, never sleeps. The
+browser's console must stay free of errors other than the failed requests a test causes on purpose.
 """
 
 import http.client
@@ -55,23 +53,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import berthtest as bt  # noqa: E402
-
-SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, which has python3-selenium
-try:
-    from selenium import webdriver
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-except ImportError:
-    # ctest runs the python3 first on PATH (a pyenv one, say): go on in Debian's instead.
-    if os.path.realpath(sys.executable) != os.path.realpath(SYSTEM_PYTHON) and os.access(SYSTEM_PYTHON, os.X_OK):
-        os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(__file__), *sys.argv[1:]])
-    raise
+from browsercase import BrowserTestCase, new_driver, screenshot  # noqa: E402
 
 LIB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib")
-WAIT = 10  # seconds any page may take to show what a test waits for
-WIDTH, HEIGHT = 1280, 1000
 
 PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw"}
 RULES = [
@@ -99,44 +83,7 @@ HOSTILE_SCRIPT = "</script><script>window.__pwned=1</script>"
 HOSTILE_URL = "javascript:window.__pwned=1"
 
 
-# ---- helpers: browser, waits, screenshots, HTTP
-
-
-def new_driver():
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", f"--window-size={WIDTH},{HEIGHT}"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-
-
-def wait_for(driver, predicate, what, timeout=WAIT):
-    """Poll predicate (elements may go stale or be missing meanwhile) until it is truthy; return it."""
-    return WebDriverWait(driver, timeout, poll_frequency=0.05,
-                         ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(
-        lambda _: predicate(), message=f"timed out after {timeout}s waiting for {what}")
-
-
-def artifacts_dir():
-    path = os.environ.get("BERTH_ARTIFACTS") or os.path.join(os.path.dirname(os.path.abspath(bt.BIN)),
-                                                             "test-artifacts", "ui")
-    os.makedirs(path, exist_ok=True)
-    return path
-
-
-def screenshot(driver, name, full=False):
-    """Save the window (full: the whole page, the window made as tall as it) as NAME.png."""
-    if full:
-        height = driver.execute_script("return document.documentElement.scrollHeight")
-        driver.set_window_size(WIDTH, max(HEIGHT, min(int(height) + 140, 6000)))
-    try:
-        path = os.path.join(artifacts_dir(), f"{name}.png")
-        if not driver.save_screenshot(path):
-            raise AssertionError(f"screenshot {path} not saved")
-        return path
-    finally:
-        if full:
-            driver.set_window_size(WIDTH, HEIGHT)
+# ---- helpers: HTTP, the clients that push, a reverse proxy
 
 
 def http_get(url, headers=None):
@@ -217,66 +164,21 @@ class PrefixProxy:
         self.server.server_close()
 
 
-class BrowserTestCase(unittest.TestCase):
-    """Waits and finds on the class's browser; a failed test leaves a screenshot and the page text."""
+class WebUI(BrowserTestCase, bt.ServerTest):
+    passwords = PASSWORDS
+    config = {
+        "auth": {"htpasswd": "htpasswd", "rules": RULES},
+        "proxy": {"upstreams": [{"host": "mirror.invalid", "url": DEAD_UPSTREAM}]},
+        "retention": {"interval_seconds": 0,
+                      "policies": [{"name": "apps", "repositories": ["public/app-*"], "keep_last": 1}]},
+        "quotas": [{"namespaces": "public", "max_bytes": QUOTA}],
+        "log": {"access": False},
+    }
 
-    driver = None
-
-    def setUp(self):
-        self.addCleanup(self.keep_evidence_on_failure)
-
-    def keep_evidence_on_failure(self):
-        result = getattr(getattr(self, "_outcome", None), "result", None)
-        failed = result is not None and any(t is self for t, _ in result.failures + result.errors)
-        if failed and self.driver is not None:
-            name = "FAILED-" + self.id().rsplit(".", 1)[-1]
-            try:
-                print(f"\n{self.id()} failed at {self.driver.current_url}; screenshot "
-                      f"{screenshot(self.driver, name)}; page text:\n{self.driver.find_element(By.TAG_NAME, 'body').text}",
-                      file=sys.stderr)
-            except Exception as e:  # evidence only: never hide the failure itself
-                print(f"no evidence of {self.id()}: {e}", file=sys.stderr)
-
-    def wait(self, predicate, what, timeout=WAIT):
-        return wait_for(self.driver, predicate, what, timeout)
-
-    def all(self, selector, within=None):
-        return (within or self.driver).find_elements(By.CSS_SELECTOR, selector)
-
-    def one(self, selector, within=None):
-        return (within or self.driver).find_element(By.CSS_SELECTOR, selector)
-
-    def shown(self, selector):
-        found = self.all(selector)
-        return found[0] if found and found[0].is_displayed() else None
-
-    def console_errors(self):
-        """The browser's SEVERE console entries since the last call, but for failed requests
-        (refusals a test causes on purpose are asserted by the test itself)."""
-        return [e["message"] for e in self.driver.get_log("browser")
-                if e["level"] == "SEVERE" and "Failed to load resource" not in e["message"]]
-
-    def assertCleanConsole(self):
-        self.assertEqual(self.console_errors(), [], "errors in the browser's console")
-
-
-class WebUI(BrowserTestCase):
     @classmethod
     def setUpClass(cls):
-        b = bt.Berth()
-        cls.b = b
-        cls.addClassCleanup(b.cleanup)
-        bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), PASSWORDS)
-        b.config = {
-            "auth": {"htpasswd": "htpasswd", "rules": RULES},
-            "proxy": {"upstreams": [{"host": "mirror.invalid", "url": DEAD_UPSTREAM}]},
-            "retention": {"interval_seconds": 0,
-                          "policies": [{"name": "apps", "repositories": ["public/app-*"], "keep_last": 1}]},
-            "quotas": [{"namespaces": "public", "max_bytes": QUOTA}],
-            "log": {"access": False},
-        }
-        b.ready_statuses = (401,)
-        b.start()
+        super().setUpClass()
+        b = cls.b
         cls.base = f"http://127.0.0.1:{b.port}"
         cls.host = f"127.0.0.1:{b.port}"
         cls.work = os.path.join(b.tmp, "work")
@@ -840,50 +742,6 @@ class WebUI(BrowserTestCase):
         self.wait(lambda: self.all("#no-deletions"), "nothing to delete in app-backend")
         self.visit("#/retention/public%2Fhostile")
         self.wait(lambda: self.all("#no-policy"), "no policy for public/hostile")
-        self.assertCleanConsole()
-
-
-class ClusterPage(BrowserTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.cluster = bt.Cluster(3)
-        cls.addClassCleanup(cls.cluster.cleanup)
-        cls.cluster.start()
-        cls.driver = new_driver()
-        cls.addClassCleanup(cls.driver.quit)
-
-    def ready_cells(self):
-        return {tr.get_attribute("data-id"): self.one("td.ready", tr).text for tr in self.all("#replicas tr.replica")}
-
-    def test_08_cluster_replica_killed(self):
-        c = self.cluster
-        self.driver.get(f"http://127.0.0.1:{c[0].port}/ui/#/cluster")
-        want = {r.replica_id: "ready" for r in c}
-        self.wait(lambda: self.ready_cells() == want, "three ready replicas")
-        self.assertIsNotNone(self.shown("#healthy"))
-        self.assertFalse(self.all("#problems"))
-        self.assertEqual([tr.get_attribute("data-id") for tr in self.all("#replicas tr.replica.self")], ["berth-0"])
-        addresses = {tr.get_attribute("data-id"): self.one("td.address", tr).text
-                     for tr in self.all("#replicas tr.replica:not(.self)")}
-        self.assertEqual(addresses, {r.replica_id: r.address for r in c.replicas[1:]})
-        screenshot(self.driver, "cluster-healthy")
-
-        c[2].kill()
-        killed = time.monotonic()
-        self.wait(lambda: self.ready_cells().get("berth-2") == "not ready"
-                  and any("berth-2" in li.text for li in self.all("#problems li.problem")),
-                  "berth-2 not ready and named under the problems", timeout=10)
-        took = time.monotonic() - killed
-        print(f"\ncluster page showed the killed replica not ready after {took:.2f}s", file=sys.stderr)
-        cells = self.ready_cells()
-        self.assertEqual(cells, {"berth-0": "ready", "berth-1": "ready", "berth-2": "not ready"})
-        problems = [li.text for li in self.all("#problems li.problem")]
-        self.assertEqual(len(problems), 1, problems)
-        self.assertIn("berth-2 does not answer", problems[0])
-        self.assertFalse(self.all("#healthy"))
-        row = self.one('#replicas tr.replica[data-id="berth-2"]')
-        self.assertIn("unreachable", self.one("td.reachable", row).text)
-        screenshot(self.driver, "cluster-replica-killed", full=True)
         self.assertCleanConsole()
 
 

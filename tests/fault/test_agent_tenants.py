@@ -99,31 +99,25 @@ class AgentTenants(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="berth-agent-tenants-")
         cls.addClassCleanup(shutil.rmtree, cls.dir, True)
-        replica = bt.Berth()
-        cls.replica = replica
-        cls.addClassCleanup(replica.cleanup)
-        bt.write_htpasswd(os.path.join(replica.tmp, "htpasswd"),
-                          {"alice": "alice-pw", "bob": "bob-pw", "node-agent": "agent-pw"})
-        auth = {"htpasswd": "htpasswd", "rules": RULES}
-        if cls.token_endpoint:
-            bt.gen_ec_key(os.path.join(replica.tmp, "token.key"))
-            auth["token"] = {"signing_key": "token.key"}
-        replica.config = {"auth": auth, "log": {"access": True}}
-        replica.ready_statuses = (401,)
-        replica.start()
+        cls.replica = replica = bt.serve(cls.addClassCleanup, cls.replica_config,
+                                         {"alice": "alice-pw", "bob": "bob-pw", "node-agent": "agent-pw"})
         cls.private = push_as(replica, "alice/private", "1", ALICE)
         cls.public = push_as(replica, "public/base", "1", ALICE, layer_sizes=(20_000,))
 
         with open(os.path.join(cls.dir, "agent-password"), "w") as f:
             f.write("agent-pw\n")
-        agent = bt.Berth(config={"agent": {"replicas": [f"http://127.0.0.1:{replica.port}"],
-                                           "username": "node-agent",
-                                           "password_file": os.path.join(cls.dir, "agent-password")},
-                                 "log": {"access": True}})
-        cls.agent = agent
-        cls.addClassCleanup(agent.cleanup)
-        agent.ready_statuses = (401,)  # GET /v2/ as the replicas answer it to a stranger
-        agent.start()
+        agent = {"replicas": [f"http://127.0.0.1:{replica.port}"], "username": "node-agent",
+                 "password_file": os.path.join(cls.dir, "agent-password")}
+        cls.agent = bt.serve(cls.addClassCleanup, {"agent": agent, "log": {"access": True}},
+                             ready_statuses=(401,))  # GET /v2/ as the replicas answer it to a stranger
+
+    @classmethod
+    def replica_config(cls, replica):
+        auth = {"htpasswd": "htpasswd", "rules": RULES}
+        if cls.token_endpoint:
+            bt.gen_ec_key(os.path.join(replica.tmp, "token.key"))
+            auth["token"] = {"signing_key": "token.key"}
+        return {"auth": auth, "log": {"access": True}}
 
     def test_a_owner_pulls_strangers_get_the_replicas_answer(self):
         agent, replica, private = self.agent, self.replica, self.private
@@ -227,33 +221,28 @@ class AgentServiceAccounts(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        replica = bt.Berth()
-        cls.replica = replica
-        cls.addClassCleanup(replica.cleanup)
+        cls.replica = replica = bt.serve(cls.addClassCleanup, cls.replica_config,
+                                         {"node-agent": "agent-pw", "root": "root-pw"})
+        cls.images = {team: push_as(replica, f"{team}/app", "1", bt.basic_auth("root", "root-pw"))
+                      for team in ("team-a", "team-b")}
+        password = os.path.join(replica.tmp, "agent-password")
+        with open(password, "w") as f:
+            f.write("agent-pw")
+        agent = {"replicas": [f"http://127.0.0.1:{replica.port}"], "username": "node-agent", "password_file": password}
+        cls.agent = bt.serve(cls.addClassCleanup, {"agent": agent}, ready_statuses=(401,))
+
+    @classmethod
+    def replica_config(cls, replica):
         cls.key = bt.gen_rsa_key(os.path.join(replica.tmp, "sa.key"))
         with open(os.path.join(replica.tmp, "jwks.json"), "w") as f:
             json.dump({"keys": [bt.public_jwk(cls.key, "k1")]}, f)
-        bt.write_htpasswd(os.path.join(replica.tmp, "htpasswd"), {"node-agent": "agent-pw", "root": "root-pw"})
-        replica.config = {"auth": {
+        return {"auth": {
             "htpasswd": "htpasswd",
             "oidc": [{"issuer": cls.ISSUER, "service_accounts": True, "audiences": ["berth"],
                       "jwks_file": "jwks.json"}],
             "rules": [{"repository": "${namespace}/**", "principals": ["group:system:serviceaccounts"],
                        "actions": ["pull", "push"]},
                       {"repository": "**", "principals": ["user:node-agent", "user:root"], "actions": ["pull", "push"]}]}}
-        replica.ready_statuses = (401,)
-        replica.start()
-        cls.images = {team: push_as(replica, f"{team}/app", "1", bt.basic_auth("root", "root-pw"))
-                      for team in ("team-a", "team-b")}
-        password = os.path.join(replica.tmp, "agent-password")
-        with open(password, "w") as f:
-            f.write("agent-pw")
-        agent = bt.Berth(config={"agent": {"replicas": [f"http://127.0.0.1:{replica.port}"],
-                                           "username": "node-agent", "password_file": password}})
-        cls.agent = agent
-        cls.addClassCleanup(agent.cleanup)
-        agent.ready_statuses = (401,)
-        agent.start()
 
     def token(self, namespace):
         return bt.make_jwt(bt.service_account_claims(namespace, "default", self.ISSUER), self.key, "RS256",

@@ -48,9 +48,7 @@ def skopeo(*args):
 class AirGap(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.source = bt.Berth()
-        cls.addClassCleanup(cls.source.cleanup)
-        cls.source.start()
+        cls.source = bt.serve(cls.addClassCleanup)
         s = cls.source
         cls.host = f"127.0.0.1:{s.port}"
         # an index of two platforms, with a signature-like artifact attached to it

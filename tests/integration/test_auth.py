@@ -41,29 +41,29 @@ def auth(user):
     return bt.basic_auth(user, PASSWORDS[user])
 
 
-class AuthTest(unittest.TestCase):
+class AuthTest(bt.ServerTest):
+    passwords = PASSWORDS
+
     @classmethod
-    def setUpClass(cls):
-        b = bt.Berth()
-        cls.b = b
-        cls.addClassCleanup(b.cleanup)
+    def configure(cls, b):
         d = b.tmp
-        bt.write_htpasswd(os.path.join(d, "htpasswd"), PASSWORDS)
         bt.gen_ec_key(os.path.join(d, "token.key"))  # the built-in endpoint signs with this
         bt.public_key(os.path.join(d, "token.key"), os.path.join(d, "token.pub"))
         bt.gen_rsa_key(os.path.join(d, "issuer.key"))  # an external issuer
         bt.public_key(os.path.join(d, "issuer.key"), os.path.join(d, "issuer.pub"))
         bt.gen_rsa_key(os.path.join(d, "attacker.key"))  # trusted by nobody
         bt.public_key(os.path.join(d, "attacker.key"), os.path.join(d, "attacker.pub"))
-        b.config = {"auth": {
+        return {"auth": {
             "htpasswd": "htpasswd",  # relative to the config file's directory
             "token": {"signing_key": "token.key", "verify_keys": ["issuer.pub"], "issuer": "berth",
                       "service": "berth", "ttl_seconds": 300},
             "groups": {"ci": ["bob"]},
             "rules": RULES,
         }}
-        b.ready_statuses = (401,)
-        b.start()
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
         cls.images = {}
         for repo in REPOS:
             img = cls.push_image(repo, "v1", auth("root"))
@@ -541,18 +541,12 @@ class AuthTest(unittest.TestCase):
         self.assertEqual(self.req("GET", "/v2/alice/deletable/manifests/v1", auth("alice")).status, 404)
 
 
-class NoRulesDeletesOffTest(unittest.TestCase):
+class NoRulesDeletesOffTest(bt.ServerTest):
     """htpasswd only, no rules, no tokens, deletes off: signed-in users may push and pull
     anywhere, strangers nothing (Basic challenge), and every DELETE is 405 UNSUPPORTED."""
 
-    @classmethod
-    def setUpClass(cls):
-        b = cls.b = bt.Berth()
-        cls.addClassCleanup(b.cleanup)
-        bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), {"alice": "alice-pw", "bob": "bob-pw"})
-        b.config = {"deletes": False, "auth": {"htpasswd": "htpasswd"}}
-        b.ready_statuses = (401,)
-        b.start()
+    passwords = {"alice": "alice-pw", "bob": "bob-pw"}
+    config = {"deletes": False, "auth": {"htpasswd": "htpasswd"}}
 
     def test_no_rules(self):
         b = self.b

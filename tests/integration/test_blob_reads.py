@@ -17,14 +17,12 @@ MiB = 1 << 20
 WINDOW = 4 * MiB  # the server's send window
 
 
-class ColdBlobReadTest(unittest.TestCase):
+class ColdBlobReadTest(bt.ServerTest):
     @classmethod
-    def setUpClass(cls):
-        cls.b = bt.Berth(config={"threads": {"io": 1}})
-        cls.addClassCleanup(cls.b.cleanup)
-        if bt.on_tmpfs(cls.b.tmp):
+    def configure(cls, b):
+        if bt.on_tmpfs(b.tmp):
             raise unittest.SkipTest("tmpfs keeps every page in memory: nothing can be evicted")
-        cls.b.start()
+        return {"threads": {"io": 1}}
 
     def cold_bytes(self):
         return self.b.metrics()[bt.COLD_BYTES]

@@ -37,15 +37,8 @@ def send_all_and_read(port, head, body=b"", answer_first=True):
         return bt.RawReader(s).read_response()
 
 
-class EarlyAnswers(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.berth = bt.Berth(config={"limits": {"max_manifest_bytes": 1 << 20}})
-        cls.berth.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.berth.cleanup()
+class EarlyAnswers(bt.ServerTest):
+    config = {"limits": {"max_manifest_bytes": 1 << 20}}
 
     def assert_spec_error(self, status, headers, body, want_status, what):
         self.assertEqual(status, want_status, f"{what}: {body[:200]!r}")
@@ -57,23 +50,19 @@ class EarlyAnswers(unittest.TestCase):
         head = (f"PUT /v2/early/manifests/big HTTP/1.1\r\nHost: x\r\nContent-Type: {bt.OCI_MANIFEST}\r\n"
                 f"Content-Length: {len(big)}\r\n\r\n").encode()
         for attempt in range(3):  # a reset loses the answer only sometimes; every try must read it
-            status, headers, body = send_all_and_read(self.berth.port, head, big)
+            status, headers, body = send_all_and_read(self.b.port, head, big)
             self.assert_spec_error(status, headers, body, 413, f"try {attempt}")
-        self.assertEqual(self.berth.get("/v2/early/manifests/big").status, 404, "nothing stored")
+        self.assertEqual(self.b.get("/v2/early/manifests/big").status, 404, "nothing stored")
 
     def test_request_head_over_a_megabyte(self):
         head = b"GET /v2/ HTTP/1.1\r\nHost: x\r\n"
         rest = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"p" * 1000) for i in range(1100)) + b"\r\n"
         for attempt in range(3):
-            status, headers, body = send_all_and_read(self.berth.port, head + rest[:20000], rest[20000:])
+            status, headers, body = send_all_and_read(self.b.port, head + rest[:20000], rest[20000:])
             self.assert_spec_error(status, headers, body, 431, f"try {attempt}")
 
     def test_large_upload_without_credentials(self):
-        b = bt.Berth()
-        self.addCleanup(b.cleanup)
-        b.config = {"auth": {"htpasswd": bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), {"alice": "pw"})}}
-        b.ready_statuses = (401,)
-        b.start()
+        b = bt.serve(self.addCleanup, {"auth": {"htpasswd": "htpasswd"}}, {"alice": "pw"})
         data = os.urandom(6 << 20)
         head = (f"POST /v2/early/blobs/uploads/?digest={bt.sha256_digest(data)} HTTP/1.1\r\nHost: x\r\n"
                 f"Content-Type: application/octet-stream\r\nContent-Length: {len(data)}\r\n\r\n").encode()
@@ -85,7 +74,7 @@ class EarlyAnswers(unittest.TestCase):
     def test_the_connection_still_closes(self):
         head = (f"PUT /v2/early/manifests/slow HTTP/1.1\r\nHost: x\r\nContent-Type: {bt.OCI_MANIFEST}\r\n"
                 f"Content-Length: {100 << 20}\r\n\r\n").encode()
-        with bt.connect(self.berth.port) as s:
+        with bt.connect(self.b.port) as s:
             s.sendall(head + b"x" * 1000)
             status, _, _ = bt.RawReader(s).read_response()
             self.assertEqual(status, 413)

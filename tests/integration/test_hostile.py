@@ -83,9 +83,7 @@ class HostileTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.berth = bt.Berth(config={"limits": {"idle_timeout_seconds": 2, "body_timeout_seconds": 2}})
-        cls.addClassCleanup(cls.berth.cleanup)
-        cls.berth.start()
+        cls.berth = bt.serve(cls.addClassCleanup, {"limits": {"idle_timeout_seconds": 2, "body_timeout_seconds": 2}})
         cls.image = cls.berth.push_image(REPO, "v1", layer_sizes=(1000, 300_000))
         r = cls.berth.put_manifest(REPO, "stable", cls.image["manifest"])
         assert r.status == 201, r

@@ -39,12 +39,11 @@ def ldap_config(**overrides):
 
 
 @unittest.skipUnless(slapd.available(), "slapd is not installed")
-class LdapTest(unittest.TestCase):
+class LdapTest(bt.ServerTest):
+    passwords = {"root": "root-pw"}
+
     @classmethod
-    def setUpClass(cls):
-        b = bt.Berth()
-        cls.b = b
-        cls.addClassCleanup(b.cleanup)
+    def configure(cls, b):
         ca_cert, ca_key = bt.make_ca(b.tmp)
         os.replace(ca_cert, os.path.join(b.tmp, "ca.crt"))
         ca_cert = os.path.join(b.tmp, "ca.crt")
@@ -59,13 +58,10 @@ class LdapTest(unittest.TestCase):
         cls.addClassCleanup(d.stop)
         with open(os.path.join(b.tmp, "ldap-password"), "w") as f:
             f.write(d.service_password + "\n")
-        bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), {"root": "root-pw"})
         bt.gen_ec_key(os.path.join(b.tmp, "token.key"))
-        b.config = {"auth": {"htpasswd": "htpasswd",
-                             "token": {"signing_key": "token.key", "issuer": "berth", "service": "berth"},
-                             "ldap": ldap_config(url=d.url), "rules": RULES}}
-        b.ready_statuses = (401,)
-        b.start()
+        return {"auth": {"htpasswd": "htpasswd",
+                         "token": {"signing_key": "token.key", "issuer": "berth", "service": "berth"},
+                         "ldap": ldap_config(url=d.url), "rules": RULES}}
 
     def login(self, user, password, path="/v2/"):
         return self.b.request("GET", path, headers=bt.basic_auth(user, password))
@@ -195,13 +191,11 @@ class LdapTlsTest(unittest.TestCase):
         bt.make_ca(cls.tmp, "other-ca")
 
     def serve(self, **ldap):
-        b = bt.Berth()
-        self.addCleanup(b.cleanup)
-        for name in ("ca.crt", "ldap-password", "other-ca.crt"):
-            os.link(os.path.join(self.tmp, name), os.path.join(b.tmp, name))
-        b.config = {"auth": {"ldap": ldap_config(**{"url": self.directory.url, **ldap}), "rules": RULES}}
-        b.ready_statuses = (401,)
-        return b.start()
+        def configure(b):
+            for name in ("ca.crt", "ldap-password", "other-ca.crt"):
+                os.link(os.path.join(self.tmp, name), os.path.join(b.tmp, name))
+            return {"auth": {"ldap": ldap_config(**{"url": self.directory.url, **ldap}), "rules": RULES}}
+        return bt.serve(self.addCleanup, configure)
 
     def test_ldaps(self):
         b = self.serve(url=self.directory.ldaps_url)

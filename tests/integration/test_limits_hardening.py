@@ -137,13 +137,7 @@ class HeaderLimitTest(unittest.TestCase):
         self.assertEqual(b.get("/v2/").status, 200)
 
 
-class BlobRepairTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.b = bt.Berth()
-        cls.addClassCleanup(cls.b.cleanup)
-        cls.b.start()
-
+class BlobRepairTest(bt.ServerTest):
     def blob_path(self, digest):
         hexdigest = digest.split(":", 1)[1]
         path = os.path.join(self.b.root, "blobs", "sha256", hexdigest[:2], hexdigest)

@@ -35,16 +35,14 @@ def settled(b, predicate, timeout=5):
     return bt.poll(check, timeout, 0.05, "metrics to reach the expected values")
 
 
-class ObservabilityTest(unittest.TestCase):
+class ObservabilityTest(bt.ServerTest):
+    passwords = {"alice": "alice-pw", "bob": "bob-pw"}
+    config = {"auth": {"htpasswd": "htpasswd"}}
+
     @classmethod
-    def setUpClass(cls):
-        cls.b = b = bt.Berth()
-        cls.addClassCleanup(b.cleanup)
-        bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), {"alice": "alice-pw", "bob": "bob-pw"})
-        b.config = {"auth": {"htpasswd": "htpasswd"}}
-        b.ready_statuses = (401,)
+    def configure(cls, b):
         cls.started = time.time()
-        b.start()
+        return super().configure(b)
 
     def push(self, repo, tag, headers, layer_sizes=(2048,)):
         b = self.b

@@ -28,12 +28,11 @@ RULES = [
 ]
 
 
-class OidcTest(unittest.TestCase):
+class OidcTest(bt.ServerTest):
+    passwords = {"root": "root-pw"}
+
     @classmethod
-    def setUpClass(cls):
-        b = bt.Berth()
-        cls.b = b
-        cls.addClassCleanup(b.cleanup)
+    def configure(cls, b):
         d = b.tmp
         cls.key = bt.gen_rsa_key(os.path.join(d, "sa.key"))
         cls.ec_key = bt.gen_ec_key(os.path.join(d, "sa-ec.key"))
@@ -41,16 +40,17 @@ class OidcTest(unittest.TestCase):
         cls.stranger = bt.gen_rsa_key(os.path.join(d, "stranger.key"))
         cls.jwks = os.path.join(d, "jwks.json")
         cls.write_jwks([bt.public_jwk(cls.key, "k1"), bt.public_jwk(cls.ec_key, "k-ec")])
-        bt.write_htpasswd(os.path.join(d, "htpasswd"), {"root": "root-pw"})
         bt.gen_ec_key(os.path.join(d, "token.key"))
-        b.config = {"auth": {
+        return {"auth": {
             "htpasswd": "htpasswd",
             "token": {"signing_key": "token.key", "issuer": "berth", "service": "berth"},
             "oidc": [{"issuer": ISSUER, "service_accounts": True, "audiences": ["berth"], "jwks_file": "jwks.json",
                       "max_token_lifetime_seconds": 3600}],
             "rules": RULES}}
-        b.ready_statuses = (401,)
-        b.start()
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
         cls.root = bt.basic_auth("root", "root-pw")
         cls.shared = cls.push(cls, "shared/base", cls.root)
 
@@ -239,9 +239,10 @@ class DiscoveryTest(unittest.TestCase):
     start without holding it up, read again on rotation, kept through an outage and a restart."""
 
     def setUp(self):
-        self.b = bt.Berth()
-        self.addCleanup(self.b.cleanup)
-        d = self.b.tmp
+        self.b = bt.serve(self.addCleanup, self.configure)
+
+    def configure(self, b):
+        d = b.tmp
         self.key = bt.gen_rsa_key(os.path.join(d, "sa.key"))
         self.next_key = bt.gen_ec_key(os.path.join(d, "next.key"))
         with open(os.path.join(d, "reader-token"), "w") as f:
@@ -249,13 +250,11 @@ class DiscoveryTest(unittest.TestCase):
         self.issuer = Issuer(d, "reader-secret")
         self.addCleanup(self.issuer.stop)
         self.issuer.keys = [bt.public_jwk(self.key, "k1")]
-        self.b.config = {"auth": {
+        return {"auth": {
             "oidc": [{"issuer": ISSUER, "service_accounts": True, "audiences": ["berth"],
                       "discovery_url": self.issuer.url + "/.well-known/openid-configuration",
                       "ca_file": self.issuer.ca, "bearer_token_file": "reader-token"}],
             "rules": RULES}}
-        self.b.ready_statuses = (401,)
-        self.b.start()
 
     def login(self, key=None, kid="k1", alg="RS256", namespace="team-d"):
         claims = bt.service_account_claims(namespace, "ci", ISSUER)
@@ -286,12 +285,12 @@ class DiscoveryTest(unittest.TestCase):
 
     def test_a_reader_without_the_bearer_token_gets_no_keys(self):
         self.issuer.bearer = "another-secret"
-        b = bt.Berth(config=dict(self.b.config))
-        self.addCleanup(b.cleanup)
-        with open(os.path.join(b.tmp, "reader-token"), "w") as f:
-            f.write("wrong\n")
-        b.ready_statuses = (401,)
-        b.start()
+
+        def configure(b):
+            with open(os.path.join(b.tmp, "reader-token"), "w") as f:
+                f.write("wrong\n")
+            return dict(self.b.config)
+        b = bt.serve(self.addCleanup, configure)
         bt.poll(lambda: b.metrics().get(
             f'berth_auth_issuer_key_refreshes_total{{issuer="{ISSUER}",result="failed"}}', 0) >= 1,
             timeout=20, what="a failed key refresh")

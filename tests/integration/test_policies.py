@@ -29,12 +29,9 @@ import distribution as dist  # noqa: E402
 INDEX = "application/vnd.oci.image.index.v1+json"
 
 
-class SignaturePolicy(unittest.TestCase):
+class SignaturePolicy(bt.ServerTest):
     @classmethod
-    def setUpClass(cls):
-        b = bt.Berth()
-        cls.b = b
-        cls.addClassCleanup(b.cleanup)
+    def configure(cls, b):
         cls.keys = {}
         for name, kind in (("release", "p256"), ("rsa", "rsa"), ("p384", "p384"), ("ed", "ed25519"),
                            ("stranger", "p256")):
@@ -42,15 +39,18 @@ class SignaturePolicy(unittest.TestCase):
             cls.keys[name] = private
             with open(os.path.join(b.tmp, f"{name}.pub"), "wb") as f:
                 f.write(public)
-        b.config = {"policies": [
+        return {"policies": [
             {"repositories": ["prod/**"],
              "require_signature": {"keys": ["release.pub", "rsa.pub", "p384.pub", "ed.pub"],
                                    "match_repository": True}},
             {"repositories": ["tools/**"], "immutable_tags": True}],
             "retention": {"interval_seconds": 1,
                           "policies": [{"repositories": ["tools/**"], "keep_last": 1}]}}
-        b.start()
-        cls.host = f"127.0.0.1:{b.port}"
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.host = f"127.0.0.1:{cls.b.port}"
 
     # ---- helpers
 
@@ -339,25 +339,22 @@ def image_on(layers, arch="amd64"):
     return img["manifest"], img["blobs"]
 
 
-class BaseImages(unittest.TestCase):
+class BaseImages(bt.ServerTest):
     """base_images: an image pushed to tools/**, alice/** or bob/** begins with the whole layer list of
     a manifest some base/debian:bookworm* or base/python:3.* tag names or named, for its platform."""
 
+    passwords = BASE_PASSWORDS
+    config = {
+        "auth": {"htpasswd": "htpasswd", "rules": [
+            {"repository": "**", "principals": ["user:root"], "actions": ["pull", "push", "delete"]},
+            {"repository": "base/**", "principals": ["authenticated"], "actions": ["pull"]},
+            {"repository": "${user}/**", "principals": ["authenticated"], "actions": ["pull", "push"]}]},
+        "policies": [{"name": "bases", "repositories": ["tools/**", "alice/**", "bob/**"],
+                      "base_images": ["base/debian:bookworm*", "base/python:3.*"]}]}
+
     @classmethod
     def setUpClass(cls):
-        b = bt.Berth()
-        cls.b = b
-        cls.addClassCleanup(b.cleanup)
-        bt.write_htpasswd(os.path.join(b.tmp, "htpasswd"), BASE_PASSWORDS)
-        b.config = {
-            "auth": {"htpasswd": "htpasswd", "rules": [
-                {"repository": "**", "principals": ["user:root"], "actions": ["pull", "push", "delete"]},
-                {"repository": "base/**", "principals": ["authenticated"], "actions": ["pull"]},
-                {"repository": "${user}/**", "principals": ["authenticated"], "actions": ["pull", "push"]}]},
-            "policies": [{"name": "bases", "repositories": ["tools/**", "alice/**", "bob/**"],
-                          "base_images": ["base/debian:bookworm*", "base/python:3.*"]}]}
-        b.ready_statuses = (401,)
-        b.start()
+        super().setUpClass()
         # base/debian:bookworm: an index of two platforms, each one layer
         cls.amd_layer, cls.arm_layer = layer(), layer()
         cls.amd = cls.push("base/debian", None, *image_on([cls.amd_layer], "amd64"))

@@ -22,9 +22,9 @@ interval, digests never re-checked; the upstream killed (cached content served, 
 within a second), answering 503 (stale answers) or hung (answers within a bounded time); the
 upstream killed mid-blob (nothing stored, no complete-looking answer, fetched again later);
 the first reader of a fetch disconnecting; 16 concurrent GETs = one upstream GET;
-max_concurrent; limits.max_blob_bytes and max_manifest_bytes on fetched content; Basic and TLS
-upstreams; berth as the upstream of berth through its token endpoint; metrics and the access
-log's cache field; bad proxy configuration refused with the key named.
+max_concurrent; Basic and TLS upstreams; metrics and the access log's cache field. Limits on
+fetched content, berth as the upstream of berth and bad proxy configuration, each on servers of
+its own, are test_proxy_standalone.py's.
 
 The relays are plain TCP relays in this process (distribution.Relay): they pace or corrupt what
 the real Distribution sends, since loopback transfers finish before a test could act on them.
@@ -37,21 +37,17 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
-import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import berthtest as bt  # noqa: E402
 import distribution as dist  # noqa: E402
+from proxycase import ACCEPT, ProxyTestCase  # noqa: E402
 
-ACCEPT = ", ".join([bt.OCI_MANIFEST, "application/vnd.oci.image.index.v1+json",
-                    "application/vnd.docker.distribution.manifest.v2+json",
-                    "application/vnd.docker.distribution.manifest.list.v2+json"])
 FAST_INTERVAL = 2  # check_interval_seconds of fast.test
 MISS_DEADLINE = 1.0  # seconds a miss may take with the upstream down
 FROZEN_DEADLINE = 7.0  # seconds the first answer may take with the upstream hung (its timeout is 5 s)
@@ -65,38 +61,6 @@ def metric(m, name, upstream):
 
 def access_lines(b, contains):
     return [x for x in b.log_lines() if x.get("msg") == "request" and contains in x.get("target", "")]
-
-
-def failed(testcase):
-    result = getattr(getattr(testcase, "_outcome", None), "result", None)
-    return result is not None and any(t is testcase for t, _ in result.failures + result.errors)
-
-
-class ProxyTestCase(unittest.TestCase):
-    def pull(self, b, repo, ref, query="", img=None, expect_ns=None, what=""):
-        """GET manifest + every blob through berth; compare with img; returns the manifest Resp."""
-        who = f"{what} {repo}:{ref}{query}"
-        r = b.get(f"/v2/{repo}/manifests/{ref}{query}", headers={"Accept": ACCEPT})
-        self.assertEqual(r.status, 200, f"manifest {who}: {r}")
-        if img is not None:
-            self.assertEqual(r.body, img["manifest"], f"manifest bytes {who}")
-            self.assertEqual(r.header("Docker-Content-Digest"), img["digest"], f"digest {who}")
-        if expect_ns is not None:
-            self.assertEqual(r.header("OCI-Namespace"), expect_ns, f"OCI-Namespace of manifest {who}")
-        doc = json.loads(r.body)
-        for desc in [doc["config"], *doc["layers"]]:
-            blob = b.get(f"/v2/{repo}/blobs/{desc['digest']}{query}")
-            self.assertEqual(blob.status, 200, f"blob {desc['digest']} {who}: {blob}")
-            self.assertEqual(bt.sha256_digest(blob.body), desc["digest"], f"blob bytes {who}")
-            if img is not None:
-                self.assertEqual(blob.body, img["blobs"][desc["digest"]])
-            if expect_ns is not None:
-                self.assertEqual(blob.header("OCI-Namespace"), expect_ns, f"OCI-Namespace of blob {who}")
-        return r
-
-    def assertError(self, r, status, code, what=""):
-        self.assertEqual(r.status, status, f"{what}: {r}")
-        self.assertEqual(r.error_codes(), [code], f"{what}: {r}")
 
 
 class ProxyTest(ProxyTestCase):
@@ -144,15 +108,13 @@ class ProxyTest(ProxyTestCase):
             {"host": "insecure.test", "url": cls.c.url, "insecure": True},
             {"host": "wrongca.test", "url": cls.c.url, "ca_file": other_ca},
         ]
-        cls.b = bt.Berth(config={"log": {"access": True}, "proxy": {"upstreams": cls.upstreams}})
-        cls.addClassCleanup(cls.b.cleanup)
-        cls.b.start()
+        cls.b = bt.serve(cls.addClassCleanup, {"log": {"access": True}, "proxy": {"upstreams": cls.upstreams}})
 
     def setUp(self):
         self.addCleanup(self.print_logs_on_failure)
 
     def print_logs_on_failure(self):
-        if failed(self) or os.environ.get("BERTH_KEEP"):
+        if bt.failed(self) or os.environ.get("BERTH_KEEP"):
             print(f"\n--- berth stderr (tail):\n{self.b.stderr()[-4000:]}\n--- upstream A log (tail):\n"
                   f"{self.a.log()[-3000:]}", file=sys.stderr)
 
@@ -727,209 +689,6 @@ class ProxyTest(ProxyTestCase):
         plain = [x for x in b.log_lines() if x.get("msg") == "request" and x.get("target") == "/v2/"]
         self.assertTrue(plain)
         self.assertNotIn("cache", plain[-1])
-
-
-class ProxyLimitsTest(ProxyTestCase):
-    """limits.max_blob_bytes and limits.max_manifest_bytes hold for fetched content too."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.a = dist.Distribution()
-        cls.addClassCleanup(cls.a.cleanup)
-        cls.a.start()
-        cls.b = bt.Berth(config={"limits": {"max_blob_bytes": 1 << 20, "max_manifest_bytes": 4096},
-                                 "proxy": {"upstreams": [{"host": "docker.io", "url": cls.a.url}]}})
-        cls.addClassCleanup(cls.b.cleanup)
-        cls.b.start()
-
-    def test_blob_limit(self):
-        b, a = self.b, self.a
-        small, big = os.urandom(1 << 20), os.urandom((1 << 20) + 1)
-        small_digest, big_digest = a.push_blob("library/limits", small), a.push_blob("library/limits", big)
-        r = b.get(f"/v2/library/limits/blobs/{small_digest}?ns=docker.io")
-        self.assertEqual(r.status, 200, r)
-        self.assertTrue(r.body == small)
-        res = dist.slow_get(b.port, f"/v2/library/limits/blobs/{big_digest}?ns=docker.io")
-        self.assertFalse(res["status"] == 200 and res["complete"], "a blob over max_blob_bytes was served whole")
-        self.assertNotIn(big_digest.split(":")[1], bt.blob_files(b.root), "a blob over max_blob_bytes was stored")
-
-    def test_manifest_limit(self):
-        b, a = self.b, self.a
-        img = a.push_image("library/limits", "small", (100,))
-        self.pull(b, "library/limits", "small", "?ns=docker.io", img, what="manifest under the limit")
-        base = bt.make_image((100,))
-        doc = json.loads(base["manifest"])
-        doc["annotations"] = {"pad": "x" * 5000}
-        big = dict(base, manifest=json.dumps(doc).encode())
-        big["digest"] = bt.sha256_digest(big["manifest"])
-        a.push_image("library/limits", "big", img=big)
-        for ref in ("big", big["digest"]):
-            r = b.get(f"/v2/library/limits/manifests/{ref}?ns=docker.io", headers={"Accept": ACCEPT})
-            self.assertNotEqual(r.status, 200, f"a manifest over max_manifest_bytes was served by {ref}")
-            self.assertEqual(r.status, 404, r)
-        r = b.get(f"/v2/docker.io/library/limits/manifests/{big['digest']}", headers={"Accept": ACCEPT})
-        self.assertEqual(r.status, 404, r)
-
-
-class BerthUpstreamTest(ProxyTestCase):
-    """berth proxying berth: the upstream berth has htpasswd users and its own token endpoint;
-    the downstream follows the Bearer challenge (realm, service, scope) with its username and
-    password_file. The downstream's only upstream is also its default for unprefixed names."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.up = up = bt.Berth()
-        cls.addClassCleanup(up.cleanup)
-        d = up.tmp
-        bt.write_htpasswd(os.path.join(d, "htpasswd"), {"root": "root-pw", "mirror": "mirror-pw"})
-        bt.gen_ec_key(os.path.join(d, "token.key"))
-        up.config = {"log": {"access": True}, "auth": {
-            "htpasswd": "htpasswd",
-            "token": {"signing_key": "token.key", "issuer": "berth-upstream", "service": "berth-upstream",
-                      "ttl_seconds": 300},
-            "rules": [{"repository": "**", "principals": ["user:root"], "actions": ["pull", "push", "delete"]},
-                      {"repository": "**", "principals": ["user:mirror"], "actions": ["pull"]}]}}
-        up.ready_statuses = (401,)
-        up.start()
-        cls.down = down = bt.Berth()
-        cls.addClassCleanup(down.cleanup)
-        with open(os.path.join(down.tmp, "mirror.pw"), "w") as f:
-            f.write("mirror-pw\n")
-        down.config = {"log": {"access": True}, "proxy": {"upstreams": [
-            {"host": "registry.internal", "url": f"http://127.0.0.1:{up.port}", "username": "mirror",
-             "password_file": os.path.join(down.tmp, "mirror.pw")}]}}
-        down.start()
-        cls.bad = bad = bt.Berth()
-        cls.addClassCleanup(bad.cleanup)
-        with open(os.path.join(bad.tmp, "bad.pw"), "w") as f:
-            f.write("not-the-password\n")
-        bad.config = {"proxy": {"upstreams": [
-            {"host": "registry.internal", "url": f"http://127.0.0.1:{up.port}", "username": "mirror",
-             "password_file": os.path.join(bad.tmp, "bad.pw")}]}}
-        bad.start()
-        cls.root = bt.basic_auth("root", "root-pw")
-
-    def setUp(self):
-        self.addCleanup(self.print_logs_on_failure)
-
-    def print_logs_on_failure(self):
-        if failed(self) or os.environ.get("BERTH_KEEP"):
-            print(f"\n--- downstream stderr:\n{self.down.stderr()[-3000:]}\n--- upstream stderr:\n"
-                  f"{self.up.stderr()[-3000:]}", file=sys.stderr)
-
-    def push_up(self, repo, tag, sizes=(1500,)):
-        img = bt.make_image(sizes)
-        for digest, data in img["blobs"].items():
-            r = self.up.request("POST", f"/v2/{repo}/blobs/uploads/?digest={digest}", body=data,
-                                headers={**self.root, "Content-Type": "application/octet-stream"})
-            self.assertEqual(r.status, 201, r)
-        r = self.up.request("PUT", f"/v2/{repo}/manifests/{tag}", body=img["manifest"],
-                            headers={**self.root, "Content-Type": bt.OCI_MANIFEST})
-        self.assertEqual(r.status, 201, r)
-        return img
-
-    def test_token_flow(self):
-        img = self.push_up("team/app", "v1", (1500, 900))
-        # the upstream refuses anonymous pulls (so the downstream must authenticate)
-        self.assertEqual(self.up.get("/v2/team/app/manifests/v1", headers={"Accept": ACCEPT}).status, 401)
-        self.pull(self.down, "team/app", "v1", "?ns=registry.internal", img, expect_ns="registry.internal",
-                  what="berth upstream with tokens")
-        self.pull(self.down, "registry.internal/team/app", img["digest"], "", img, what="prefixed")
-        up_lines = [x for x in self.up.log_lines() if x.get("msg") == "request"]
-        token_requests = [x for x in up_lines if x["target"].startswith("/auth/token")]
-        self.assertTrue(token_requests, "the downstream never asked the upstream's token endpoint")
-        queries = [urllib.parse.parse_qs(urllib.parse.urlsplit(x["target"]).query) for x in token_requests]
-        self.assertTrue(any("repository:team/app:pull" in " ".join(q.get("scope", [])).split() for q in queries),
-                        [x["target"] for x in token_requests])
-        self.assertTrue(all(q.get("service") == ["berth-upstream"] for q in queries), queries)
-        self.assertTrue(all(x["status"] == 200 for x in token_requests), token_requests)
-        pulls = [x for x in up_lines if x["target"].startswith("/v2/team/app/")]
-        self.assertTrue(any(x["status"] == 200 and x["principal"] == "mirror" for x in pulls), pulls)
-
-    def test_only_upstream_is_the_default(self):
-        img = self.push_up("team/other", "v3")
-        self.pull(self.down, "team/other", "v3", "", img, what="unprefixed, the only upstream")
-        self.pull(self.down, "registry.internal/team/other", "v3", "", img, what="prefixed")
-
-    def test_wrong_password(self):
-        img = self.push_up("team/locked", "v1")
-        r = self.bad.get("/v2/team/locked/manifests/v1?ns=registry.internal", headers={"Accept": ACCEPT})
-        self.assertError(r, 404, "MANIFEST_UNKNOWN", "wrong upstream password")
-        r = self.bad.get(f"/v2/team/locked/blobs/{next(iter(img['blobs']))}?ns=registry.internal")
-        self.assertError(r, 404, "BLOB_UNKNOWN", "wrong upstream password")
-        self.assertTrue(self.bad.alive())
-
-
-class ProxyConfigTest(unittest.TestCase):
-    """Bad proxy configuration: `berth serve` refuses to start and names the key."""
-
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="berth-proxy-config-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-
-    def serve(self, config):
-        path = os.path.join(self.tmp, "config.json")
-        with open(path, "w") as f:
-            json.dump(config, f)
-        try:
-            return bt.run_cli("serve", "--config", path, "--root", os.path.join(self.tmp, "root"),
-                              "--listen", f"127.0.0.1:{bt.free_port()}", timeout=10)
-        except subprocess.TimeoutExpired:
-            self.fail(f"berth started with a bad configuration: {json.dumps(config)[:300]}")
-
-    def test_bad_upstreams(self):
-        pw = os.path.join(self.tmp, "pw")
-        with open(pw, "w") as f:
-            f.write("secret\n")
-        good = {"host": "docker.io", "url": "http://127.0.0.1:1"}
-        cases = [
-            ([{"host": "docker.io"}], "proxy.upstreams[0].url"),
-            ([{"url": "http://127.0.0.1:1"}], "proxy.upstreams[0].host"),
-            ([{"host": "docker.io", "url": "ftp://x"}], "proxy.upstreams[0].url"),
-            ([{"host": "docker.io", "url": "127.0.0.1:5000"}], "proxy.upstreams[0].url"),
-            ([{"host": "docker.io", "url": 5}], "proxy.upstreams[0].url"),
-            ([good, {"host": "docker.io", "url": "http://127.0.0.1:2"}], "proxy.upstreams[1].host"),
-            ([{"host": "docker.io:443", "url": "http://127.0.0.1:1"}], "proxy.upstreams[0].host"),
-            ([{"host": "Docker.io", "url": "http://127.0.0.1:1"}], "proxy.upstreams[0].host"),
-            ([{"host": "..bad", "url": "http://127.0.0.1:1"}], "proxy.upstreams[0].host"),
-            ([good, {"host": "quay.io", "url": "http://127.0.0.1:1", "username": "u",
-                     "password_file": os.path.join(self.tmp, "missing.pw")}], "proxy.upstreams[1].password_file"),
-            ([{**good, "username": "u", "password_file": self.tmp}], "proxy.upstreams[0].password_file"),
-            ([{**good, "password_file": pw}], "proxy.upstreams[0]"),  # password_file without username
-            ([{**good, "bogus": 1}], "proxy.upstreams[0].bogus"),
-            ([{**good, "insecure": "yes"}], "proxy.upstreams[0].insecure"),
-            ([{**good, "check_interval_seconds": -1}], "proxy.upstreams[0].check_interval_seconds"),
-            ([{**good, "max_concurrent": 0}], "proxy.upstreams[0].max_concurrent"),
-            ([{**good, "ca_file": os.path.join(self.tmp, "missing.crt")}], "proxy.upstreams[0].ca_file"),
-            ([{**good, "username": "u", "password_file": pw}, {**good, "host": "quay.io", "bogus": 1}],
-             "proxy.upstreams[1].bogus"),
-            ({"host": "docker.io"}, "proxy.upstreams"),
-        ]
-        for upstreams, key in cases:
-            with self.subTest(key=key, upstreams=json.dumps(upstreams)[:120]):
-                r = self.serve({"proxy": {"upstreams": upstreams}})
-                self.assertNotEqual(r.returncode, 0, r.stderr)
-                self.assertEqual(r.returncode, 2, f"exit code of a configuration error: {r.stderr[-500:]}")
-                self.assertIn(key, r.stderr)
-        r = self.serve({"proxy": {"upstreams": [good], "bogus": True}})
-        self.assertEqual(r.returncode, 2, r.stderr)
-        self.assertIn("proxy.bogus", r.stderr)
-
-    def test_good_config_starts(self):
-        # the negative cases above must be able to pass: every documented key, accepted
-        ca, _ = bt.make_ca(self.tmp)
-        pw = os.path.join(self.tmp, "pw")
-        with open(pw, "w") as f:
-            f.write("secret\n")
-        b = bt.Berth(config={"proxy": {"upstreams": [
-            {"host": "docker.io", "url": "http://127.0.0.1:1", "ca_file": ca, "insecure": False,
-             "username": "alice", "password_file": pw, "check_interval_seconds": 300, "max_concurrent": 16},
-            {"host": "registry.k8s.io", "url": "https://127.0.0.1:2", "insecure": True}]}})
-        try:
-            b.start()
-            self.assertEqual(b.get("/v2/").status, 200)
-        finally:
-            b.cleanup()
 
 
 if __name__ == "__main__":

@@ -43,9 +43,7 @@ def usage_of(b, headers=None):
 
 class QuotaTest(unittest.TestCase):
     def setUp(self):
-        self.b = bt.Berth({"quotas": QUOTAS, "log": {"access": False}})
-        self.addCleanup(self.b.cleanup)
-        self.b.start()
+        self.b = bt.serve(self.addCleanup, {"quotas": QUOTAS, "log": {"access": False}})
 
     def assert_denied(self, r, *words):
         self.assertEqual(r.status, 403, r)
@@ -189,16 +187,11 @@ class UsageAuthTest(unittest.TestCase):
     PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw", "root": "root-pw"}
 
     def setUp(self):
-        self.b = bt.Berth()
-        self.addCleanup(self.b.cleanup)
-        bt.write_htpasswd(os.path.join(self.b.tmp, "htpasswd"), self.PASSWORDS)
-        self.b.config = {"quotas": QUOTAS, "auth": {"htpasswd": "htpasswd", "rules": [
+        self.b = bt.serve(self.addCleanup, {"quotas": QUOTAS, "auth": {"htpasswd": "htpasswd", "rules": [
             {"repository": "**", "principals": ["user:root"], "actions": ["pull", "push"]},
             {"repository": "team-a/app", "principals": ["user:alice"], "actions": ["pull"]},
             {"repository": "team-b/**", "principals": ["user:bob"], "actions": ["pull"]},
-        ]}}
-        self.b.ready_statuses = (401,)
-        self.b.start()
+        ]}}, self.PASSWORDS)
 
     def auth(self, user):
         return bt.basic_auth(user, self.PASSWORDS[user])

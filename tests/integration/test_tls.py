@@ -93,13 +93,11 @@ def hello_answer(port, version):
     return "other", data[:16]
 
 
-class _TlsServer:
+class _TlsServer(bt.ServerTest):
     """berth over TLS with cert1 of a test CA; cert2 (RSA) is at hand for a reload."""
 
     @classmethod
-    def setUpClass(cls):
-        cls.b = b = bt.Berth()
-        cls.addClassCleanup(b.cleanup)
+    def configure(cls, b):
         d = b.tmp
         cls.ca, cls.ca_key = bt.make_ca(d)
         cls.cert1 = bt.make_cert(d, "server1", cls.ca, cls.ca_key, cn="berth-one", serial=0x1111)
@@ -108,12 +106,11 @@ class _TlsServer:
             out.write(f.read())
         with open(cls.cert1[1], "rb") as f, open(os.path.join(d, "srv.key"), "wb") as out:
             out.write(f.read())
-        b.config = {"tls": {"cert": "srv.crt", "key": "srv.key", "kernel_tls": True}}
         b.ssl_context = client_context(cls.ca)
-        b.start()
+        return {"tls": {"cert": "srv.crt", "key": "srv.key", "kernel_tls": True}}
 
 
-class TlsTest(_TlsServer, unittest.TestCase):
+class TlsTest(_TlsServer):
     def test_https_with_the_ca(self):
         r = self.b.get("/v2/")
         self.assertEqual(r.status, 200, r)
@@ -316,7 +313,7 @@ class TlsTest(_TlsServer, unittest.TestCase):
 
 
 
-class CertificateReloadTest(_TlsServer, unittest.TestCase):
+class CertificateReloadTest(_TlsServer):
     """A server of its own: the reload changes the certificate TlsTest's tests expect."""
 
     def test_certificate_reload(self):
@@ -354,20 +351,17 @@ def replace_file(path, data):
     os.replace(tmp, path)
 
 
-class ClientCertificateTest(unittest.TestCase):
+class ClientCertificateTest(bt.ServerTest):
     @classmethod
-    def setUpClass(cls):
-        cls.b = b = bt.Berth()
-        cls.addClassCleanup(b.cleanup)
+    def configure(cls, b):
         d = b.tmp
         cls.ca, ca_key = bt.make_ca(d)
         cls.other_ca, other_key = bt.make_ca(d, "other-ca")
         bt.make_cert(d, "srv", cls.ca, ca_key)
         cls.client = bt.make_cert(d, "client", cls.ca, ca_key, client=True)
         cls.stranger = bt.make_cert(d, "stranger", cls.other_ca, other_key, client=True)
-        b.config = {"tls": {"cert": "srv.crt", "key": "srv.key", "client_ca": cls.ca}}
         b.ssl_context = client_context(cls.ca, *cls.client)
-        b.start()
+        return {"tls": {"cert": "srv.crt", "key": "srv.key", "client_ca": cls.ca}}
 
     def request_with(self, ctx, version=None):
         if version:
@@ -432,22 +426,19 @@ def negotiated_cipher(output):
     return m.group(1) if m else None
 
 
-class ClientCertificateAlertTest(unittest.TestCase):
+class ClientCertificateAlertTest(bt.ServerTest):
     """tls.client_ca with client_auth require: a client refused gets an alert it can read."""
 
     @classmethod
-    def setUpClass(cls):
-        cls.b = b = bt.Berth()
-        cls.addClassCleanup(b.cleanup)
+    def configure(cls, b):
         d = b.tmp
         cls.ca, ca_key = bt.make_ca(d)
         other_ca, other_key = bt.make_ca(d, "other-ca")
         bt.make_cert(d, "srv", cls.ca, ca_key)
         cls.client = bt.make_cert(d, "client", cls.ca, ca_key, client=True)
         cls.stranger = bt.make_cert(d, "stranger", other_ca, other_key, client=True)
-        b.config = {"tls": {"cert": "srv.crt", "key": "srv.key", "client_ca": cls.ca, "client_auth": "require"}}
         b.ssl_context = client_context(cls.ca, *cls.client)
-        b.start()
+        return {"tls": {"cert": "srv.crt", "key": "srv.key", "client_ca": cls.ca, "client_auth": "require"}}
 
     def run_s_client(self, *args):
         code, out = s_client(self.b.port, "-CAfile", self.ca, *args)
@@ -500,25 +491,26 @@ class ClientCertificateAlertTest(unittest.TestCase):
                                 f"{version}: {caught.exception!r}")
 
 
-class _CipherSuites:
-    """Mixin: a berth with a certificate of one key type, default tls.ciphers."""
+class _CipherSuites(bt.ServerTest):
+    """A berth with a certificate of one key type, default tls.ciphers."""
 
     rsa = False
     config_ciphers = None
 
     @classmethod
-    def setUpClass(cls):
-        cls.b = b = bt.Berth()
-        cls.addClassCleanup(b.cleanup)
+    def configure(cls, b):
         d = b.tmp
         cls.ca, ca_key = bt.make_ca(d)
         bt.make_cert(d, "srv", cls.ca, ca_key, rsa=cls.rsa)
         tls = {"cert": "srv.crt", "key": "srv.key"}
         if cls.config_ciphers is not None:
             tls["ciphers"] = cls.config_ciphers
-        b.config = {"tls": tls}
         b.ssl_context = client_context(cls.ca)
-        b.start()
+        return {"tls": tls}
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
         cls.kind = "RSA" if cls.rsa else "ECDSA"
 
     def tls12(self, cipher):
@@ -544,7 +536,7 @@ class _CipherSuites:
         self.assertTrue(served(out), f"TLS 1.3:\n{out[-1500:]}")
 
 
-class DefaultCipherSuitesTest(_CipherSuites, unittest.TestCase):
+class DefaultCipherSuitesTest(_CipherSuites):
     def test_no_cbc_suites_in_tls12(self):
         self.assert_refused(CBC_SUITES)
         # One at a time too: a server could refuse the list only for the order it came in.
@@ -586,7 +578,7 @@ class DefaultCipherSuitesRsaTest(DefaultCipherSuitesTest):
         self.assert_refused("AES128-GCM-SHA256:AES256-GCM-SHA384")
 
 
-class ConfiguredCipherTest(_CipherSuites, unittest.TestCase):
+class ConfiguredCipherTest(_CipherSuites):
     config_ciphers = "ECDHE-ECDSA-AES256-GCM-SHA384"
 
     def test_only_the_configured_suite(self):
@@ -603,7 +595,7 @@ class ConfiguredCipherTest(_CipherSuites, unittest.TestCase):
         self.assert_tls13_works()  # TLS 1.3 suites are not governed by tls.ciphers
 
 
-class ConfiguredCbcCipherTest(_CipherSuites, unittest.TestCase):
+class ConfiguredCbcCipherTest(_CipherSuites):
     # The key really sets the list: one that names a CBC suite gets it.
     config_ciphers = "ECDHE-ECDSA-AES128-SHA"
 
@@ -636,7 +628,7 @@ TESTSSL = shutil.which("testssl.sh") or shutil.which("testssl")
 
 @unittest.skipUnless(os.environ.get("BERTH_TESTSSL") == "1" and TESTSSL,
                      "opt-in: BERTH_TESTSSL=1 and testssl.sh installed (Debian package testssl.sh)")
-class TestsslTest(_CipherSuites, unittest.TestCase):
+class TestsslTest(_CipherSuites):
     def test_testssl_finds_no_cbc(self):
         r = subprocess.run([TESTSSL, "--quiet", "--color", "0", "-P", f"127.0.0.1:{self.b.port}"],
                            capture_output=True, text=True, timeout=600)
