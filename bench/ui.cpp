@@ -8,7 +8,7 @@
 // total is kept as a push keeps it): 10,000 repositories of N/10,000 tagged images each, plus
 // many/tags with 10,000 tags, wide/app with one image of 1,000 layers, and multi/app with a
 // two-platform index; config blobs of the images viewed are on disk. Then it times what each
-// ui/api view does (registry::Browse, no HTTP), R runs each (default 20), with a pull predicate
+// ui/api view does (ui/views.hpp over registry::Contents, no HTTP), R runs each (default 20), with a pull predicate
 // like the rules' (a glob per namespace), and prints the median and the slowest run.
 #include <unistd.h>
 
@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "berth/oci/manifest.hpp"
-#include "berth/registry/browse.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "berth/ui/views.hpp"
 #include "process_usage.hpp"
 
 using namespace berth;
@@ -177,31 +177,31 @@ int main(int argc, char** argv) {
             return repo.starts_with("many/") || repo.starts_with("wide/") || repo.starts_with("multi/") ||
                    (repo.size() > 3 && (repo[3] - '0') % 2 == 0);
         };
-        using registry::Browse;
+        const auto contents = registry.contents();
         time_view("repositories: first page of 50", runs, [&] {
-            return Browse::repositories(registry, {"", "", 50, nullptr}, may_pull).size();
+            return ui::repositories_json(contents, {"", "", 50, nullptr}, may_pull).size();
         });
         time_view("repositories: a page in the middle", runs, [&] {
-            return Browse::repositories(registry, {"", "ns50/r05000", 50, nullptr}, may_pull).size();
+            return ui::repositories_json(contents, {"", "ns50/r05000", 50, nullptr}, may_pull).size();
         });
         time_view("repositories: search \"r0424\" (10 of 10,003)", runs, [&] {
-            return Browse::repositories(registry, {"r0424", "", 50, nullptr}, may_pull).size();
+            return ui::repositories_json(contents, {"r0424", "", 50, nullptr}, may_pull).size();
         });
         time_view("repository: 100 tags of ns42/r00042", runs, [&] {
-            return Browse::repository(registry, {"ns42/r00042", "", 100}).size();
+            return ui::repository_json(contents, {"ns42/r00042", "", 100}).size();
         });
         time_view("repository: many/tags, first 100 of 10,000", runs, [&] {
-            return Browse::repository(registry, {"many/tags", "", 100}).size();
+            return ui::repository_json(contents, {"many/tags", "", 100}).size();
         });
         time_view("repository: many/tags, 100 after v5000", runs, [&] {
-            return Browse::repository(registry, {"many/tags", "v5000", 100}).size();
+            return ui::repository_json(contents, {"many/tags", "v5000", 100}).size();
         });
         time_view("manifest: ns42/r00042:t0 with its config", runs,
-                  [&] { return Browse::manifest(registry, "ns42/r00042", "t0", may_pull).size(); });
+                  [&] { return ui::manifest_json(contents, "ns42/r00042", "t0", may_pull).size(); });
         time_view("manifest: multi/app:1, a two-platform index", runs,
-                  [&] { return Browse::manifest(registry, "multi/app", "1", may_pull).size(); });
+                  [&] { return ui::manifest_json(contents, "multi/app", "1", may_pull).size(); });
         time_view("manifest: wide/app:1, 1,000 layers", runs,
-                  [&] { return Browse::manifest(registry, "wide/app", "1", may_pull).size(); });
+                  [&] { return ui::manifest_json(contents, "wide/app", "1", may_pull).size(); });
         std::printf("peak RSS %ld MiB\n", bench::peak_rss_mib());
     }
     if (remove_dir) std::filesystem::remove_all(dir);

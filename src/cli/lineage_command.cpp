@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "berth/http/answers.hpp"
 #include "berth/registry/lineage.hpp"
 #include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
@@ -57,7 +58,7 @@ int lineage(const std::vector<std::string>& args) {
         all.next = page.next;
     }
     if (arguments.flag("--json")) {
-        std::cout << registry::lineage_json(all, "") << "\n";
+        std::cout << http::lineage_json(all, "") << "\n";
         return 0;
     }
     std::cout << query.repository << ":" << query.reference << " is "

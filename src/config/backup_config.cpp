@@ -12,12 +12,13 @@ void read_backup(Section& s, Reading& r) {
     s.seconds("interval_seconds", backup.interval);
     if (target.empty()) throw ConfigError("backup.target must name the directory backups go to");
     backup.target = r.path_of(target);
+    // The secret is HTTP's to check (POST /_berth/v1/backup), not the backups'.
+    auto& secret = r.config.server.backup_secret;
     if (!secret_file.empty()) {
-        backup.secret = secret_from("backup.secret_file", r.path_of(secret_file));
-        if (backup.secret.size() < 16)
-            throw ConfigError("backup.secret_file must hold a secret of at least 16 characters");
+        secret = secret_from("backup.secret_file", r.path_of(secret_file));
+        if (secret.size() < 16) throw ConfigError("backup.secret_file must hold a secret of at least 16 characters");
     }
-    if (backup.secret.empty() && backup.interval.count() == 0)
+    if (secret.empty() && backup.interval.count() == 0)
         throw ConfigError("backup: give secret_file (for POST /_berth/v1/backup), interval_seconds, or both");
 }
 

@@ -1,4 +1,5 @@
 // The top-level `policies` list (registry/policies.hpp, docs/policies.md).
+#include <array>
 #include <nlohmann/json.hpp>
 
 #include "berth/registry/policies.hpp"
@@ -17,6 +18,36 @@ void check_base_images(const std::string& where, const std::vector<std::string>&
     }
 }
 
+// Each kind of rule's section of a policy (registry/policies.hpp): a new kind is its rule's file
+// and one of these.
+void immutable_tags(Section& s, const std::string&, registry::Policy& policy, Reading&) {
+    bool on = false;
+    s.boolean("immutable_tags", on);
+    if (on) policy.rules.push_back(registry::immutable_tags_rule());
+}
+
+void require_signature(Section& s, const std::string& where, registry::Policy& policy, Reading& r) {
+    s.section("require_signature", [&](Section& sig) {
+        trust::SignatureRule rule{policy.name, {}, false};
+        sig.strings("keys", rule.keys);
+        sig.boolean("match_repository", rule.match_repository);
+        if (rule.keys.empty()) throw ConfigError(where + ".require_signature.keys must list PEM public key files");
+        for (auto& key : rule.keys) key = readable_file(where + ".require_signature.keys", r.path_of(key));
+        r.config.signature_rules.push_back(std::move(rule));
+        policy.rules.push_back(registry::signature_rule());
+    });
+}
+
+void base_images(Section& s, const std::string& where, registry::Policy& policy, Reading&) {
+    std::vector<std::string> globs;
+    s.strings("base_images", globs);
+    if (globs.empty()) return;
+    check_base_images(where + ".base_images", globs);
+    policy.rules.push_back(registry::base_images_rule(std::move(globs)));
+}
+
+constexpr std::array kinds = {immutable_tags, require_signature, base_images};
+
 }  // namespace
 
 void read_policies(const json& list, Reading& r) {
@@ -27,21 +58,11 @@ void read_policies(const json& list, Reading& r) {
         policy.name = where;
         s.string("name", policy.name, false);
         s.strings("repositories", policy.repositories);
-        s.boolean("immutable_tags", policy.immutable_tags);
-        s.section("require_signature", [&](Section& sig) {
-            registry::SignatureRule rule;
-            sig.strings("keys", rule.keys);
-            sig.boolean("match_repository", rule.match_repository);
-            if (rule.keys.empty()) throw ConfigError(where + ".require_signature.keys must list PEM public key files");
-            for (auto& key : rule.keys) key = readable_file(where + ".require_signature.keys", r.path_of(key));
-            policy.require_signature = std::move(rule);
-        });
-        s.strings("base_images", policy.base_images);
+        for (auto& kind : kinds) kind(s, where, policy, r);
         s.finish();
         if (policy.repositories.empty()) throw ConfigError(where + ".repositories must list repository globs");
         check_repository_globs(where + ".repositories", policy.repositories);
-        check_base_images(where + ".base_images", policy.base_images);
-        if (!policy.immutable_tags && !policy.require_signature && policy.base_images.empty())
+        if (policy.rules.empty())
             throw ConfigError(where + " has no rule: give immutable_tags, require_signature or base_images");
         for (auto& other : r.config.registry.policies)
             if (other.name == policy.name) throw ConfigError(where + ".name: \"" + policy.name + "\" is listed twice");

@@ -1,5 +1,6 @@
 // /v2/<name>/blobs/<digest>: GET (ranges too), HEAD, DELETE.
 #include "berth/registry/registry.hpp"
+#include "ranges.hpp"
 #include "responses.hpp"
 
 namespace berth::http {
@@ -8,8 +9,10 @@ using oci::Error;
 using oci::ErrorCode;
 using registry::Registry;
 
-Plan plan_blob(Registry& registry, Request& request, bool from_peer) {
-    const auto& route = request.target.route;
+Plan plan_blob(Context& context, Request& request) {
+    auto& registry = context.services.registry;
+    const auto& route = request.target;
+    const bool from_peer = request.from_peer;
     switch (request.method) {
         case Method::get:
         case Method::head: {

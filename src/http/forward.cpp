@@ -7,9 +7,9 @@
 #include <mutex>
 
 #include "berth/net/client.hpp"
-#include "berth/replication/cluster.hpp"
+#include "berth/replication/peer_service.hpp"
 #include "berth/replication/protocol.hpp"
-#include "handlers.hpp"
+#include "responses.hpp"
 
 namespace berth::http {
 namespace {
@@ -104,20 +104,20 @@ Response relay(net::Exchange& exchange) {
 
 }  // namespace
 
-Plan plan_forward(const replication::Cluster& cluster, const std::string& owner, Request& request,
+Plan plan_forward(const replication::PeerService& peers, const std::string& owner, Request& request,
                   const std::string& method, const std::string& target) {
     // The owner's answer may take a while: finishing a large upload fsyncs it.
     // An owner that stops reading fails the request after the client's idle timeout.
     net::RequestHead head{method, target, {}, request.content_length, request.has_body, std::chrono::seconds(60)};
     head.headers = {{protocol::header::forwarded, "1"}};
     // The owner authorizes the request as the client's own: the peer's authentication (which
-    // cluster.open_peer adds) only says where it came from.
+    // peers.open_peer adds) only says where it came from.
     if (!request.authorization.empty()) head.headers.emplace_back("Authorization", request.authorization);
     if (!request.content_type.empty()) head.headers.emplace_back("Content-Type", request.content_type);
     if (!request.content_range.empty()) head.headers.emplace_back("Content-Range", request.content_range);
     auto pipe = std::make_shared<Pipe>();
     try {
-        pipe->exchange = cluster.open_peer(owner, std::move(head));
+        pipe->exchange = peers.open_peer(owner, std::move(head));
     } catch (const std::exception& error) {
         throw oci::Error(oci::ErrorCode::unavailable, "the replica owning this upload is unreachable", error.what());
     }

@@ -10,8 +10,10 @@ using oci::Error;
 using oci::ErrorCode;
 using registry::Registry;
 
-Plan plan_manifest(Registry& registry, Request& request, bool from_peer) {
-    const auto& route = request.target.route;
+Plan plan_manifest(Context& context, Request& request) {
+    auto& registry = context.services.registry;
+    const auto& route = request.target;
+    const bool from_peer = request.from_peer;
     switch (request.method) {
         case Method::get:
         case Method::head: {

@@ -13,32 +13,17 @@
 
 #include "berth/auth/authorizer.hpp"
 #include "berth/http/server.hpp"
+#include "berth/http/services.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/storage/filling_blob.hpp"
 #include "router.hpp"
 
-namespace berth::registry {
-class Registry;
-class Retention;
-}  // namespace berth::registry
-namespace berth::storage {
-class BackupJob;
-}
-namespace berth::replication {
-class Cluster;
-class PeerService;
-}  // namespace berth::replication
-namespace berth::auth {
-class Authorizer;
-class DelegatedAccess;
-}  // namespace berth::auth
-namespace berth::observe {
-class MetricsRegistry;
+namespace berth::ui {
+class Sessions;
 }
 
 namespace berth::http {
 
-class UiSessions;
 class Cursors;
 
 enum class Method { get, head, put, post, patch, del, other };
@@ -68,30 +53,26 @@ struct Request {
     std::string cookie;  // the web UI's session (ui_handlers.cpp)
     std::string origin;  // Origin and Sec-Fetch-Site: where a browser says a request came from
     std::string fetch_site;
-    std::string forwarded_host;  // X-Forwarded-Host: the host a reverse proxy says the browser used
-    bool secure = false;         // arrived over TLS
-    auth::Principal principal;   // who made it, once authenticated (anonymous: no name)
-    std::string peer_address;    // the client's IP address
-    std::string peer_secret;     // Berth-Peer-Secret, from another replica
-    std::string peer_origin;     // Berth-Replica: the id of the replica calling
-    std::string peer_versions;   // Berth-Protocol: the peer protocol versions it speaks
-    bool forwarded = false;      // Berth-Forwarded: already sent on by a replica
-    std::string cache;           // for the access log: how a mirrored repository's read was answered
+    std::string forwarded_host;              // X-Forwarded-Host: the host a reverse proxy says the browser used
+    bool secure = false;                     // arrived over TLS
+    auth::Principal principal;               // who made it, once authenticated (anonymous: no name)
+    std::optional<auth::TokenAccess> token;  // the access list of the token it presented, if any
+    bool from_peer = false;                  // a replica reading through for its client, on the cluster's word
+    std::string peer_address;                // the client's IP address
+    std::string peer_secret;                 // Berth-Peer-Secret, from another replica
+    std::string peer_origin;                 // Berth-Replica: the id of the replica calling
+    std::string peer_versions;               // Berth-Protocol: the peer protocol versions it speaks
+    bool forwarded = false;                  // Berth-Forwarded: already sent on by a replica
+    std::string cache;                       // for the access log: how a mirrored repository's read was answered
 };
 
-// What the handlers work with.
-struct Services {
-    registry::Registry& registry;
-    replication::PeerService* peers;                    // null without peers
-    const replication::Cluster* cluster;                // null without peers
-    const auth::Authorizer* authorizer;                 // null: everyone may do everything
-    auth::DelegatedAccess* delegated;                   // the node agent's door: the replicas decide who reads
-    const observe::MetricsRegistry* metrics = nullptr;  // what GET /metrics writes
-    storage::BackupJob* backups = nullptr;              // null: the server takes no backups (config `backup`)
-    registry::Retention* retention = nullptr;           // the web UI's retention page; null: no policies here
-    const UiOptions* ui = nullptr;                      // the web UI (ServerContext points it at its options)
-    const UiSessions* ui_sessions = nullptr;            // and at its sign-ins
-    const Cursors* cursors = nullptr;                   // paging cursors that name nothing hidden (cursors.hpp)
+// What a handler works with: the server's options, what the node gave it, and what the server
+// keeps for every request (paging cursors, the web UI's sessions).
+struct Context {
+    const ServerOptions& options;
+    Services& services;
+    const Cursors& cursors;
+    const ui::Sessions& sessions;
 };
 
 // Where a streamed request body goes, chunk by chunk, as it arrives. The

@@ -2,7 +2,8 @@
 // replication/protocol.hpp's, its answers replication::PeerService's.
 
 #include "berth/replication/peer_service.hpp"
-#include "handlers.hpp"
+#include "berth/replication/protocol.hpp"
+#include "responses.hpp"
 
 namespace berth::http {
 namespace {
@@ -53,10 +54,8 @@ Plan claim_plan(replication::PeerService& peers) {
     return plan;
 }
 
-}  // namespace
-
-Plan plan_peer_request(replication::PeerService& peers, Request& request) {
-    const auto& path = request.target.route.reference;
+Plan peer_operation(replication::PeerService& peers, Request& request) {
+    const auto& path = request.target.reference;
     const auto query = query_of(request);
     const bool get = request.method == Method::get || request.method == Method::head;
     const auto operation = protocol::operation_of(path);
@@ -99,6 +98,19 @@ Plan plan_peer_request(replication::PeerService& peers, Request& request) {
         case Operation::unknown: break;
     }
     throw Error(ErrorCode::unsupported, "no such peer operation");
+}
+
+}  // namespace
+
+// The peer API (replication/protocol.hpp): its caller authenticated as a replica (Auth::peer).
+Plan plan_peer(Context& context, Request& request) {
+    auto plan = peer_operation(*context.services.peers, request);
+    plan.finish = [finish = std::move(plan.finish)](std::string& body, std::uint64_t offset) {
+        auto response = finish(body, offset);
+        response.set(protocol::header::versions, protocol::versions_text());
+        return response;
+    };
+    return plan;
 }
 
 }  // namespace berth::http

@@ -1,6 +1,9 @@
-#include <charconv>
+#include "ranges.hpp"
 
-#include "handlers.hpp"
+#include <charconv>
+#include <string>
+
+#include "berth/oci/error.hpp"
 
 namespace berth::http {
 namespace {

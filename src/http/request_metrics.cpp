@@ -3,10 +3,31 @@
 #include <algorithm>
 
 namespace berth::http {
+namespace {
 
-void RequestMetrics::record(RouteKind route, Method method, int status, double seconds, std::uint64_t bytes_in,
+// The row whose slot a route's requests count in: the first with its label.
+std::size_t slot_of(const Route& route) {
+    static const auto slots = [] {
+        std::array<std::size_t, max_routes> out{};
+        const auto table = routes();
+        for (std::size_t r = 0; r < table.size(); ++r) {
+            out[r] = r;
+            for (std::size_t first = 0; first < r; ++first)
+                if (table[first].label == table[r].label) {
+                    out[r] = first;
+                    break;
+                }
+        }
+        return out;
+    }();
+    return slots[route_index(route)];
+}
+
+}  // namespace
+
+void RequestMetrics::record(const Route& route, Method method, int status, double seconds, std::uint64_t bytes_in,
                             std::uint64_t bytes_out) {
-    const auto r = static_cast<std::size_t>(route), m = static_cast<std::size_t>(method);
+    const auto r = slot_of(route), m = static_cast<std::size_t>(method);
     auto s = static_cast<std::size_t>(std::find(statuses.begin(), statuses.end() - 1, status) - statuses.begin());
     counts_[r][m][s].fetch_add(1, std::memory_order_relaxed);
     auto b = static_cast<std::size_t>(std::lower_bound(buckets.begin(), buckets.end(), seconds) - buckets.begin());
@@ -20,8 +41,9 @@ void RequestMetrics::write(observe::MetricsWriter& out) const {
     using observe::Metric;
     out.declare(Metric::http_requests_total);
     out.declare(Metric::http_request_duration_seconds);
-    for (std::size_t r = 0; r < routes; ++r) {
-        const auto route = route_label(static_cast<RouteKind>(r));
+    const auto table = routes();
+    for (std::size_t r = 0; r < table.size(); ++r) {
+        const auto route = std::string(table[r].label);
         for (std::size_t m = 0; m < methods; ++m)
             for (std::size_t s = 0; s < statuses.size(); ++s)
                 if (auto n = counts_[r][m][s].load(std::memory_order_relaxed)) {

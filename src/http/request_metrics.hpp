@@ -8,12 +8,13 @@
 
 #include "berth/observe/metrics.hpp"
 #include "message.hpp"
+#include "routes.hpp"
 
 namespace berth::http {
 
 class RequestMetrics {
 public:
-    void record(RouteKind route, Method method, int status, double seconds, std::uint64_t bytes_in,
+    void record(const Route& route, Method method, int status, double seconds, std::uint64_t bytes_in,
                 std::uint64_t bytes_out);
     void write(observe::MetricsWriter& out) const;
     std::atomic<std::int64_t> connections{0};
@@ -28,15 +29,15 @@ public:
     std::atomic<std::uint64_t> remote_queue_refusals{0};
 
 private:
-    static constexpr std::size_t routes = static_cast<std::size_t>(RouteKind::unknown) + 1;
+    // A slot per route row; rows that share a label (the web UI's) count in the first one's.
     static constexpr std::size_t methods = static_cast<std::size_t>(Method::other) + 1;
     static constexpr std::array<int, 20> statuses = {200, 201, 202, 204, 206, 400, 401, 403, 404, 405,
                                                      413, 416, 429, 431, 500, 502, 503, 504, 507, 0};
     static constexpr std::array<double, 14> buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                        0.1,    0.25,  0.5,    1,     2.5,  5,     10};
-    std::array<std::array<std::array<std::atomic<std::uint64_t>, statuses.size()>, methods>, routes> counts_{};
-    std::array<std::array<std::atomic<std::uint64_t>, buckets.size() + 1>, routes> latency_{};
-    std::array<std::atomic<std::uint64_t>, routes> latency_micros_{};
+    std::array<std::array<std::array<std::atomic<std::uint64_t>, statuses.size()>, methods>, max_routes> counts_{};
+    std::array<std::array<std::atomic<std::uint64_t>, buckets.size() + 1>, max_routes> latency_{};
+    std::array<std::atomic<std::uint64_t>, max_routes> latency_micros_{};
     std::atomic<std::uint64_t> bytes_in_{0}, bytes_out_{0};
 };
 

@@ -1,5 +1,6 @@
 // What several handlers answer with: plain answers, errors, pages, who asked.
 #include <charconv>
+#include "berth/auth/authorizer.hpp"
 #include "berth/net/host_port.hpp"
 #include "berth/observe/log.hpp"
 #include "responses.hpp"
@@ -41,7 +42,7 @@ void audit(const Request& request, const char* action, const std::string& refere
     observe::log("info", "audit",
                  {{"action", action},
                   {"principal", request.principal.name},
-                  {"repository", request.target.route.name},
+                  {"repository", request.target.name},
                   {"reference", reference}});
 }
 
@@ -65,5 +66,16 @@ std::string next_link(const std::string& path, std::size_t n, const std::string&
 }
 
 registry::Asker asker_of(bool from_peer) { return from_peer ? registry::Asker::replica : registry::Asker::client; }
+
+std::function<bool(const std::string& repo)> may_pull_of(const Context& context, const Request& request) {
+    const auto* authorizer = context.services.access.authorizer;
+    if (!authorizer || !authorizer->enabled()) return nullptr;
+    auth::Decision caller;
+    caller.principal = request.principal;
+    caller.token = request.token;
+    return [authorizer, caller = std::move(caller)](const std::string& repo) {
+        return authorizer->may_pull(caller, repo);
+    };
+}
 
 }  // namespace berth::http

@@ -3,8 +3,9 @@
 #include "berth/oci/error.hpp"
 #include "berth/oci/names.hpp"
 #include "berth/oci/paths.hpp"
-#include "berth/replication/protocol.hpp"
 #include "router.hpp"
+
+#include <algorithm>
 
 namespace berth::http {
 namespace {
@@ -16,30 +17,58 @@ int hex_value(char c) {
     return -1;
 }
 
-std::string join(const std::vector<std::string>& parts, std::size_t count) {
-    std::string out;
-    for (std::size_t i = 0; i < count; ++i) {
-        if (i) out += '/';
-        out += parts[i];
+std::vector<std::string_view> split(std::string_view path) {
+    std::vector<std::string_view> out;
+    while (true) {
+        auto slash = path.find('/');
+        out.push_back(path.substr(0, slash));
+        if (slash == std::string_view::npos) return out;
+        path = path.substr(slash + 1);
     }
-    return out;
 }
 
-Route route_v2(const std::vector<std::string>& s) {
-    const std::size_t n = s.size();
-    if (n == 0 || (n == 1 && s[0].empty())) return {RouteKind::base, {}, {}};
-    if (n == 1 && s[0] == "_catalog") return {RouteKind::catalog, {}, {}};
-    if (n >= 3 && s[n - 2] == "tags" && s[n - 1] == "list") return {RouteKind::tags, join(s, n - 2), {}};
-    // A repository name has at least one component before blobs/uploads.
-    if (n >= 4 && s[n - 3] == "blobs" && s[n - 2] == "uploads") {
-        if (s[n - 1].empty()) return {RouteKind::upload_start, join(s, n - 3), {}};
-        return {RouteKind::upload, join(s, n - 3), s[n - 1]};
+// Whether decoded path segments fit a pattern's segments, filling name and reference.
+bool fits(std::vector<std::string_view> pattern, const std::vector<std::string>& path, Target& out) {
+    if (pattern.back() == "{rest}") {
+        pattern.pop_back();
+        if (path.size() < pattern.size()) return false;
+        std::string rest;
+        for (std::size_t i = pattern.size(); i < path.size(); ++i) rest += (i > pattern.size() ? "/" : "") + path[i];
+        out.reference = rest;
+        return fits(pattern, {path.begin(), path.begin() + static_cast<std::ptrdiff_t>(pattern.size())}, out);
     }
-    if (n >= 3 && s[n - 2] == "blobs" && s[n - 1] == "uploads") return {RouteKind::upload_start, join(s, n - 2), {}};
-    if (n >= 3 && s[n - 2] == "manifests") return {RouteKind::manifest, join(s, n - 2), s[n - 1]};
-    if (n >= 3 && s[n - 2] == "blobs") return {RouteKind::blob, join(s, n - 2), s[n - 1]};
-    if (n >= 3 && s[n - 2] == "referrers") return {RouteKind::referrers, join(s, n - 2), s[n - 1]};
-    return {};
+    const auto name_at = std::find(pattern.begin(), pattern.end(), "{name}");
+    const std::size_t before = static_cast<std::size_t>(name_at - pattern.begin());
+    const std::size_t after = name_at == pattern.end() ? 0 : pattern.size() - before - 1;
+    if (name_at == pattern.end() ? path.size() != pattern.size() : path.size() < before + after + 1) return false;
+    auto segment_fits = [&](std::string_view wanted, const std::string& got) {
+        if (wanted == "{reference}") {
+            out.reference = got;
+            return !got.empty();
+        }
+        return wanted == got;
+    };
+    for (std::size_t i = 0; i < before; ++i)
+        if (!segment_fits(pattern[i], path[i])) return false;
+    for (std::size_t i = 0; i < after; ++i)
+        if (!segment_fits(pattern[before + 1 + i], path[path.size() - after + i])) return false;
+    if (name_at != pattern.end()) {
+        out.name.clear();
+        for (std::size_t i = before; i < path.size() - after; ++i) out.name += (i > before ? "/" : "") + path[i];
+    }
+    return true;
+}
+
+bool matches(const Route& route, const std::vector<std::string>& path, Target& out) {
+    if (route.pattern.empty()) return false;
+    auto pattern = split(route.pattern.substr(1));
+    if (fits(pattern, path, out)) return true;
+    // A pattern ending with '/' also matches the path without it.
+    if (pattern.size() > 1 && pattern.back().empty()) {
+        pattern.pop_back();
+        return fits(pattern, path, out);
+    }
+    return false;
 }
 
 }  // namespace
@@ -95,112 +124,58 @@ std::vector<std::string> Query::all(std::string_view key) const {
 std::optional<Target> parse_target(std::string_view target) {
     if (target.empty() || target[0] != '/') return std::nullopt;
     auto question = target.find('?');
-    auto path = target.substr(0, question);
     Target out;
     if (question != std::string_view::npos) {
         out.query = Query::parse(target.substr(question + 1));
         out.raw_query = std::string(target.substr(question));
     }
-
-    if (path == "/healthz") out.route.kind = RouteKind::healthz;
-    else if (path == "/readyz") out.route.kind = RouteKind::readyz;
-    else if (path == "/metrics") out.route.kind = RouteKind::metrics;
-    else if (path == "/auth/token") out.route.kind = RouteKind::token;
-    else if (path == usage_path) out.route.kind = RouteKind::usage;
-    else if (path == lineage_path) out.route.kind = RouteKind::lineage;
-    else if (path == backup_path) out.route.kind = RouteKind::backup;
-    else if (path == access_path) out.route = {RouteKind::access, out.query.get("repository").value_or(""), {}};
-    else if (path == ui_path) out.route = {RouteKind::ui, {}, {}};
-    else if (path.starts_with(std::string(ui_path) + "/"))
-        out.route = {RouteKind::ui, {}, "/" + std::string(path.substr(ui_path.size() + 1))};
-    else if (path.starts_with(replication::protocol::prefix))
-        out.route = {RouteKind::peer, {}, std::string(path.substr(replication::protocol::prefix.size()))};
-    else if (path == "/v2") out.route.kind = RouteKind::base;
-    else if (path.starts_with("/v2/")) {
-        std::vector<std::string> segments;
-        auto rest = path.substr(4);
-        while (true) {
-            auto slash = rest.find('/');
-            auto decoded = percent_decode(rest.substr(0, slash), false);
-            if (!decoded) return std::nullopt;
-            segments.push_back(std::move(*decoded));
-            if (slash == std::string_view::npos) break;
-            rest = rest.substr(slash + 1);
-        }
-        out.route = route_v2(segments);
+    std::vector<std::string> path;
+    for (auto segment : split(target.substr(1, question == std::string_view::npos ? question : question - 1))) {
+        auto decoded = percent_decode(segment, false);
+        if (!decoded) return std::nullopt;
+        path.push_back(std::move(*decoded));
     }
+    for (auto& route : routes()) {
+        out.name.clear();
+        out.reference.clear();
+        if (!matches(route, path, out)) continue;
+        out.route = &route;
+        if (!route.name_param.empty()) out.name = out.query.get(route.name_param).value_or("");
+        return out;
+    }
+    out.route = &unknown_route();
+    out.name.clear();
+    out.reference.clear();
     return out;
 }
 
-void require_valid_parts(const Route& route, bool put) {
+void require_valid_parts(const Target& target, bool put) {
     using oci::Error;
     using oci::ErrorCode;
-    if (!route_spec(route.kind).repository) return;
-    if (!oci::valid_repository_name(route.name))
-        throw Error(ErrorCode::name_invalid, "invalid repository name", route.name.substr(0, 300));
-    const auto& reference = route.reference;
-    switch (route.kind) {
-        case RouteKind::manifest:
+    if (!target.route->names_repository()) return;
+    if (!oci::valid_repository_name(target.name))
+        throw Error(ErrorCode::name_invalid, "invalid repository name", target.name.substr(0, 300));
+    const auto& reference = target.reference;
+    switch (target.route->part) {
+        case Part::reference:
             if (reference.find(':') != std::string::npos) oci::Digest::parse_or_throw(reference);
             else if (!oci::valid_tag(reference) && put)
                 throw Error(ErrorCode::tag_invalid, "invalid tag", reference.substr(0, 200));
             else if (!oci::valid_tag(reference))
                 throw Error(ErrorCode::manifest_unknown, "manifest unknown", reference.substr(0, 200));
             break;
-        case RouteKind::blob:
-        case RouteKind::referrers: oci::Digest::parse_or_throw(reference); break;
-        case RouteKind::upload:
+        case Part::digest: oci::Digest::parse_or_throw(reference); break;
+        case Part::upload_id:
             if (!oci::valid_upload_id(reference)) throw Error(ErrorCode::blob_upload_unknown, "upload unknown");
             break;
-        default: break;
+        case Part::none: break;
     }
 }
 
 std::string forwarded_upload_target(const Target& target) {
-    auto path = oci::path::upload(target.route.name, target.route.reference);
+    auto path = oci::path::upload(target.name, target.reference);
     if (auto digest = target.query.get("digest")) path += "?digest=" + net::query_escape(*digest);
     return path;
 }
-
-namespace {
-
-using enum Needs;
-using K = RouteKind;
-// clang-format off
-constexpr RouteSpec routes[] = {
-    // kind             label           repository authenticated quick_reads read  del   write
-    {K::base,           "base",         false,     true,         true,       none, none, none},
-    {K::catalog,        "catalog",      false,     true,         true,       pull, pull, pull},
-    {K::tags,           "tags",         true,      true,         true,       pull, pull, pull},
-    {K::manifest,       "manifest",     true,      true,         true,       pull, del,  push},
-    {K::blob,           "blob",         true,      true,         true,       pull, del,  push},
-    {K::upload_start,   "upload_start", true,      true,         true,       push, push, push},
-    {K::upload,         "upload",       true,      true,         true,       push, push, push},
-    {K::referrers,      "referrers",    true,      true,         true,       pull, pull, pull},
-    {K::healthz,        "healthz",      false,     false,        true,       none, none, none},
-    {K::readyz,         "readyz",       false,     false,        true,       none, none, none},
-    {K::metrics,        "metrics",      false,     false,        true,       none, none, none},
-    {K::token,          "token",        false,     false,        false,      none, none, none},
-    {K::peer,           "peer",         false,     false,        false,      none, none, none},
-    {K::usage,          "usage",        false,     true,         false,      pull, pull, pull},
-    {K::lineage,        "lineage",      false,     true,         false,      pull, pull, pull},
-    {K::backup,         "backup",       false,     false,        false,      none, none, none},
-    {K::access,         "access",       true,      true,         true,       pull, pull, pull},
-    // The UI signs its callers in itself (a session cookie, or /v2/'s credentials) and filters what it shows.
-    {K::ui,             "ui",           false,     false,        false,      none, none, none},
-    {K::unknown,        "unknown",      false,     false,        true,       none, none, none},
-};
-// clang-format on
-
-constexpr bool in_enum_order() {
-    for (std::size_t i = 0; i < std::size(routes); ++i)
-        if (static_cast<std::size_t>(routes[i].kind) != i) return false;
-    return std::size(routes) == static_cast<std::size_t>(RouteKind::unknown) + 1;
-}
-static_assert(in_enum_order(), "one row per RouteKind, in the enum's order");
-
-}  // namespace
-
-const RouteSpec& route_spec(RouteKind kind) { return routes[static_cast<std::size_t>(kind)]; }
 
 }  // namespace berth::http

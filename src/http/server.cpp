@@ -92,11 +92,8 @@ void run_guarded(asio::io_context& io) {
 }  // namespace
 
 struct Server::Impl {
-    Impl(ServerOptions options, registry::Registry& registry, const observe::MetricsRegistry& metrics,
-         replication::PeerService* peers, const replication::Cluster* cluster, const auth::Authorizer* authorizer,
-         auth::DelegatedAccess* delegated, storage::BackupJob* backups, registry::Retention* retention)
-        : context(options, Services{registry, peers, cluster, authorizer, delegated, &metrics, backups, retention},
-                  options.worker_threads ? options.worker_threads : 4 * cores()),
+    Impl(ServerOptions options, Services services)
+        : context(options, services, options.worker_threads ? options.worker_threads : 4 * cores()),
           ios(make_io_contexts(options.io_threads ? options.io_threads : cores())), io(*ios.front()), acceptor(io),
           signals(io, SIGINT, SIGTERM) {
         for (std::size_t i = 1; i < ios.size(); ++i) keep_running.push_back(asio::make_work_guard(*ios[i]));
@@ -234,11 +231,8 @@ struct Server::Impl {
     }
 };
 
-Server::Server(ServerOptions options, registry::Registry& registry, observe::MetricsRegistry& metrics,
-               replication::PeerService* peers, const replication::Cluster* cluster, const auth::Authorizer* authorizer,
-               auth::DelegatedAccess* delegated, storage::BackupJob* backups, registry::Retention* retention)
-    : impl_(std::make_unique<Impl>(std::move(options), registry, metrics, peers, cluster, authorizer, delegated,
-                                   backups, retention)) {
+Server::Server(ServerOptions options, Services services, observe::MetricsRegistry& metrics)
+    : impl_(std::make_unique<Impl>(std::move(options), services)) {
     metrics.add_source([impl = impl_.get()](observe::MetricsWriter& out) { impl->context.request_metrics.write(out); });
 }
 

@@ -19,7 +19,7 @@
 #include "access_log.hpp"
 #include "berth/observe/log.hpp"
 #include "context.hpp"
-#include "handlers.hpp"
+#include "dispatch.hpp"
 #include "file_sender.hpp"
 #include "request_head.hpp"
 #include "tls_stream.hpp"
@@ -151,7 +151,7 @@ private:
         const bool basic =
             request_.authorization.size() > 5 && beast::iequals(request_.authorization.substr(0, 6), "basic ");
         original_ = request_;
-        if (read && route_spec(request_.target.route.kind).quick_reads && !basic) return planned(make_plan(true, true));
+        if (read && request_.target.route->has(quick) && !basic) return planned(make_plan(true, true));
         plan_on_worker();
     }
 
@@ -175,7 +175,7 @@ private:
             std::optional<net::OnIoThread> on_io;
             if (local_only) guard.emplace();
             if (io_thread) on_io.emplace();
-            plan_ = plan_request(context_.services, request_);
+            plan_ = plan_request(context_.handlers, request_);
             return {};
         } catch (const net::NeedsRemote& needs) {
             return {std::nullopt, needs.party};
@@ -528,8 +528,9 @@ private:
         --context_.in_flight;
         auto micros =
             std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_);
-        context_.request_metrics.record(request_.target.route.kind, request_.method, status_,
-                                        static_cast<double>(micros.count()) / 1e6, body_bytes_, bytes_out_);
+        context_.request_metrics.record(request_.target.route ? *request_.target.route : unknown_route(),
+                                        request_.method, status_, static_cast<double>(micros.count()) / 1e6,
+                                        body_bytes_, bytes_out_);
         if (context_.options.access_log)
             log_access({request_id_, peer_, method_text_, target_text_, principal_, status_, body_bytes_, bytes_out_,
                         static_cast<double>(micros.count()) / 1e6, request_.cache});

@@ -45,9 +45,10 @@ std::string tags_json(const std::string& name, const std::vector<std::string>& t
 
 }  // namespace
 
-Plan plan_tags(Registry& registry, Request& request) {
+Plan plan_tags(Context& context, Request& request) {
+    auto& registry = context.services.registry;
     if (request.method != Method::get && request.method != Method::head) not_allowed();
-    const auto& name = request.target.route.name;
+    const auto& name = request.target.name;
     auto n = page_size(request.target.query);
     auto last = request.target.query.get("last").value_or("");
     auto page = registry.list_tags(name, n, last);

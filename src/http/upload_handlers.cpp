@@ -1,9 +1,19 @@
 // /v2/<name>/blobs/uploads/[<id>]: starting (POST, mounts, single-POST uploads),
 // appending (PATCH), finishing (PUT), asking (GET) and cancelling (DELETE) uploads.
+#include "berth/net/reach.hpp"
 #include "berth/oci/paths.hpp"
 #include "berth/registry/registry.hpp"
+#include "berth/registry/upload_id.hpp"
+#include "berth/replication/peer_service.hpp"
+#include "ranges.hpp"
 #include "berth/storage/upload_appender.hpp"
 #include "responses.hpp"
+
+namespace berth::http {
+// Sends an upload request on to the replica that owns its session (forward.cpp).
+Plan plan_forward(const replication::PeerService& peers, const std::string& owner, Request& request,
+                  const std::string& method, const std::string& target);
+}  // namespace berth::http
 
 namespace berth::http {
 
@@ -67,8 +77,9 @@ Plan append_plan(Registry& registry, const Request& request, const std::string& 
 
 }  // namespace
 
-Plan plan_upload_start(Registry& registry, Request& request) {
-    const auto& route = request.target.route;
+Plan plan_upload_start(Context& context, Request& request) {
+    auto& registry = context.services.registry;
+    const auto& route = request.target;
     const auto& query = request.target.query;
     if (request.method != Method::post) not_allowed();
     if (auto mount = query.get("mount")) {
@@ -109,8 +120,20 @@ Plan plan_upload_start(Registry& registry, Request& request) {
     return immediate(upload_accepted(202, route.name, session.id, 0));
 }
 
-Plan plan_upload(Registry& registry, Request& request) {
-    const auto& route = request.target.route;
+// Sessions live on the replica that opened them; others pass requests on, with the client's
+// credentials, to a path built from the checked name and id and the one query parameter an upload
+// takes (forward.cpp).
+Plan plan_upload(Context& context, Request& request) {
+    auto& registry = context.services.registry;
+    const auto& route = request.target;
+    auto* peers = context.services.peers;
+    const std::string owner(registry::upload_owner(route.reference));
+    if (peers && !request.forwarded && owner != peers->self_id())
+        if (auto address = peers->address_of(owner)) {
+            net::reach(net::peers_party);
+            return plan_forward(*peers, *address, request, std::string(method_name(request.method)),
+                                forwarded_upload_target(request.target));
+        }
     switch (request.method) {
         case Method::get: {
             auto status = registry.upload_status(route.name, route.reference);

@@ -143,12 +143,9 @@ Node::Node(config::Config config)
                                      : nullptr),
       verifier_(as_config_error("policies",
                                 [&] {
-                                    const auto& policies = config_.registry.policies;
-                                    const bool signatures = std::any_of(policies.begin(), policies.end(), [](auto& p) {
-                                        return p.require_signature.has_value();
-                                    });
-                                    return signatures ? std::make_unique<trust::Verifier>(policies, meta_, blobs_)
-                                                      : nullptr;
+                                    const auto& rules = config_.signature_rules;
+                                    return rules.empty() ? nullptr
+                                                         : std::make_unique<trust::Verifier>(rules, meta_, blobs_);
                                 })),
       registry_(config_.registry, blobs_, meta_, clock_, {replicator_.get(), proxy_.get(), &pulls_, verifier_.get()}),
       retention_(config_.retention, meta_, clock_, replica_id_, pulls_, {.peers = replicator_.get()}),
@@ -159,8 +156,14 @@ Node::Node(config::Config config)
                                       return config_.auth.enabled() ? std::make_unique<auth::Authorizer>(config_.auth)
                                                                     : nullptr;
                                   })),
-      server_(server_options(config_.server), registry_, metrics_, replicator_.get(), replicator_.get(),
-              authorizer_.get(), proxy_ ? proxy_->agent_access() : nullptr, backups_.get(), &retention_),
+      server_(server_options(config_.server),
+              http::Services{registry_,
+                             {authorizer_.get(), proxy_ ? proxy_->agent_access() : nullptr},
+                             replicator_.get(),
+                             &metrics_,
+                             backups_.get(),
+                             &retention_},
+              metrics_),
       scheduler_(metrics_) {
     as_config_error("listen: cannot listen on " + config_.server.host + ":" + std::to_string(config_.server.port), [&] {
         server_.bind();

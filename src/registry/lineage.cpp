@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "berth/oci/error.hpp"
@@ -98,25 +97,6 @@ Lineage lineage(const MetaStore& meta, const LineageQuery& query) {
     }
     out.next = cursor;
     return out;
-}
-
-std::string lineage_json(const Lineage& lineage, const std::string& next_url) {
-    auto derived = nlohmann::json::array();
-    for (auto& d : lineage.derived)
-        derived.push_back({{"repository", d.repository},
-                           {"tags", d.tags},
-                           {"digest", d.digest},
-                           {"base_digest", d.base_digest},
-                           {"current", d.current}});
-    return nlohmann::json{
-        {"base",
-         {{"repository", lineage.repository},
-          {"reference", lineage.reference},
-          {"digest", lineage.digest.empty() ? nlohmann::json(nullptr) : nlohmann::json(lineage.digest)},
-          {"versions", lineage.versions}}},
-        {"derived", derived},
-        {"next", next_url.empty() ? nlohmann::json(nullptr) : nlohmann::json(next_url)}}
-        .dump();
 }
 
 std::string lineage_cursor(const Ref& ref) { return ref.repo + "@" + ref.digest; }

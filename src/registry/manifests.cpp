@@ -116,12 +116,12 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
 void Registry::admit_manifest(
     const Admission& what, std::string bytes,
     const std::function<void(storage::MetaStore::Batch&, const storage::Stamp&)>& under_lock) {
-    require_approved_base(what.repo, what.digest, what.parsed);
+    const Entry entry{what.repo, what.digest, what.parsed, what.tags};
+    enforce(PolicyPoint::before_write, entry);
     const auto digest_text = what.digest.str();
-    claim_new_tags(what.repo, digest_text, what.tags);
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
-    require_tags_unmoved(what.repo, digest_text, what.tags);
+    enforce(PolicyPoint::under_write_lock, entry);
     storage::MetaStore::Batch batch;
     if (under_lock) under_lock(batch, stamp);
     batch.record_manifest(what.repo, what.digest, what.parsed, std::move(bytes), stamp);
@@ -139,7 +139,8 @@ void Registry::admit_manifest(
 Manifest Registry::get_manifest(const std::string& repo, const std::string& reference, Asker asker) {
     auto manifest = find_manifest(repo, reference, asker);
     // A peer reading through is judged where its client asked.
-    if (asker == Asker::client) require_signed(repo, reference, manifest, asker);
+    if (asker == Asker::client)
+        enforce(ManifestRead{repo, reference, manifest.digest, manifest.media_type, manifest.bytes, asker});
     // A peer reading through is not a pull: the replica its client asked notes that one.
     if (pulls_ && asker == Asker::client) {
         const bool by_digest = reference.find(':') != std::string::npos;
@@ -188,13 +189,14 @@ void Registry::delete_manifest(const std::string& repo, const std::string& refer
     if (auto* tag = std::get_if<std::string>(&ref)) {
         auto record = meta_.tag(repo, *tag);
         if (!record || record->deleted()) throw Error(ErrorCode::manifest_unknown, "tag unknown", *tag);
-        require_deletable(repo, *tag, record->digest);
+        enforce(Removal{repo, *tag, record->digest});
         batch.record_tag(repo, *tag, "", stamp);
     } else {
         const auto digest_text = std::get<oci::Digest>(ref).str();
         auto record = meta_.manifest(repo, digest_text);
         if (!record || record->deleted) throw Error(ErrorCode::manifest_unknown, "manifest unknown", digest_text);
-        require_deletable(repo, "", digest_text);
+        const std::string untagged;
+        enforce(Removal{repo, untagged, digest_text});
         for (auto& tag : meta_.tags_of(repo, digest_text)) batch.record_tag(repo, tag, "", stamp);
         batch.tombstone_manifest(repo, digest_text, &*record, stamp);
     }

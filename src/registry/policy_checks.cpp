@@ -1,20 +1,18 @@
-// What the policies refuse (registry/policies.hpp, docs/policies.md): reads of
-// unsigned manifests, moved or deleted immutable tags. Each refusal is 403
-// DENIED naming the policy and the reason, changes nothing, and is counted and
-// audited.
-#include <algorithm>
+// Where the policies' rules are asked (registry/policies.hpp, docs/policies.md), and what they work
+// with (policy_enforcement.hpp). Each refusal is 403 DENIED naming the policy and the reason, changes
+// nothing, and is counted and audited.
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "berth/oci/error.hpp"
 #include "berth/oci/manifest.hpp"
-#include <nlohmann/json.hpp>
-
 #include "berth/observe/log.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/storage/filling_blob.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "policy_enforcement.hpp"
 #include "policy_memory.hpp"
 
 namespace berth::registry {
@@ -22,48 +20,75 @@ namespace berth::registry {
 using oci::Error;
 using oci::ErrorCode;
 
-namespace {
+struct Registry::Enforcement final : PolicyEnforcement {
+    explicit Enforcement(Registry& r) : registry(r) {}
+    Registry& registry;
 
-bool is_index(const std::string& media_type) {
-    return media_type == "application/vnd.oci.image.index.v1+json" ||
-           media_type == "application/vnd.docker.distribution.manifest.list.v2+json";
+    const storage::MetaStore& meta() const override { return registry.meta_; }
+    const storage::BlobStore& blobs() const override { return registry.blobs_; }
+    bool attachment(const oci::Digest& digest, const oci::ParsedManifest& parsed) const override {
+        return registry.attachment(digest, parsed);
+    }
+    [[noreturn]] void refuse(const Policy& policy, const char* reason, const std::string& message,
+                             const std::string& repo, const std::string& reference) override {
+        count(policy, reason);
+        observe::log("info", "audit",
+                     {{"action", "refused"},
+                      {"policy", policy.name},
+                      {"reason", reason},
+                      {"repository", repo},
+                      {"reference", reference},
+                      {"message", message}});
+        throw Error(ErrorCode::denied, policy.name + ": " + message, reference);
+    }
+    void count(const Policy& policy, const char* reason) override {
+        registry.policy_memory_->count(policy.name, reason);
+    }
+    std::optional<TagClaim> claim_tag(const std::string& repo, const std::string& tag,
+                                      const std::string& digest) override {
+        if (registry.peers_) return registry.peers_->claim_tag(repo, tag, digest);
+        if (!registry.options_.detached) return std::nullopt;
+        return TagClaim{TagClaim::Outcome::undecided, {}, "the replica is stopped: import through its API"};
+    }
+    std::string unsigned_reason(const Policy& policy, const std::string& repo, const oci::Digest& digest) override {
+        return registry.signatures_ ? registry.signatures_->unsigned_reason(policy.name, repo, digest)
+                                    : std::string("no signature verifier");
+    }
+    void fetch_mirrored_signature(const std::string& repo, const oci::Digest& digest, Asker asker) override {
+        registry.fetch_mirrored_signature(repo, digest, asker);
+    }
+    std::optional<std::string> remembered_parent(const std::string& key) override {
+        return registry.policy_memory_->parent_of(key);
+    }
+    void remember_parent(const std::string& key, const std::string& index) override {
+        registry.policy_memory_->remember_parent(key, index);
+    }
+};
+
+Registry::PolicyGate::PolicyGate(Registry& registry) : enforcement(std::make_unique<Enforcement>(registry)) {}
+Registry::PolicyGate::~PolicyGate() = default;
+
+void Registry::enforce(PolicyPoint point, const Entry& entry) {
+    const auto* policy = policy_for(options_.policies, entry.repo);
+    if (!policy) return;
+    for (auto& rule : policy->rules)
+        point == PolicyPoint::before_write ? rule->before_write(*policy, entry, *gate_.enforcement)
+                                           : rule->under_write_lock(*policy, entry, *gate_.enforcement);
 }
 
-}  // namespace
+void Registry::enforce(const ManifestRead& read) {
+    if (const auto* policy = policy_for(options_.policies, read.repo))
+        for (auto& rule : policy->rules) rule->read(*policy, read, *gate_.enforcement);
+}
 
-void Registry::refuse(const Policy& policy, const char* reason, const std::string& message, const std::string& repo,
-                      const std::string& reference) {
-    policy_memory_->count(policy.name, reason);
-    observe::log("info", "audit",
-                 {{"action", "refused"},
-                  {"policy", policy.name},
-                  {"reason", reason},
-                  {"repository", repo},
-                  {"reference", reference},
-                  {"message", message}});
-    throw Error(ErrorCode::denied, policy.name + ": " + message, reference);
+void Registry::enforce(const Removal& removal) {
+    if (const auto* policy = policy_for(options_.policies, removal.repo))
+        for (auto& rule : policy->rules) rule->remove(*policy, removal, *gate_.enforcement);
 }
 
 bool Registry::signatures_required(const std::string& repo) const {
     const auto* policy = policy_for(options_.policies, repo);
-    return policy && policy->require_signature;
-}
-
-// Signatures, attestations and SBOMs stay readable, so signing and verifying clients work: what
-// attachment() says no runtime can run.
-void Registry::require_signed(const std::string& repo, const std::string& reference, const Manifest& manifest,
-                              Asker asker) {
-    const auto* policy = policy_for(options_.policies, repo);
-    if (!policy || !policy->require_signature || attachment(manifest)) return;
-    fetch_mirrored_signature(repo, manifest.digest, asker);
-    auto reason = signatures_ ? signatures_->unsigned_reason(*policy, repo, manifest.digest)
-                              : std::string("no signature verifier");
-    if (reason.empty()) return;
-    // The children of a signed index are served with it: an index's own digest is what
-    // `cosign sign` and `skopeo copy --all --sign-*` sign.
-    if (!is_index(manifest.media_type) && signed_parent(*policy, repo, manifest.digest)) return;
-    refuse(*policy, reason == "unsigned" ? "unsigned" : "bad_signature", reason + " (" + manifest.digest.str() + ")",
-           repo, reference);
+    return policy && policy->judges_reads();
 }
 
 void Registry::fetch_mirrored_signature(const std::string& repo, const oci::Digest& digest, Asker asker) {
@@ -102,78 +127,6 @@ void Registry::fetch_mirrored_signature(const std::string& repo, const oci::Dige
     } catch (const std::exception&) {
         // No signature upstream, or none to be had now: judged on what is stored here.
     }
-}
-
-bool Registry::signed_parent(const Policy& policy, const std::string& repo, const oci::Digest& child) {
-    const auto key = repo + '\0' + child.str();
-    // The index found last time, still signed (a cached judgement): no scan of the repository.
-    if (auto known = policy_memory_->parent_of(key))
-        if (signatures_->unsigned_reason(policy, repo, *oci::Digest::parse(*known)).empty()) return true;
-    const auto wanted = child.str();
-    std::optional<std::string> found;
-    meta_.visit_manifests(repo, [&](const std::string& digest, const storage::ManifestRecord& record) {
-        if (found || record.deleted || !is_index(record.media_type)) return;
-        try {
-            auto parsed = oci::parse_manifest(record.bytes, record.media_type);
-            const bool lists = std::any_of(parsed.manifests.begin(), parsed.manifests.end(),
-                                           [&](auto& d) { return d.digest.str() == wanted; });
-            if (lists && signatures_->unsigned_reason(policy, repo, *oci::Digest::parse(digest)).empty())
-                found = digest;
-        } catch (const Error&) {}
-    });
-    if (found) policy_memory_->remember_parent(key, *found);
-    return found.has_value();
-}
-
-void Registry::require_tags_unmoved(const std::string& repo, const std::string& digest,
-                                    const std::vector<std::string>& tags) {
-    const auto* policy = policy_for(options_.policies, repo);
-    if (!policy || !policy->immutable_tags) return;
-    for (auto& tag : tags) {
-        auto record = meta_.tag(repo, tag);
-        if (record && !record->deleted() && record->digest != digest)
-            refuse(*policy, "immutable_tag", "tag " + tag + " is immutable and names " + record->digest, repo, tag);
-    }
-}
-
-void Registry::claim_new_tags(const std::string& repo, const std::string& digest,
-                              const std::vector<std::string>& tags) {
-    const auto* policy = policy_for(options_.policies, repo);
-    if (!policy || !policy->immutable_tags || (!peers_ && !options_.detached)) return;
-    using Outcome = TagClaim::Outcome;
-    for (auto& tag : tags) {
-        // A tag held here already is judged under the write lock (require_tags_unmoved).
-        if (auto record = meta_.tag(repo, tag); record && !record->deleted()) continue;
-        auto claim = peers_
-                         ? peers_->claim_tag(repo, tag, digest)
-                         : TagClaim{TagClaim::Outcome::undecided, {}, "the replica is stopped: import through its API"};
-        observe::log("info", "audit",
-                     {{"action", "claim"},
-                      {"policy", policy->name},
-                      {"repository", repo},
-                      {"reference", tag + "@" + digest},
-                      {"outcome", claim.outcome == Outcome::granted ? "granted"
-                                  : claim.outcome == Outcome::taken ? "taken"
-                                                                    : "undecided"},
-                      {"detail", claim.detail}});
-        if (claim.outcome == Outcome::granted) continue;
-        if (claim.outcome == Outcome::taken)
-            refuse(*policy, "immutable_tag", "tag " + tag + " is immutable and promised to " + claim.holder, repo, tag);
-        policy_memory_->count(policy->name, "undecided");
-        throw Error(
-            ErrorCode::unavailable,
-            "tag " + tag + " is immutable and too few replicas could be asked to decide it: nothing was written",
-            claim.detail);
-    }
-}
-
-void Registry::require_deletable(const std::string& repo, const std::string& tag, const std::string& digest) {
-    const auto* policy = policy_for(options_.policies, repo);
-    if (!policy || !policy->immutable_tags) return;
-    if (!tag.empty()) refuse(*policy, "immutable_tag", "tag " + tag + " is immutable", repo, tag);
-    auto tags = meta_.tags_of(repo, digest);
-    if (!tags.empty())
-        refuse(*policy, "immutable_tag", "the immutable tag " + tags.front() + " names this manifest", repo, digest);
 }
 
 }  // namespace berth::registry

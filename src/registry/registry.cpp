@@ -32,6 +32,10 @@ Registry::~Registry() {
     if (upstreams_) upstreams_->finish_fetches();
 }
 
+Contents Registry::contents() const {
+    return Contents({options_, blobs_, meta_, pulls_, upstreams_, signatures_, *this});
+}
+
 storage::Stamp Registry::stamp() { return {clock_.now(), options_.replica_id}; }
 
 Lookup Registry::find_blob(const std::string& repo, const oci::Digest& digest) {

@@ -149,7 +149,7 @@ void Retention::judge(Round& round, const std::string& repo, const RetentionPoli
     // An immutable tag is never retained away (registry/policies.hpp): its repository's tags are
     // all kept, and so is what they name.
     const auto* guard = registry::policy_for(options_.immutable, repo);
-    if (policy.judges_tags() && !(guard && guard->immutable_tags)) tagged = judge_tags(round, repo, policy);
+    if (policy.judges_tags() && !(guard && guard->keeps_tags())) tagged = judge_tags(round, repo, policy);
     else
         meta_.visit_tags(
             repo, [&](const std::string&, const storage::TagRecord& r) { tagged.push_back(fingerprint(r.digest)); });

@@ -42,7 +42,11 @@ struct Verifier::Impl {
     Impl(const storage::MetaStore& m, const storage::BlobStore& b) : meta(m), blobs(b) {}
     const storage::MetaStore& meta;
     const storage::BlobStore& blobs;
-    std::map<std::string, std::unique_ptr<KeySet>> keys;  // by policy name
+    struct PolicyKeys {
+        std::unique_ptr<KeySet> keys;
+        bool match_repository = false;
+    };
+    std::map<std::string, PolicyKeys> keys;  // by policy name
 
     struct Judgement {
         std::string fingerprint;  // the keys' generation and the signatures found when judged
@@ -84,9 +88,9 @@ struct Verifier::Impl {
 
     // The first signature that holds makes the manifest signed (held names it); otherwise the last
     // reason heard. The one that held last time is tried first.
-    std::string judge(const Keys& keyset, const registry::Policy& policy, const std::string& repo,
-                      const oci::Digest& digest, const std::vector<std::string>& attached, std::string& held) const {
-        const Expectation expected{digest, repo, policy.require_signature->match_repository};
+    std::string judge(const Keys& keyset, bool match_repository, const std::string& repo, const oci::Digest& digest,
+                      const std::vector<std::string>& attached, std::string& held) const {
+        const Expectation expected{digest, repo, match_repository};
         std::string reason = "unsigned";
         std::size_t checks = 0;
         std::uint64_t read_bytes = 0;
@@ -147,22 +151,20 @@ struct Verifier::Impl {
     }
 };
 
-Verifier::Verifier(const std::vector<registry::Policy>& policies, const storage::MetaStore& meta,
+Verifier::Verifier(const std::vector<SignatureRule>& rules, const storage::MetaStore& meta,
                    const storage::BlobStore& blobs)
     : impl_(std::make_unique<Impl>(meta, blobs)) {
-    for (auto& policy : policies)
-        if (policy.require_signature)
-            impl_->keys.emplace(policy.name, std::make_unique<KeySet>(policy.require_signature->keys));
+    for (auto& rule : rules)
+        impl_->keys.emplace(rule.policy, Impl::PolicyKeys{std::make_unique<KeySet>(rule.keys), rule.match_repository});
 }
 
 Verifier::~Verifier() = default;
 
-std::string Verifier::unsigned_reason(const registry::Policy& policy, const std::string& repo,
-                                      const oci::Digest& digest) {
+std::string Verifier::unsigned_reason(const std::string& policy, const std::string& repo, const oci::Digest& digest) {
     auto& i = *impl_;
-    auto set = i.keys.find(policy.name);
-    if (set == i.keys.end() || !policy.require_signature) return "no keys for this policy";
-    auto snapshot = set->second->current();
+    auto set = i.keys.find(policy);
+    if (set == i.keys.end()) return "no keys for this policy";
+    auto snapshot = set->second.keys->current();
     const auto attached = i.referrers(repo, digest);
     auto fingerprint = i.fingerprint(snapshot.generation, repo, digest, attached);
     const auto key = repo + '\0' + digest.str();
@@ -177,7 +179,7 @@ std::string Verifier::unsigned_reason(const registry::Policy& policy, const std:
             held = it->second.held;
         }
     }
-    auto reason = i.judge(snapshot.keys, policy, repo, digest, attached, held);
+    auto reason = i.judge(snapshot.keys, set->second.match_repository, repo, digest, attached, held);
     ++i.counted[reason.empty()][0];
     std::lock_guard lock(i.mutex);
     if (i.judged.size() >= max_judgements) i.judged.clear();

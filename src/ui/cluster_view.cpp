@@ -2,15 +2,13 @@
 // last heard it), this one's change log and backups, and what is wrong, in plain words.
 #include <nlohmann/json.hpp>
 
-#include "berth/net/client.hpp"
-#include "berth/registry/registry.hpp"
-#include "berth/replication/cluster.hpp"
 #include "berth/replication/peer_service.hpp"
 #include "berth/replication/protocol.hpp"
 #include "berth/storage/backup.hpp"
-#include "handlers.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "berth/ui/views.hpp"
 
-namespace berth::http {
+namespace berth::ui {
 namespace {
 
 using nlohmann::json;
@@ -96,21 +94,21 @@ std::string problem_of(const json& replica) {
 
 }  // namespace
 
-std::string cluster_json(Services& services) {
-    const auto log = services.registry.change_log();
-    auto self = replica_json(services.peers ? services.peers->self_id() : "this replica", "");
+std::string cluster_json(const storage::LogStats& log, const replication::PeerService* peers,
+                         const storage::BackupJob* backups) {
+    auto self = replica_json(peers ? peers->self_id() : "this replica", "");
     self["self"] = self["reachable"] = self["ready"] = true;
     self["behind"] = 0;
     self["lag_seconds"] = 0;
     self["protocol"] = protocol::versions_text();
     self["change_log"] = {{"length", log.entries}, {"bytes", log.bytes}, {"oldest", log.oldest_ms}};
-    if (services.backups) {
-        const auto backup = services.backups->status();
+    if (backups) {
+        const auto backup = backups->status();
         self["last_backup"] = last_backup(protocol::LastBackup{backup.id, backup.finished, backup.error});
     }
     auto replicas = json::array();
-    if (services.peers) {
-        const auto view = services.peers->cluster_view();
+    if (peers) {
+        const auto view = peers->cluster_view();
         read_status(self, view.self);
         replicas.push_back(self);
         for (auto& peer : view.peers) replicas.push_back(peer_json(peer));
@@ -128,4 +126,4 @@ std::string cluster_json(Services& services) {
         -1, ' ', false, json::error_handler_t::replace);
 }
 
-}  // namespace berth::http
+}  // namespace berth::ui

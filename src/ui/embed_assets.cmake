@@ -1,4 +1,4 @@
-# Writes OUTPUT, a C++ source holding every file under DIR as bytes for ui_files.hpp, so the web UI
+# Writes OUTPUT, a C++ source holding every file under DIR as bytes for files.hpp, so the web UI
 # is in the binary (docs/ui.md). Run by CMake at build time: cmake -DDIR= -DHEADER= -DOUTPUT= -P.
 file(GLOB_RECURSE files RELATIVE ${DIR} ${DIR}/*)
 list(SORT files)
@@ -14,8 +14,8 @@ foreach(name ${files})
   string(APPEND table "        {\"${name}\", {reinterpret_cast<const char*>(file_${i}), ${size}}},\n")
   math(EXPR i "${i} + 1")
 endforeach()
-file(WRITE ${OUTPUT}.new "// Generated from ${DIR} by embed_ui.cmake: do not edit.\n#include \"${HEADER}\"\n\n"
-     "namespace berth::http {\nnamespace {\n${arrays}}  // namespace\n\n"
-     "std::span<const UiFile> ui_files() {\n    static const UiFile files[] = {\n${table}    };\n"
-     "    return files;\n}\n\n}  // namespace berth::http\n")
+file(WRITE ${OUTPUT}.new "// Generated from ${DIR} by embed_assets.cmake: do not edit.\n#include \"${HEADER}\"\n\n"
+     "namespace berth::ui {\nnamespace {\n${arrays}}  // namespace\n\n"
+     "std::span<const File> files() {\n    static const File all[] = {\n${table}    };\n"
+     "    return all;\n}\n\n}  // namespace berth::ui\n")
 execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUTPUT}.new ${OUTPUT})

@@ -1,14 +1,16 @@
-#include "ui_session.hpp"
+#include "berth/ui/sessions.hpp"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
 #include <nlohmann/json.hpp>
 
+#include "berth/oci/derived_keys.hpp"
 #include "berth/oci/encoding.hpp"
 #include "berth/oci/json.hpp"
+#include "berth/replication/peer_service.hpp"
 
-namespace berth::http {
+namespace berth::ui {
 namespace {
 
 std::int64_t now_seconds() {
@@ -31,10 +33,16 @@ std::optional<std::string_view> cookie_value(std::string_view header, std::strin
 
 }  // namespace
 
-UiSessions::UiSessions(std::string key, std::chrono::seconds lifetime)
+std::string Sessions::key_for(const Options& options, const replication::PeerService* peers) {
+    constexpr std::string_view purpose = "berth ui session";
+    if (!options.session_secret.empty()) return oci::DerivedKeys(options.session_secret).key(purpose);
+    return peers ? peers->derived_key(purpose) : std::string();
+}
+
+Sessions::Sessions(std::string key, std::chrono::seconds lifetime)
     : key_(key.empty() ? oci::random_bytes(32) : std::move(key)), lifetime_(lifetime) {}
 
-std::string UiSessions::seal(std::string_view payload) const {
+std::string Sessions::seal(std::string_view payload) const {
     unsigned char mac[EVP_MAX_MD_SIZE];
     unsigned int length = 0;
     HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
@@ -42,8 +50,8 @@ std::string UiSessions::seal(std::string_view payload) const {
     return oci::base64url(std::string(reinterpret_cast<const char*>(mac), length));
 }
 
-std::string UiSessions::sign_in(const auth::Principal& principal, bool secure, std::optional<std::int64_t> expires,
-                                const std::string& generation) const {
+std::string Sessions::sign_in(const auth::Principal& principal, bool secure, std::optional<std::int64_t> expires,
+                              const std::string& generation) const {
     const auto now = now_seconds();
     const auto until = std::min(now + lifetime_.count(), expires.value_or(now + lifetime_.count()));
     const auto payload = oci::base64url(nlohmann::json{
@@ -55,11 +63,11 @@ std::string UiSessions::sign_in(const auth::Principal& principal, bool secure, s
            (secure ? "; Secure" : "");
 }
 
-std::string UiSessions::sign_out(bool secure) {
+std::string Sessions::sign_out(bool secure) {
     return std::string(session_cookie) + "=; Max-Age=0; HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "");
 }
 
-std::optional<UiSessions::Session> UiSessions::session(std::string_view cookie_header) const {
+std::optional<Sessions::Session> Sessions::session(std::string_view cookie_header) const {
     auto value = cookie_value(cookie_header, session_cookie);
     if (!value || value->size() > 4096) return std::nullopt;
     const auto dot = value->find('.');
@@ -80,4 +88,4 @@ std::optional<UiSessions::Session> UiSessions::session(std::string_view cookie_h
     }
 }
 
-}  // namespace berth::http
+}  // namespace berth::ui

@@ -12,7 +12,7 @@
 
 #include "berth/oci/error.hpp"
 #include "fuzz_check.hpp"
-#include "http/handlers.hpp"
+#include "http/ranges.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     std::string_view input(reinterpret_cast<const char*>(data), size);

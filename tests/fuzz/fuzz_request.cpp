@@ -24,93 +24,81 @@
 #include "berth/oci/names.hpp"
 #include "berth/replication/protocol.hpp"
 #include "fuzz_check.hpp"
-#include "http/handlers.hpp"
+#include "http/ranges.hpp"
 #include "http/router.hpp"
 
 namespace {
 
 namespace bhttp = boost::beast::http;
-using berth::http::RouteKind;
+using berth::http::Target;
 
-bool repository_route(RouteKind kind) {
-    switch (kind) {
-        case RouteKind::tags:
-        case RouteKind::manifest:
-        case RouteKind::blob:
-        case RouteKind::upload_start:
-        case RouteKind::upload:
-        case RouteKind::referrers: return true;
-        default: return false;
-    }
+// The routes whose path names a repository (/v2/NAME/...).
+bool repository_route(const Target& target) { return target.route->pattern.find("{name}") != std::string_view::npos; }
+
+std::optional<std::string> canonical_target(const Target& target) {
+    const std::string base = "/v2/" + target.name;
+    const auto label = target.route->label;
+    if (label == "tags") return base + "/tags/list";
+    if (label == "manifest") return base + "/manifests/" + target.reference;
+    if (label == "blob") return base + "/blobs/" + target.reference;
+    if (label == "upload_start") return base + "/blobs/uploads/";
+    if (label == "upload") return base + "/blobs/uploads/" + target.reference;
+    if (label == "referrers") return base + "/referrers/" + target.reference;
+    return std::nullopt;
 }
 
-std::optional<std::string> canonical_target(const berth::http::Route& route) {
-    const std::string base = "/v2/" + route.name;
-    switch (route.kind) {
-        case RouteKind::tags: return base + "/tags/list";
-        case RouteKind::manifest: return base + "/manifests/" + route.reference;
-        case RouteKind::blob: return base + "/blobs/" + route.reference;
-        case RouteKind::upload_start: return base + "/blobs/uploads/";
-        case RouteKind::upload: return base + "/blobs/uploads/" + route.reference;
-        case RouteKind::referrers: return base + "/referrers/" + route.reference;
-        default: return std::nullopt;
-    }
+bool valid_reference(const Target& target) {
+    const auto label = target.route->label;
+    const auto& reference = target.reference;
+    if (label == "manifest") return berth::oci::valid_tag(reference) || berth::oci::Digest::parse(reference);
+    if (label == "blob" || label == "referrers") return berth::oci::Digest::parse(reference).has_value();
+    if (label == "upload") return berth::oci::valid_tag(reference);  // ids are of that alphabet
+    return true;
 }
 
-void check_target(std::string_view target) {
-    auto parsed = berth::http::parse_target(target);
-    if (target.empty() || target[0] != '/') FUZZ_CHECK(!parsed);
+void check_target(std::string_view text) {
+    auto parsed = berth::http::parse_target(text);
+    if (text.empty() || text[0] != '/') FUZZ_CHECK(!parsed);
     if (!parsed) return;
-    const auto& route = parsed->route;
-    const auto path = target.substr(0, target.find('?'));
-    FUZZ_CHECK(parsed->raw_query.empty() == (path.size() == target.size()));
+    const auto& target = *parsed;
+    const auto label = target.route->label;
+    const auto path = text.substr(0, text.find('?'));
+    FUZZ_CHECK(target.raw_query.empty() == (path.size() == text.size()));
 
-    if (repository_route(route.kind)) {
+    if (repository_route(target)) {
         FUZZ_CHECK(path.starts_with("/v2/"));
         // Without empty segments or escapes, every repository route names one.
         const bool plain = path.find("//") == std::string_view::npos && path.find('%') == std::string_view::npos;
-        if (plain) FUZZ_CHECK(!route.name.empty());
-        if (plain && !path.ends_with("/") && route.kind != RouteKind::tags && route.kind != RouteKind::upload_start)
-            FUZZ_CHECK(!route.reference.empty());
-        if (route.kind == RouteKind::tags || route.kind == RouteKind::upload_start) FUZZ_CHECK(route.reference.empty());
+        const bool takes_reference = target.route->pattern.ends_with("{reference}");
+        if (plain) FUZZ_CHECK(!target.name.empty());
+        if (plain && !path.ends_with("/") && takes_reference) FUZZ_CHECK(!target.reference.empty());
+        if (!takes_reference) FUZZ_CHECK(target.reference.empty());
 
         // A valid name and reference route back to the same place from the
         // canonical URL: the router has no ambiguity a client could hit.
-        bool valid_reference = false;
-        switch (route.kind) {
-            case RouteKind::manifest:
-                valid_reference = berth::oci::valid_tag(route.reference) || berth::oci::Digest::parse(route.reference);
-                break;
-            case RouteKind::blob:
-            case RouteKind::referrers: valid_reference = berth::oci::Digest::parse(route.reference).has_value(); break;
-            case RouteKind::upload:
-                valid_reference = berth::oci::valid_tag(route.reference);  // ids are of that alphabet
-                break;
-            default: valid_reference = true;
-        }
-        if (berth::oci::valid_repository_name(route.name) && valid_reference) {
-            auto canonical = canonical_target(route);
+        if (berth::oci::valid_repository_name(target.name) && valid_reference(target)) {
+            auto canonical = canonical_target(target);
             FUZZ_CHECK(canonical);
             auto again = berth::http::parse_target(*canonical);
             FUZZ_CHECK(again);
-            FUZZ_CHECK(again->route.kind == route.kind);
-            FUZZ_CHECK(again->route.name == route.name);
-            FUZZ_CHECK(again->route.reference == route.reference);
+            FUZZ_CHECK(again->route == target.route);
+            FUZZ_CHECK(again->name == target.name);
+            FUZZ_CHECK(again->reference == target.reference);
         }
-    } else {
-        FUZZ_CHECK(route.name.empty());
+    } else if (target.route->name_param.empty()) {
+        FUZZ_CHECK(target.name.empty());
     }
-    if (route.kind == RouteKind::peer) FUZZ_CHECK(path.starts_with(berth::replication::protocol::prefix));
+    if (label == "peer") FUZZ_CHECK(path.starts_with(berth::replication::protocol::prefix));
 
     // What the handlers ask of a query.
     for (const char* key : {"n", "last", "digest", "mount", "from", "artifactType", "scope", "service"}) {
-        auto first = parsed->query.get(key);
-        auto all = parsed->query.all(key);
+        auto first = target.query.get(key);
+        auto all = target.query.all(key);
         FUZZ_CHECK(first.has_value() == !all.empty());
         if (first) FUZZ_CHECK(*first == all.front());
     }
     // Encoding a decoded value and decoding it again is the identity.
-    for (auto& value : parsed->query.all("digest")) {
+    for (auto& value : target.query.all("digest")) {
         auto decoded = berth::http::percent_decode(berth::net::query_escape(value), true);
         FUZZ_CHECK(decoded && *decoded == value);
     }

@@ -2,55 +2,114 @@
 #include <set>
 
 #include "berth/oci/error.hpp"
-#include "http/handlers.hpp"
+#include "http/ranges.hpp"
 #include "http/router.hpp"
 
 using namespace berth::http;
 
+namespace {
+
+std::string_view label_of(const char* target) { return parse_target(target)->route->label; }
+
+}  // namespace
+
 TEST_CASE("routes are matched from the right, so names may contain route words") {
-    auto route = [](const char* target) { return parse_target(target)->route; };
-    CHECK(route("/v2/").kind == RouteKind::base);
-    CHECK(route("/v2").kind == RouteKind::base);
-    CHECK(route("/v2/_catalog").kind == RouteKind::catalog);
-    auto tags = route("/v2/a/b/tags/list");
-    CHECK(tags.kind == RouteKind::tags);
+    CHECK(label_of("/v2/") == "base");
+    CHECK(label_of("/v2") == "base");
+    CHECK(label_of("/v2/_catalog") == "catalog");
+    auto tags = *parse_target("/v2/a/b/tags/list");
+    CHECK(tags.route->label == "tags");
     CHECK(tags.name == "a/b");
-    auto manifest = route("/v2/blobs/manifests/latest");
-    CHECK(manifest.kind == RouteKind::manifest);
+    auto manifest = *parse_target("/v2/blobs/manifests/latest");
+    CHECK(manifest.route->label == "manifest");
     CHECK(manifest.name == "blobs");
     CHECK(manifest.reference == "latest");
-    CHECK(route("/v2/x/blobs/uploads/").kind == RouteKind::upload_start);
-    CHECK(route("/v2/x/blobs/uploads").kind == RouteKind::upload_start);
-    auto upload = route("/v2/x/y/blobs/uploads/abc");
-    CHECK(upload.kind == RouteKind::upload);
+    CHECK(label_of("/v2/x/blobs/uploads/") == "upload_start");
+    CHECK(label_of("/v2/x/blobs/uploads") == "upload_start");
+    auto upload = *parse_target("/v2/x/y/blobs/uploads/abc");
+    CHECK(upload.route->label == "upload");
     CHECK(upload.name == "x/y");
     CHECK(upload.reference == "abc");
-    auto blob = route("/v2/x/blobs/sha256%3Aab");
-    CHECK(blob.kind == RouteKind::blob);
+    auto blob = *parse_target("/v2/x/blobs/sha256%3Aab");
+    CHECK(blob.route->label == "blob");
     CHECK(blob.reference == "sha256:ab");
-    CHECK(route("/v2/x/referrers/sha256:ab").kind == RouteKind::referrers);
-    CHECK(route("/v2/x").kind == RouteKind::unknown);
-    CHECK(route("/v2/blobs/uploads/").kind == RouteKind::unknown);  // no repository name (found by fuzzing)
-    CHECK(route("/healthz").kind == RouteKind::healthz);
-    CHECK(route("/other").kind == RouteKind::unknown);
+    CHECK(label_of("/v2/x/referrers/sha256:ab") == "referrers");
+    CHECK(label_of("/v2/x") == "unknown");
+    CHECK(label_of("/v2/blobs/uploads/") == "unknown");  // no repository name (found by fuzzing)
+    CHECK(label_of("/healthz") == "healthz");
+    CHECK(label_of("/other") == "unknown");
 }
 
 TEST_CASE("the usage endpoint is a user route beside the peer API's paths", "[quotas]") {
     auto usage = parse_target("/_berth/v1/usage?n=2&last=team");
     REQUIRE(usage);
-    CHECK(usage->route.kind == RouteKind::usage);
+    CHECK(usage->route->label == "usage");
     CHECK(usage->query.get("last") == "team");
-    CHECK(parse_target("/_berth/v1/status")->route.kind == RouteKind::peer);
-    CHECK(parse_target("/_berth/v1/usage/x")->route.kind == RouteKind::peer);
+    CHECK(label_of("/_berth/v1/status") == "peer");
+    CHECK(parse_target("/_berth/v1/status")->reference == "status");
+    CHECK(label_of("/_berth/v1/usage/x") == "peer");
+}
+
+TEST_CASE("the access question names its repository in the query") {
+    auto access = parse_target("/_berth/v1/access?repository=team%2Fapp");
+    CHECK(access->route->label == "access");
+    CHECK(access->name == "team/app");
+    CHECK(access->route->names_repository());
+}
+
+TEST_CASE("the web UI's paths are one label, its files the rest") {
+    CHECK(label_of("/ui") == "ui");
+    auto index = *parse_target("/ui/");
+    CHECK(index.route->handler == parse_target("/ui/app.js")->route->handler);
+    CHECK(index.reference.empty());
+    CHECK(parse_target("/ui/app.js")->reference == "app.js");
+    CHECK(parse_target("/ui/api/whoami")->route->auth == Auth::ui);
+    CHECK(parse_target("/ui/api/nothing")->route->auth == Auth::ui);  // no such view, once the caller is known
 }
 
 TEST_CASE("an encoded slash stays inside its segment") {
-    auto route = parse_target("/v2/a%2Fb/manifests/x")->route;
-    CHECK(route.kind == RouteKind::manifest);
-    CHECK(route.name == "a/b");  // decoded after splitting; the registry then checks the name
+    auto target = *parse_target("/v2/a%2Fb/manifests/x");
+    CHECK(target.route->label == "manifest");
+    CHECK(target.name == "a/b");  // decoded after splitting: the same name as /v2/a/b/
+    CHECK_NOTHROW(require_valid_parts(target, false));
+    // What decodes to no valid name is refused before anything builds a path from it.
+    CHECK_THROWS_AS(require_valid_parts(*parse_target("/v2/a%2F..%2Fb/manifests/x"), false), berth::oci::Error);
     CHECK_FALSE(parse_target("/v2/a%2/manifests/x"));
     CHECK_FALSE(parse_target("http://host/v2/"));
     CHECK_FALSE(parse_target("*"));
+}
+
+TEST_CASE("parts meet their grammar before anything sees them") {
+    using berth::oci::ErrorCode;
+    auto code_of = [](const char* path, bool put) -> std::optional<ErrorCode> {
+        try {
+            require_valid_parts(*parse_target(path), put);
+        } catch (const berth::oci::Error& error) {
+            return error.code();
+        }
+        return std::nullopt;
+    };
+    CHECK_FALSE(code_of("/v2/a/manifests/v1", true));
+    CHECK(code_of("/v2/a/manifests/-bad", true) == ErrorCode::tag_invalid);
+    CHECK(code_of("/v2/a/manifests/-bad", false) == ErrorCode::manifest_unknown);
+    CHECK(code_of("/v2/a/manifests/sha256:zz", false) == ErrorCode::digest_invalid);
+    CHECK(code_of("/v2/a/blobs/latest", false) == ErrorCode::digest_invalid);
+    CHECK(code_of("/v2/a/blobs/uploads/..%2Fx", false) == ErrorCode::blob_upload_unknown);
+    CHECK(code_of("/v2/A/tags/list", false) == ErrorCode::name_invalid);
+}
+
+TEST_CASE("the route table: the unknown row last, peers read only blobs and manifests") {
+    const auto table = routes();
+    CHECK(table.back().pattern.empty());
+    CHECK(&unknown_route() == &table.back());
+    for (const auto& route : table) {
+        INFO(route.pattern);
+        CHECK(route.handler != nullptr);
+        CHECK_FALSE(route.label.empty());
+        if (route.has(peer_reads)) CHECK((route.label == "blob" || route.label == "manifest"));
+        if (route.has(agent)) CHECK(route.auth != Auth::peer);
+        if (route.part != Part::none) CHECK(route.names_repository());
+    }
 }
 
 TEST_CASE("query parameters decode and repeat") {
@@ -251,10 +310,10 @@ TEST_CASE("a party's pool takes what its queue holds and refuses the rest") {
     }
 }
 
-TEST_CASE("every route kind has its own metrics label") {
+TEST_CASE("rows share a metrics label only when they are one resource (the web UI)") {
     std::set<std::string_view> labels;
-    for (int kind = 0; kind <= static_cast<int>(RouteKind::unknown); ++kind)
-        CHECK(labels.insert(route_label(static_cast<RouteKind>(kind))).second);
-    CHECK(route_label(RouteKind::manifest) == "manifest");
-    CHECK(route_label(RouteKind::unknown) == "unknown");
+    for (const auto& route : routes())
+        if (!labels.insert(route.label).second) CHECK(route.has(ui));
+    CHECK(labels.count("manifest"));
+    CHECK(labels.count("unknown"));
 }

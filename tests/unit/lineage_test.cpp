@@ -7,7 +7,7 @@
 #include "berth/registry/lineage.hpp"
 #include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
-#include "temp_dir.hpp"
+#include "fixtures.hpp"
 
 using namespace berth;
 using namespace berth::storage;
@@ -18,21 +18,15 @@ namespace {
 std::string digest_of(char c) { return "sha256:" + std::string(64, c); }
 
 std::string image(const std::vector<char>& layers, char config = 'c') {
-    std::string out = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
-                      R"("config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":")" +
-                      digest_of(config) + R"(","size":1},"layers":[)";
-    for (std::size_t i = 0; i < layers.size(); ++i)
-        out += std::string(i ? "," : "") + R"({"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":")" +
-               digest_of(layers[i]) + R"(","size":1})";
-    return out + "]}";
+    std::vector<test::Descriptor> listed;
+    for (char c : layers) listed.push_back({"application/vnd.oci.image.layer.v1.tar+gzip", digest_of(c), 1});
+    return test::image_manifest({"application/vnd.oci.image.config.v1+json", digest_of(config), 1}, listed);
 }
 
 std::string index(const std::vector<std::string>& children) {
-    std::string out = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)";
-    for (std::size_t i = 0; i < children.size(); ++i)
-        out += std::string(i ? "," : "") + R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
-               children[i] + R"(","size":1})";
-    return out + "]}";
+    std::vector<test::Descriptor> listed;
+    for (auto& child : children) listed.push_back({test::image_type, child, 1});
+    return test::index_manifest(listed);
 }
 
 std::vector<std::string> layers(const std::vector<char>& names) {
@@ -41,23 +35,22 @@ std::vector<std::string> layers(const std::vector<char>& names) {
     return out;
 }
 
-struct Store {
-    TempDir dir;
-    MetaStore meta{dir.path() / "meta"};
-    std::uint64_t clock = 1;
+// Manifests and tags written into the index directly, stamped by a counter.
+struct Store : test::StoreFixture {
+    std::uint64_t next_stamp = 1;
 
     std::string put(const std::string& repo, const std::string& bytes, const std::string& tag = {}) {
         auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, bytes);
         MetaStore::Batch batch;
-        batch.record_manifest(repo, digest, oci::parse_manifest(bytes, ""), bytes, {clock++, "r"});
-        if (!tag.empty()) batch.record_tag(repo, tag, digest.str(), {clock++, "r"});
+        batch.record_manifest(repo, digest, oci::parse_manifest(bytes, ""), bytes, {next_stamp++, "r"});
+        if (!tag.empty()) batch.record_tag(repo, tag, digest.str(), {next_stamp++, "r"});
         meta.commit(batch);
         return digest.str();
     }
     void remove(const std::string& repo, const std::string& digest) {
         auto current = meta.manifest(repo, digest);
         MetaStore::Batch batch;
-        batch.tombstone_manifest(repo, digest, &*current, {clock++, "r"});
+        batch.tombstone_manifest(repo, digest, &*current, {next_stamp++, "r"});
         meta.commit(batch);
     }
 };
@@ -102,7 +95,7 @@ TEST_CASE("a tag's history outlives its moves and its deletion") {
     auto first = s.put("base/debian", image({'1'}), "bookworm");
     auto second = s.put("base/debian", image({'2'}), "bookworm");
     MetaStore::Batch batch;
-    batch.record_tag("base/debian", "bookworm", "", {s.clock++, "r"});
+    batch.record_tag("base/debian", "bookworm", "", {s.next_stamp++, "r"});
     s.meta.commit(batch);
     CHECK(s.meta.tag_history("base/debian", "bookworm") == std::vector<std::string>{first, second});
     CHECK(s.meta.tags_ever("base/debian", first) == std::vector<std::string>{"bookworm"});

@@ -11,10 +11,18 @@ TEST_CASE("the first policy whose repositories match applies") {
     policies[0].repositories = {"prod/special/**"};
     policies[1].name = "prod";
     policies[1].repositories = {"prod/**"};
-    policies[1].immutable_tags = true;
+    policies[1].rules = {registry::immutable_tags_rule(), registry::signature_rule()};
     CHECK(registry::policy_for(policies, "prod/special/app")->name == "special");
     CHECK(registry::policy_for(policies, "prod/app")->name == "prod");
     CHECK(registry::policy_for(policies, "dev/app") == nullptr);
+    // What a policy's rules say of it, rule by rule.
+    CHECK(policies[1].keeps_tags());
+    CHECK(policies[1].judges_reads());
+    CHECK_FALSE(policies[0].keeps_tags());
+    CHECK_FALSE(policies[0].judges_reads());
+    policies[0].rules = {registry::base_images_rule({"base/*:*"})};
+    CHECK_FALSE(policies[0].keeps_tags());
+    CHECK_FALSE(policies[0].judges_reads());
 }
 
 TEST_CASE("a signature's docker-reference names the repository under any of its names") {

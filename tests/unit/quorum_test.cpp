@@ -15,12 +15,8 @@
 #include "berth/oci/error.hpp"
 #include "berth/replication/protocol.hpp"
 #include "berth/replication/replicator.hpp"
-#include "berth/storage/blob_store.hpp"
-#include "berth/storage/hybrid_clock.hpp"
-#include "berth/storage/meta_store.hpp"
-#include "berth/storage/pull_times.hpp"
 #include "error_code.hpp"
-#include "temp_dir.hpp"
+#include "fixtures.hpp"
 
 using namespace berth;
 namespace asio = boost::asio;
@@ -110,7 +106,7 @@ private:
 };
 
 // This replica's stores and a Replicator whose peers are the stand-ins.
-struct Writer {
+struct Writer : test::StoreFixture {
     Writer(std::vector<StandInPeer*> peers, replication::WriteQuorum quorum) {
         replication::Options options;
         for (auto* peer : peers) options.peers.push_back(peer->address());
@@ -120,11 +116,6 @@ struct Writer {
         replicator = std::make_unique<replication::Replicator>(options, "writer", blobs, meta, clock, pulls);
     }
 
-    TempDir dir;
-    storage::BlobStore blobs{dir.path()};
-    storage::MetaStore meta{dir.path() / "meta"};
-    storage::HybridClock clock{storage::system_wall_clock()};
-    storage::PullTimes pulls{meta};
     std::unique_ptr<replication::Replicator> replicator;
 };
 

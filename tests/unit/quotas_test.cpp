@@ -6,29 +6,24 @@
 #include "berth/oci/error.hpp"
 #include "berth/registry/quotas.hpp"
 #include "berth/registry/registry.hpp"
-#include "berth/storage/blob_store.hpp"
-#include "berth/storage/meta_store.hpp"
 #include "error_code.hpp"
-#include "temp_dir.hpp"
+#include "fixtures.hpp"
 
 using namespace berth;
 using oci::ErrorCode;
+using test::digest_of;
 
 namespace {
 
-struct Fixture {
-    TempDir dir;
-    storage::BlobStore blobs{dir.path()};
-    storage::MetaStore meta{dir.path() / "meta"};
-    storage::HybridClock clock{storage::system_wall_clock()};
+// A registry under quota rules, over a store that outlives it.
+struct Fixture : test::StoreFixture {
     std::unique_ptr<registry::Registry> reg;
 
     explicit Fixture(std::vector<registry::QuotaRule> quotas) { configure(std::move(quotas)); }
 
     // A registry with other rules over the same stores (as after a restart with a new configuration).
     void configure(std::vector<registry::QuotaRule> quotas) {
-        registry::Options options;
-        options.replica_id = "test";
+        auto options = test::registry_options();
         options.max_uploads = 64;
         options.max_uploads_per_client = 64;
         options.min_free_bytes = 0;
@@ -36,15 +31,9 @@ struct Fixture {
         reg = std::make_unique<registry::Registry>(options, blobs, meta, clock);
     }
 
-    std::string digest_of(const std::string& content) {
-        return oci::Digest::of(oci::DigestAlgorithm::sha256, content).str();
-    }
-
     // Uploads content into repo; returns the digest or throws what finish_upload threw.
     std::string push_blob(const std::string& repo, const std::string& content) {
-        auto session = reg->start_upload(repo);
-        reg->append(repo, session.id, 0)->write(content.data(), content.size());
-        return reg->finish_upload(repo, session.id, digest_of(content)).str();
+        return test::push_blob(*reg, repo, content);
     }
 
     std::string denial(const std::function<void()>& push) {
@@ -60,8 +49,7 @@ struct Fixture {
     }
 };
 
-const std::string empty_index =
-    R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]})";
+const std::string empty_index = test::index_manifest({});
 
 }  // namespace
 
@@ -123,7 +111,7 @@ TEST_CASE("a repository quota refuses whatever would create one more repository"
     f.push_blob("ns/b", "2");
     auto message = f.denial([&] { f.push_blob("ns/c", "3"); });
     CHECK(message.find("may hold 2 repositories and holds 2; this push would make it 3") != std::string::npos);
-    CHECK(f.denial([&] { f.reg->mount_blob("ns/c", f.digest_of("1"), "ns/a"); }).find("repositories") !=
+    CHECK(f.denial([&] { f.reg->mount_blob("ns/c", digest_of("1"), "ns/a"); }).find("repositories") !=
           std::string::npos);
     // A manifest without blobs creates its repository by itself.
     f.denial([&] { f.reg->put_manifest("ns/c", "latest", "application/vnd.oci.image.index.v1+json", empty_index); });
@@ -140,9 +128,7 @@ TEST_CASE("a namespace over a lowered quota takes pushes that add nothing, and n
     f.push_blob("ns/other", std::string(60, 'b'));
     f.configure({{"ns", 50, 1}});
     // Over both limits already: a manifest of what is stored adds neither bytes nor repositories.
-    const std::string manifest = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
-                                 R"("config":{"mediaType":"application/vnd.example.config","digest":")" +
-                                 a + R"(","size":60},"layers":[]})";
+    const std::string manifest = test::image_manifest({"application/vnd.example.config", a, 60}, {});
     CHECK_NOTHROW(f.reg->put_manifest("ns/app", "v1", "application/vnd.oci.image.manifest.v1+json", manifest));
     CHECK_NOTHROW(f.push_blob("ns/other", std::string(60, 'a')));  // stored in the namespace already
     f.denial([&] { f.push_blob("ns/app", "c"); });

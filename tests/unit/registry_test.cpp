@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <fstream>
 #include <future>
 #include <set>
 #include <thread>
@@ -13,55 +12,26 @@
 
 #include "berth/oci/error.hpp"
 #include "berth/registry/registry.hpp"
-#include "berth/storage/blob_store.hpp"
-#include "berth/storage/meta_store.hpp"
 #include "storage/upload_buffers.hpp"
 #include "error_code.hpp"
-#include "temp_dir.hpp"
+#include "fixtures.hpp"
 
 using namespace berth;
 using oci::ErrorCode;
 
 namespace {
 
-// A registry on real stores in a temp dir, with a wall clock the test moves.
-struct Fixture {
-    TempDir dir;
-    std::uint64_t now_ms = 1'000'000;
-    storage::BlobStore blobs{dir.path()};
-    storage::MetaStore meta{dir.path() / "meta"};
-    storage::HybridClock clock{[this] { return now_ms; }};
-    registry::Registry reg{options(), blobs, meta, clock, {}, [this] { return now_ms; }};
+// A registry on real stores in a temp dir, with a wall clock the test moves; every blob push
+// checked.
+struct Fixture : test::RegistryFixture {
+    Fixture() : RegistryFixture({.options = options(), .start_ms = 1'000'000}) { check_pushes = true; }
 
     static registry::Options options() {
-        registry::Options o;
-        o.replica_id = "test";
+        auto o = test::registry_options();
         o.max_uploads = 4;
         o.max_page = 3;
         o.upload_idle_ttl = std::chrono::seconds(60);
         return o;
-    }
-
-    std::string push_blob(const std::string& repo, const std::string& content) {
-        auto session = reg.start_upload(repo);
-        reg.append(repo, session.id, 0)->write(content.data(), content.size());
-        auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, content).str();
-        CHECK(reg.finish_upload(repo, session.id, digest).str() == digest);
-        return digest;
-    }
-
-    std::string image(const std::string& repo, const std::string& seed, const std::string& subject = "") {
-        auto config = push_blob(repo, "config-" + seed);
-        auto layer = push_blob(repo, "layer-" + seed);
-        std::string body = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
-                           R"("config":{"mediaType":"application/vnd.example.config","digest":")" +
-                           config + R"(","size":)" + std::to_string(7 + seed.size()) +
-                           R"(},"layers":[{"mediaType":"application/octet-stream","digest":")" + layer +
-                           R"(","size":)" + std::to_string(6 + seed.size()) + "}]";
-        if (!subject.empty())
-            body += R"(,"subject":{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" + subject +
-                    R"(","size":1})";
-        return body + "}";
     }
 };
 
@@ -72,18 +42,13 @@ std::string random_bytes(std::size_t size) {
     return bytes;
 }
 
-std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
-}
-
 // Appends content[from, end) to session `id` of repository "r", closes it, and
 // checks the stored blob byte for byte.
 void append_rest_and_check(Fixture& f, const std::string& id, const std::string& content, std::size_t from) {
     f.reg.append("r", id, from)->write(content.data() + from, content.size() - from);
     auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, content);
     CHECK(f.reg.finish_upload("r", id, digest.str()) == digest);
-    CHECK(read_file(f.blobs.path(digest)) == content);
+    CHECK(test::read_file(f.blobs.path(digest)) == content);
 }
 
 // Makes the disk refuse writes to any file past `limit` bytes while it lives.
@@ -348,11 +313,7 @@ TEST_CASE("an index needs its child manifests") {
     Fixture f;
     auto child = f.reg.put_manifest("r", "child", "", f.image("r", "c"));
     auto size = f.reg.get_manifest("r", "child").bytes.size();
-    auto index = [&](const std::string& digest) {
-        return R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)"
-               R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
-               digest + R"(","size":)" + std::to_string(size) + "}]}";
-    };
+    auto index = [&](const std::string& digest) { return test::index_manifest(digest, size); };
     CHECK(code_of([&] { f.reg.put_manifest("r", "i", "", index("sha256:" + std::string(64, 'e'))); }) ==
           ErrorCode::manifest_blob_unknown);
     f.reg.put_manifest("r", "i", "", index(child.digest.str()));
@@ -366,9 +327,7 @@ TEST_CASE("repositories set sparse accept manifests without their blobs and chil
     registry::Registry reg(options, f.blobs, f.meta, f.clock, {}, [&f] { return f.now_ms; });
     auto absent = "sha256:" + std::string(64, 'e');
     auto image = [](const std::string& layer, std::size_t size) {
-        return R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
-               R"("config":{"mediaType":"application/vnd.oci.empty.v1+json","digest":")" +
-               layer + R"(","size":)" + std::to_string(size) + R"(},"layers":[]})";
+        return test::image_manifest({"application/vnd.oci.empty.v1+json", layer, size}, {});
     };
     CHECK(code_of([&] { reg.put_manifest("other", "v1", "", image(absent, 5)); }) == ErrorCode::manifest_blob_unknown);
     auto sparse = reg.put_manifest("cache/a/b", "v1", "", image(absent, 5));
@@ -378,9 +337,7 @@ TEST_CASE("repositories set sparse accept manifests without their blobs and chil
     CHECK(code_of([&] { reg.put_manifest("cache/a/b", "v2", "", image(held, 99)); }) == ErrorCode::manifest_invalid);
     reg.put_manifest("cache/a/b", "v2", "", image(held, 4));
 
-    auto index = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)"
-                 R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
-                 absent + R"(","size":9}]})";
+    auto index = test::index_manifest(absent, 9);
     CHECK(code_of([&] { reg.put_manifest("other", "i", "", index); }) == ErrorCode::manifest_blob_unknown);
     reg.put_manifest("cache/a/b", "i", "", index);
 }

@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <utility>
@@ -14,14 +13,11 @@
 #include "berth/oci/error.hpp"
 #include "berth/registry/peers.hpp"
 #include "berth/registry/registry.hpp"
-#include "berth/storage/blob_store.hpp"
 #include "berth/storage/events.hpp"
-#include "berth/storage/hybrid_clock.hpp"
-#include "berth/storage/meta_store.hpp"
 #include "berth/storage/records.hpp"
 #include "replication/applier.hpp"
 #include "error_code.hpp"
-#include "temp_dir.hpp"
+#include "fixtures.hpp"
 
 using namespace berth;
 using oci::ErrorCode;
@@ -31,75 +27,19 @@ using storage::Stamp;
 
 namespace {
 
-constexpr const char* image_type = "application/vnd.oci.image.manifest.v1+json";
-constexpr const char* index_type = "application/vnd.oci.image.index.v1+json";
-
-// A realistic wall clock (ms since the epoch): far enough from zero that the
-// link renewal window of put_manifest does not wrap around, so a push of
-// freshly uploaded blobs logs exactly its manifest and tag events.
-constexpr std::uint64_t wall_ms = 1'700'000'000'000;
-
-oci::Digest sha256(const std::string& bytes) { return oci::Digest::of(oci::DigestAlgorithm::sha256, bytes); }
-
-// Puts bytes into a blob store the way a fetch from a peer does: a scratch
-// file, committed under its digest.
-oci::Digest add_blob(storage::BlobStore& blobs, const std::string& content) {
-    auto digest = sha256(content);
-    auto scratch = blobs.scratch_dir() / ("test-" + digest.hex());
-    std::ofstream(scratch, std::ios::binary) << content;
-    blobs.commit(scratch, digest);
-    return digest;
-}
-
-// An OCI image manifest with one config and one layer.
-std::string image_manifest(const oci::Digest& config, std::size_t config_size, const oci::Digest& layer,
-                           std::size_t layer_size) {
-    return std::string(R"({"schemaVersion":2,"mediaType":")") + image_type +
-           R"(","config":{"mediaType":"application/vnd.example.config","digest":")" + config.str() + R"(","size":)" +
-           std::to_string(config_size) + R"(},"layers":[{"mediaType":"application/octet-stream","digest":")" +
-           layer.str() + R"(","size":)" + std::to_string(layer_size) + "}]}";
-}
-
-// An OCI image index with one child manifest.
-std::string index_manifest(const std::string& child_digest, std::size_t child_size) {
-    return std::string(R"({"schemaVersion":2,"mediaType":")") + index_type + R"(","manifests":[{"mediaType":")" +
-           image_type + R"(","digest":")" + child_digest + R"(","size":)" + std::to_string(child_size) + "}]}";
-}
+using test::image_manifest;
+using test::image_type;
+using test::index_manifest;
+using test::index_type;
+using test::sha256;
 
 // ---------------------------------------------------------------------------
 // Registry side
 
 // One replica: real stores in a temp dir and a registry over them.
-struct Replica {
+struct Replica : test::RegistryFixture {
     explicit Replica(const std::string& id, registry::Peers* peers = nullptr)
-        : reg(options(id), blobs, meta, clock, {.peers = peers}, [this] { return now_ms; }) {}
-
-    static registry::Options options(const std::string& id) {
-        registry::Options o;
-        o.replica_id = id;
-        return o;
-    }
-
-    std::string push_blob(const std::string& repo, const std::string& content) {
-        auto session = reg.start_upload(repo);
-        reg.append(repo, session.id, 0)->write(content.data(), content.size());
-        return reg.finish_upload(repo, session.id, sha256(content).str()).str();
-    }
-
-    // Pushes the config and layer blobs of an image and returns its manifest.
-    std::string image(const std::string& repo, const std::string& seed) {
-        const std::string config = "config-" + seed, layer = "layer-" + seed;
-        push_blob(repo, config);
-        push_blob(repo, layer);
-        return image_manifest(sha256(config), config.size(), sha256(layer), layer.size());
-    }
-
-    TempDir dir;
-    std::uint64_t now_ms = wall_ms;
-    storage::BlobStore blobs{dir.path()};
-    storage::MetaStore meta{dir.path() / "meta"};
-    storage::HybridClock clock{[this] { return now_ms; }};
-    registry::Registry reg;
+        : RegistryFixture({.options = test::registry_options(id), .with = {.peers = peers}}) {}
 };
 
 // Stands in for the other replicas: records every call, and answers as told.
@@ -181,11 +121,7 @@ using Call = std::pair<std::string, std::string>;
 
 // One replica's stores and an Applier over them; it is given no sources, so
 // whatever content an event needs must already be here.
-struct ApplierFixture {
-    TempDir dir;
-    storage::BlobStore blobs{dir.path()};
-    storage::MetaStore meta{dir.path() / "meta"};
-    storage::HybridClock clock{[] { return wall_ms; }};
+struct ApplierFixture : test::StoreFixture {
     replication::Applier applier{blobs, meta, clock, {}};
     const std::vector<replication::PeerClient*> no_sources;
 
@@ -199,7 +135,7 @@ struct ApplierFixture {
     // An image manifest whose blobs are here, stored as if replicated long ago.
     std::string stored_image(const std::string& repo, const std::string& seed) {
         const std::string config = "config-" + seed, layer = "layer-" + seed;
-        auto bytes = image_manifest(add_blob(blobs, config), config.size(), add_blob(blobs, layer), layer.size());
+        auto bytes = image_manifest(add_blob(config), config.size(), add_blob(layer), layer.size());
         REQUIRE(apply_manifest(repo, bytes, Stamp{10, "origin"}) == ApplyResult::applied);
         return sha256(bytes).str();
     }
@@ -507,7 +443,7 @@ TEST_CASE("blobs before references: nothing points at content that is not here",
         CHECK_FALSE(f.meta.has_link("r", layer_digest.str()));
         CHECK_FALSE(f.meta.link("r", layer_digest.str()));
 
-        add_blob(f.blobs, layer);
+        f.add_blob(layer);
         CHECK(f.apply(link) == ApplyResult::applied);
         CHECK(f.meta.has_link("r", layer_digest.str()));
     }
@@ -518,13 +454,13 @@ TEST_CASE("blobs before references: nothing points at content that is not here",
         CHECK((result == ApplyResult::gone || result == ApplyResult::unavailable));
         CHECK_FALSE(f.meta.manifest("r", digest));
 
-        add_blob(f.blobs, config);  // one of two is not enough
+        f.add_blob(config);  // one of two is not enough
         result = f.apply_manifest("r", bytes, {100, "a"});
         CHECK((result == ApplyResult::gone || result == ApplyResult::unavailable));
         CHECK_FALSE(f.meta.manifest("r", digest));
         CHECK_FALSE(f.meta.has_repository("r"));
 
-        add_blob(f.blobs, layer);
+        f.add_blob(layer);
         CHECK(f.apply_manifest("r", bytes, {100, "a"}) == ApplyResult::applied);
         REQUIRE(f.meta.manifest("r", digest));
         CHECK(f.meta.manifest("r", digest)->bytes == bytes);
@@ -533,8 +469,7 @@ TEST_CASE("blobs before references: nothing points at content that is not here",
         CHECK(f.meta.has_link("r", layer_digest.str()));
     }
     SECTION("a manifest event without the bytes here, and no source, is not applied") {
-        const auto bytes =
-            image_manifest(add_blob(f.blobs, config), config.size(), add_blob(f.blobs, layer), layer.size());
+        const auto bytes = image_manifest(f.add_blob(config), config.size(), f.add_blob(layer), layer.size());
         const auto digest = sha256(bytes).str();
         auto result = f.apply({Event::Type::manifest, "r", digest, {}, {100, "a"}});
         CHECK((result == ApplyResult::gone || result == ApplyResult::unavailable));
@@ -549,7 +484,7 @@ TEST_CASE("blobs before references: nothing points at content that is not here",
 TEST_CASE("applying the same event twice changes nothing the second time", "[replication]") {
     ApplierFixture f;
     const auto digest = f.stored_image("r", "i");
-    const auto blob = add_blob(f.blobs, "a blob").str();
+    const auto blob = f.add_blob("a blob").str();
 
     const std::vector<Event> events = {
         {Event::Type::link, "r", blob, {}, {100, "a"}},
@@ -578,7 +513,7 @@ TEST_CASE("applying the same event twice changes nothing the second time", "[rep
         CHECK(f.meta.manifest("r", digest)->stamp == manifest->stamp);
     }
     // And a manifest with its bytes.
-    const auto bytes = image_manifest(add_blob(f.blobs, "c"), 1, add_blob(f.blobs, "l"), 1);
+    const auto bytes = image_manifest(f.add_blob("c"), 1, f.add_blob("l"), 1);
     CHECK(f.apply_manifest("r", bytes, {200, "a"}) == ApplyResult::applied);
     const auto head = f.meta.log_head();
     CHECK(f.apply_manifest("r", bytes, {200, "a"}) == ApplyResult::skipped);
@@ -605,7 +540,7 @@ TEST_CASE("pages of one store's state applied to another give the same state, on
     // A delete by digest takes its tags with it.
     REQUIRE(from.apply({Event::Type::tag_deleted, "b", {}, "t4", {40, "o"}}) == ApplyResult::applied);
     REQUIRE(from.apply({Event::Type::manifest_deleted, "b", images[4], {}, {40, "o"}}) == ApplyResult::applied);
-    const auto extra = add_blob(from.blobs, "extra");
+    const auto extra = from.add_blob("extra");
     REQUIRE(from.apply({Event::Type::link, "b", extra.str(), {}, {30, "o"}}) == ApplyResult::applied);
     REQUIRE(from.apply({Event::Type::unlink, "b", extra.str(), {}, {41, "o"}}) == ApplyResult::applied);
     // The receiver has the blobs (no sources here to fetch them from).

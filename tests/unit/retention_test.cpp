@@ -7,10 +7,8 @@
 #include "berth/registry/peers.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/registry/retention.hpp"
-#include "berth/storage/blob_store.hpp"
-#include "berth/storage/meta_store.hpp"
 #include "berth/storage/pull_times.hpp"
-#include "temp_dir.hpp"
+#include "fixtures.hpp"
 
 using namespace berth;
 using registry::RetentionPolicy;
@@ -18,68 +16,10 @@ using registry::RetentionPolicy;
 namespace {
 
 constexpr std::uint64_t day_ms = 86400 * 1000;
-constexpr const char* index_type = "application/vnd.oci.image.index.v1+json";
 
-struct Fixture {
-    TempDir dir;
-    std::uint64_t now_ms = 1'700'000'000'000;  // pushes are stamped with this
-    storage::BlobStore blobs{dir.path()};
-    storage::MetaStore meta{dir.path() / "meta"};
-    storage::HybridClock clock{[this] { return now_ms; }};
-    storage::PullTimes pulls{meta};
-    registry::Registry reg{options(), blobs, meta, clock, {.pulls = &pulls}, [this] { return now_ms; }};
-
-    static registry::Options options() {
-        registry::Options o;
-        o.replica_id = "test";
-        return o;
-    }
-
-    // An image unique to seed, pushed by tag (or by digest when tag is empty); returns its digest.
-    std::string push(const std::string& repo, const std::string& tag, const std::string& seed,
-                     const std::string& subject = "") {
-        auto body = image(repo, seed, subject);
-        auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, body).str();
-        return reg.put_manifest(repo, tag.empty() ? digest : tag, "", body).digest.str();
-    }
-
-    std::string image(const std::string& repo, const std::string& seed, const std::string& subject = "") {
-        auto blob = [&](const std::string& content) {
-            auto session = reg.start_upload(repo);
-            reg.append(repo, session.id, 0)->write(content.data(), content.size());
-            return reg.finish_upload(repo, session.id, oci::Digest::of(oci::DigestAlgorithm::sha256, content).str())
-                .str();
-        };
-        std::string body = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
-                           R"("config":{"mediaType":"application/vnd.example.config","digest":")" +
-                           blob("config-" + seed) + R"(","size":)" + std::to_string(7 + seed.size()) +
-                           R"(},"layers":[{"mediaType":"application/octet-stream","digest":")" + blob("layer-" + seed) +
-                           R"(","size":)" + std::to_string(6 + seed.size()) + "}]";
-        if (!subject.empty())
-            body += R"(,"subject":{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" + subject +
-                    R"(","size":1})";
-        return body + "}";
-    }
-
-    // An index of children (digests in repo), pushed by tag or by digest.
-    std::string push_index(const std::string& repo, const std::string& tag, const std::vector<std::string>& children) {
-        std::string body = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[)";
-        for (std::size_t i = 0; i < children.size(); ++i) {
-            auto size = meta.manifest(repo, children[i])->bytes.size();
-            body += std::string(i ? "," : "") +
-                    R"({"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" + children[i] +
-                    R"(","size":)" + std::to_string(size) + "}";
-        }
-        body += "]}";
-        auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, body).str();
-        return reg.put_manifest(repo, tag.empty() ? digest : tag, index_type, body).digest.str();
-    }
-
-    std::vector<std::string> tags(const std::string& repo) { return meta.tags(repo, "", 1000); }
-    bool live(const std::string& repo, const std::string& digest) {
-        auto record = meta.manifest(repo, digest);
-        return record && !record->deleted;
-    }
+// A registry noting pulls, its clock at a realistic time that pushes are stamped with.
+struct Fixture : test::RegistryFixture {
+    Fixture() : RegistryFixture({.note_pulls = true}) {}
 
     std::chrono::system_clock::time_point at(std::uint64_t ms) {
         return std::chrono::system_clock::time_point(std::chrono::milliseconds(ms));

@@ -14,6 +14,7 @@
 #include "berth/replication/options.hpp"
 #include "berth/storage/backup.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "berth/trust/options.hpp"
 
 namespace berth::config {
 
@@ -35,6 +36,8 @@ struct Config {
     // cache.memory_bytes: manifests, tags and pages of tag lists kept decoded in memory.
     std::uint64_t metadata_cache_bytes = storage::MetaStore::default_cache_bytes;
     storage::BackupOptions backup;  // backups the server takes (docs/backup.md)
+    // The keys of the policies that require signatures (policies[].require_signature).
+    std::vector<trust::SignatureRule> signature_rules;
 };
 
 class ConfigError : public std::runtime_error {

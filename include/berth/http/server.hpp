@@ -7,26 +7,8 @@
 #include <memory>
 #include <string>
 
-namespace berth::registry {
-class Registry;
-}
-namespace berth::replication {
-class Cluster;
-class PeerService;
-}  // namespace berth::replication
-namespace berth::auth {
-class Authorizer;
-class DelegatedAccess;
-}  // namespace berth::auth
-namespace berth::observe {
-class MetricsRegistry;
-}
-namespace berth::storage {
-class BackupJob;
-}
-namespace berth::registry {
-class Retention;
-}
+#include "berth/http/services.hpp"
+#include "berth/ui/options.hpp"
 
 namespace berth::http {
 
@@ -34,18 +16,6 @@ namespace berth::http {
 inline constexpr const char* default_tls_ciphers =
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
     "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
-
-// The web UI at /ui/ (docs/ui.md), config `ui`.
-struct UiOptions {
-    bool enabled = true;
-    // What pull commands name, e.g. "registry.example.com"; "": the address the browser used.
-    std::string registry_host;
-    // How long a sign-in lasts (never past the credential it came from); it cannot be renewed.
-    std::chrono::seconds session_lifetime{3600};
-    // ui.session_secret_file: the sessions' own secret. Without it their key is derived from the
-    // cluster's secret under its own label, or drawn at start by a replica alone.
-    std::string session_secret;
-};
 
 struct ServerOptions {
     std::string host = "127.0.0.1";
@@ -78,7 +48,9 @@ struct ServerOptions {
     // TLS 1.2 cipher suites (an OpenSSL cipher string); TLS 1.3 has only AEAD suites.
     std::string tls_ciphers = default_tls_ciphers;
     bool tls() const { return !tls_cert_file.empty(); }
-    UiOptions ui;
+    ui::Options ui;
+    // backup.secret_file: POST and GET /_berth/v1/backup need it as a Bearer token ("": refused).
+    std::string backup_secret;
 };
 
 // Descriptors are a budget: raises the soft RLIMIT_NOFILE to the hard limit
@@ -89,14 +61,9 @@ void raise_descriptor_limit(std::size_t max_connections);
 
 class Server {
 public:
-    // GET /metrics answers what metrics' sources write; the server adds its own (requests,
-    // connections). peers and cluster may be null: a single registry without peers;
-    // authorizer null: no authentication; delegated: the node agent's door, where the replicas
-    // decide who reads; retention: what the web UI's retention page asks (null: no policies).
-    Server(ServerOptions options, registry::Registry& registry, observe::MetricsRegistry& metrics,
-           replication::PeerService* peers = nullptr, const replication::Cluster* cluster = nullptr,
-           const auth::Authorizer* authorizer = nullptr, auth::DelegatedAccess* delegated = nullptr,
-           storage::BackupJob* backups = nullptr, registry::Retention* retention = nullptr);
+    // GET /metrics answers what services.metrics' sources write; the server adds its own to
+    // metrics (requests, connections).
+    Server(ServerOptions options, Services services, observe::MetricsRegistry& metrics);
     ~Server();
 
     // Binds; after this port() is the real port (useful with port 0).

@@ -37,10 +37,6 @@ struct Lineage {
 // Throws oci::Error(manifest_unknown) when the reference never named anything here.
 Lineage lineage(const storage::MetaStore& meta, const LineageQuery& query);
 
-// {"base": {"repository", "reference", "digest", "versions"}, "derived": [{"repository", "tags",
-// "digest", "base_digest", "current"}], "next"}; next_url: the next page's URL, or "" for null.
-std::string lineage_json(const Lineage& lineage, const std::string& next_url);
-
 // A page cursor as the `last` query parameter spells it: REPOSITORY@DIGEST.
 std::string lineage_cursor(const storage::MetaStore::ManifestRef& ref);
 std::optional<storage::MetaStore::ManifestRef> parse_lineage_cursor(const std::string& text);

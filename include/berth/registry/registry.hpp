@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "berth/oci/digest.hpp"
+#include "berth/registry/contents.hpp"
 #include "berth/registry/lineage.hpp"
 #include "berth/registry/options.hpp"
 #include "berth/registry/peers.hpp"
@@ -96,8 +97,6 @@ struct Collaborators {
 };
 
 class Registry : private FetchIntake {
-    friend struct Browse;  // the web UI's views read the index as it stands (browse.hpp)
-
 public:
     // wall gives milliseconds for upload idle times and pull times; tests pass their own.
     Registry(Options options, storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock,
@@ -165,6 +164,9 @@ public:
     bool attachment(const oci::Digest& digest, const oci::ParsedManifest& parsed) const;
     bool attachment(const Manifest& manifest) const;
 
+    // What this replica holds, for readers that look but never fetch (the web UI).
+    Contents contents() const;
+
     // What is built on a base (lineage.hpp), over this replica's index.
     Lineage lineage(const LineageQuery& query) const { return registry::lineage(meta_, query); }
 
@@ -211,28 +213,16 @@ private:
     // quota. The caller holds the write lock from before this to the commit,
     // so that two pushes at the limit cannot both pass.
     void enforce_quotas(const storage::MetaStore::Batch& batch);
-    // Mirrored repositories (mirror.cpp).
-    // policy_checks.cpp: what the policies (registry/policies.hpp) refuse, each refusal
-    // counted, audited and thrown as DENIED naming the policy.
-    void require_signed(const std::string& repo, const std::string& reference, const Manifest& manifest, Asker asker);
+    // policy_checks.cpp: every rule of the policy over a repository, at each point a manifest
+    // passes (registry/policies.hpp); a rule refuses by throwing.
+    enum class PolicyPoint { before_write, under_write_lock };
+    void enforce(PolicyPoint point, const Entry& entry);
+    void enforce(const ManifestRead& read);
+    void enforce(const Removal& removal);
     // A mirrored repository's signature (the upstream's .sig tag and its payloads), stored here
     // like any mirrored content before the manifest is judged.
     void fetch_mirrored_signature(const std::string& repo, const oci::Digest& digest, Asker asker);
-    bool signed_parent(const Policy& policy, const std::string& repo, const oci::Digest& child);
-    void require_tags_unmoved(const std::string& repo, const std::string& digest, const std::vector<std::string>& tags);
-    // Before the write lock, since it waits on the peers: a majority promise for each new immutable tag.
-    void claim_new_tags(const std::string& repo, const std::string& digest, const std::vector<std::string>& tags);
-    void require_deletable(const std::string& repo, const std::string& tag, const std::string& digest);
-    // base_images.cpp: an image pushed under a policy's base_images begins with an approved base;
-    // an index, each of its children. Attachments are built on nothing.
-    void require_approved_base(const std::string& repo, const oci::Digest& digest, const oci::ParsedManifest& parsed);
-    // Why no approved base fits these layers: where they diverge from the closest.
-    std::string base_divergence(const std::vector<std::string>& base_images, const std::vector<std::string>& layers,
-                                const std::optional<std::string>& platform) const;
-    // "os/architecture[/variant]" from an image's config blob, when it is stored here.
-    std::optional<std::string> platform_of(const oci::ParsedManifest& image) const;
-    [[noreturn]] void refuse(const Policy& policy, const char* reason, const std::string& message,
-                             const std::string& repo, const std::string& reference);
+    // Mirrored repositories (mirror.cpp).
     Manifest get_mirrored_manifest(const std::string& repo, const std::string& reference, Asker asker);
     void store_mirrored_manifest(const std::string& repo, const std::string& reference,
                                  const UpstreamManifest& fetched);
@@ -249,6 +239,13 @@ private:
     SignatureCheck* const signatures_;
     struct PolicyMemory;
     std::unique_ptr<PolicyMemory> policy_memory_;
+    // What the rules work with (policy_checks.cpp), kept behind a pointer to a type defined there.
+    struct Enforcement;
+    struct PolicyGate {
+        explicit PolicyGate(Registry& registry);
+        ~PolicyGate();
+        std::unique_ptr<Enforcement> enforcement;
+    } gate_{*this};
     std::atomic<std::uint64_t> denied_bytes_{0}, denied_repositories_{0};
 };
 

@@ -80,11 +80,10 @@ RestoreReport restore_backup(const std::filesystem::path& target, const std::str
                              const std::function<void(const BackupProgress&)>& progress = {});
 
 // Backups taken by a running replica (config `backup`): one at a time, on a thread of its own,
-// asked for through POST /_berth/v1/backup or every `interval`; the target is the
-// configuration's, never the request's.
+// asked for through POST /_berth/v1/backup (its secret is HTTP's, http::ServerOptions) or every
+// `interval`; the target is the configuration's, never the request's.
 struct BackupOptions {
     std::filesystem::path target;  // empty: no backups from the server
-    std::string secret;            // Authorization: Bearer <secret> on /_berth/v1/backup
     std::size_t keep = 0;          // after each backup, prune to this many (0: keep all)
     std::chrono::seconds interval{0};
     bool enabled() const { return !target.empty(); }

@@ -1,6 +1,6 @@
 #pragma once
 // Whether manifests are signed, for policies with require_signature
-// (registry/policies.hpp): the signatures stored in the same repository,
+// (registry/policy_signatures.cpp): the signatures stored in the same repository,
 // under cosign's sha256-<hex>.sig tag or attached through the referrers API,
 // verified with the policy's keys. A judgement is kept per manifest and
 // reused while the signatures found and the keys stay the same, so a pull
@@ -11,6 +11,7 @@
 
 #include "berth/observe/metrics.hpp"
 #include "berth/registry/policies.hpp"
+#include "berth/trust/options.hpp"
 
 namespace berth::storage {
 class BlobStore;
@@ -21,13 +22,11 @@ namespace berth::trust {
 
 class Verifier : public registry::SignatureCheck {
 public:
-    // Reads every policy's keys now: throws std::runtime_error naming a file that cannot be used.
-    Verifier(const std::vector<registry::Policy>& policies, const storage::MetaStore& meta,
-             const storage::BlobStore& blobs);
+    // Reads every rule's keys now: throws std::runtime_error naming a file that cannot be used.
+    Verifier(const std::vector<SignatureRule>& rules, const storage::MetaStore& meta, const storage::BlobStore& blobs);
     ~Verifier() override;
 
-    std::string unsigned_reason(const registry::Policy& policy, const std::string& repo,
-                                const oci::Digest& digest) override;
+    std::string unsigned_reason(const std::string& policy, const std::string& repo, const oci::Digest& digest) override;
     void write_metrics(observe::MetricsWriter& out) const;
 
 private:

@@ -11,15 +11,23 @@
 #include <string_view>
 
 #include "berth/auth/authorizer.hpp"
+#include "berth/ui/options.hpp"
 
-namespace berth::http {
+namespace berth::replication {
+class PeerService;
+}
+
+namespace berth::ui {
 
 inline constexpr std::string_view session_cookie = "berth_session";
 
-class UiSessions {
+class Sessions {
 public:
+    // The sessions' key: ui.session_secret_file's, else one derived from the cluster's secret under
+    // its own label (never the secret itself), else "" (a key drawn at start).
+    static std::string key_for(const Options& options, const replication::PeerService* peers);
     // key: the sealing key (32 bytes), or "" for a key of this process only.
-    UiSessions(std::string key, std::chrono::seconds lifetime);
+    Sessions(std::string key, std::chrono::seconds lifetime);
 
     // The Set-Cookie value that signs principal in until its lifetime or expires (Unix seconds),
     // whichever comes first; secure: the request came over TLS. generation: what the session
@@ -42,4 +50,4 @@ private:
     std::chrono::seconds lifetime_;
 };
 
-}  // namespace berth::http
+}  // namespace berth::ui

@@ -1,0 +1,38 @@
+#pragma once
+// What the server works with, given by the node when it is built (node/node.cpp).
+namespace berth::registry {
+class Registry;
+class Retention;
+}  // namespace berth::registry
+namespace berth::storage {
+class BackupJob;
+}
+namespace berth::replication {
+class PeerService;
+}
+namespace berth::auth {
+class Authorizer;
+class DelegatedAccess;
+}  // namespace berth::auth
+namespace berth::observe {
+class MetricsRegistry;
+}
+
+namespace berth::http {
+
+// Who decides what a request may do.
+struct Access {
+    const auth::Authorizer* authorizer = nullptr;  // null: everyone may do everything
+    auth::DelegatedAccess* delegated = nullptr;    // the node agent's door: the replicas decide who reads
+};
+
+struct Services {
+    registry::Registry& registry;
+    Access access;
+    replication::PeerService* peers = nullptr;          // null without peers
+    const observe::MetricsRegistry* metrics = nullptr;  // what GET /metrics writes
+    storage::BackupJob* backups = nullptr;              // null: the server takes no backups (config `backup`)
+    registry::Retention* retention = nullptr;           // the web UI's retention page; null: no policies here
+};
+
+}  // namespace berth::http
