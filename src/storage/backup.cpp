@@ -241,7 +241,8 @@ void place_blobs(const BlobStore& blobs, const fs::path& target, const fs::path&
         if (ec || present != size) {
             if (!ec) fs::remove(to);  // a damaged or partial copy: replaced
             bool linked = false;
-            if (!place_blob(blobs.path(digest), to, digest, linked)) {
+            // A link too is read first: a store blob whose bytes rotted must not become a backup's.
+            if (!place_blob(blobs.path(digest), to, digest, linked, true)) {
                 ++report.damaged;
                 observe::log("error", "backup: a blob file does not match its digest; left out",
                              {{"digest", digest.str()}});
@@ -433,6 +434,60 @@ std::vector<std::string> backup_peers(const fs::path& target, const std::string&
     return out;
 }
 
+namespace {
+
+// A backup's blob list as its description says it is, checked before a restore writes anything.
+void require_whole_list(const fs::path& backup, const std::string& id, const json& description) {
+    const auto& blobs = description.at("blobs");
+    if (sha256_hex(layout::backup::blob_list(backup)) != blobs.at("list_sha256").get<std::string>())
+        fail(id + ": blobs.txt does not match backup.json (berth backup verify)");
+    std::uint64_t listed = 0;
+    visit_blob_list(backup, [&](const oci::Digest&, std::uint64_t) { ++listed; });
+    if (listed != blobs.at("count").get<std::uint64_t>())
+        fail(id + ": blobs.txt lists " + std::to_string(listed) + " blobs, backup.json " +
+             std::to_string(blobs.at("count").get<std::uint64_t>()));
+}
+
+void restore_index(const fs::path& backup, const std::string& id, const json& description, const fs::path& meta_dir) {
+    fs::create_directories(meta_dir);
+    for (auto& file : description.at("meta_files")) {
+        const auto name = file.at("name").get<std::string>();
+        if (name.find('/') != std::string::npos || name.starts_with("."))
+            fail(id + ": backup.json names an index file outside the index: " + name);
+        const auto to = meta_dir / name;
+        auto [digest, size] = hash_file(layout::backup::meta_dir(backup) / name, oci::DigestAlgorithm::sha256, &to);
+        if (digest.hex() != file.at("sha256").get<std::string>()) fail(id + ": index file " + name + " is damaged");
+    }
+    fsync_path(meta_dir);
+}
+
+// Every listed blob into root, read once either way: a restore never brings back bytes that are
+// not what they claim. placed: the files written, for undoing a refused restore.
+void restore_blobs(const fs::path& target, const fs::path& backup, const fs::path& root, RestoreReport& report,
+                   std::vector<fs::path>& placed, const std::function<void(const BackupProgress&)>& progress) {
+    BlobStore blobs(root);
+    std::set<fs::path> touched;
+    const auto target_blobs = layout::backup::blobs_dir(target);
+    visit_blob_list(backup, [&](const oci::Digest& digest, std::uint64_t size) {
+        const auto from = blob_in(target_blobs, digest);
+        if (!fs::exists(from)) fail(report.id + ": blob " + digest.str() + " is gone from the backup");
+        bool linked = false;
+        const auto to = blobs.path(digest);
+        const bool existed = fs::exists(to);
+        if (!place_blob(from, to, digest, linked, true))
+            fail(report.id + ": blob " + digest.str() + " is damaged in the backup (berth backup verify)");
+        if (!existed) placed.push_back(to);
+        touched.insert(to.parent_path());
+        report.linked += linked;
+        ++report.blobs;
+        report.bytes += size;
+        if (progress && report.blobs % 1000 == 0) progress({"blobs", report.blobs, report.bytes});
+    });
+    sync_dirs(touched);
+}
+
+}  // namespace
+
 RestoreReport restore_backup(const fs::path& target, const std::string& id, const fs::path& root,
                              const std::function<void(const BackupProgress&)>& progress) {
     auto ids = backup_ids(target);
@@ -447,43 +502,28 @@ RestoreReport restore_backup(const fs::path& target, const std::string& id, cons
     std::error_code ec;
     if (fs::exists(meta_dir) && !fs::is_empty(meta_dir, ec))
         fail(root.string() + " holds a store already: restore into an empty root");
+    require_whole_list(backup, report.id, description);
 
-    if (progress) progress({"index", 0, 0});
-    fs::create_directories(meta_dir);
-    for (auto& file : description.at("meta_files")) {
-        const auto name = file.at("name").get<std::string>();
-        if (name.find('/') != std::string::npos || name.starts_with("."))
-            fail(report.id + ": backup.json names an index file outside the index: " + name);
-        const auto to = meta_dir / name;
-        auto [digest, size] = hash_file(layout::backup::meta_dir(backup) / name, oci::DigestAlgorithm::sha256, &to);
-        if (digest.hex() != file.at("sha256").get<std::string>())
-            fail(report.id + ": index file " + name + " is damaged");
-    }
-    fsync_path(meta_dir);
-
-    BlobStore blobs(root);
-    std::set<fs::path> touched;
-    const auto target_blobs = layout::backup::blobs_dir(target);
-    visit_blob_list(backup, [&](const oci::Digest& digest, std::uint64_t size) {
-        bool linked = false;
-        const auto to = blobs.path(digest);
-        // Read once either way: a restore never brings back bytes that are not what they claim.
-        if (!place_blob(blob_in(target_blobs, digest), to, digest, linked, true))
-            fail(report.id + ": blob " + digest.str() + " is damaged in the backup (berth backup verify)");
-        touched.insert(to.parent_path());
-        report.linked += linked;
-        ++report.blobs;
-        report.bytes += size;
-        if (progress && report.blobs % 1000 == 0) progress({"blobs", report.blobs, report.bytes});
-    });
-    sync_dirs(touched);
-    {
+    // A refused restore leaves root as it found it, so it can be tried again.
+    std::vector<fs::path> placed;
+    std::set<fs::path> before;
+    for (auto& entry : fs::directory_iterator(root, ec)) before.insert(entry.path());
+    try {
+        if (progress) progress({"index", 0, 0});
+        restore_index(backup, report.id, description, meta_dir);
+        restore_blobs(target, backup, root, report, placed, progress);
         MetaStore meta(meta_dir);
         // A new log: peers that read the old one up to a sequence past this backup's head would
         // otherwise skip what this replica writes next under those numbers.
         meta.put_setting(layout::setting::log_epoch, oci::random_hex(8));
         meta.put_setting(layout::setting::peer_cursors, "{}");
         meta.sync();
+    } catch (...) {
+        for (auto& file : placed) fs::remove(file, ec);
+        fs::remove_all(meta_dir, ec);
+        for (auto& entry : fs::directory_iterator(root, ec))
+            if (!before.count(entry.path())) fs::remove_all(entry.path(), ec);
+        throw;
     }
     report.peers = backup_peers(target, report.id);
     if (progress) progress({"done", report.blobs, report.bytes});

@@ -57,37 +57,41 @@ struct Verifier::Impl {
     std::unordered_map<std::string, Judgement> judged;  // repo \0 digest
     std::atomic<std::uint64_t> counted[2][2] = {};      // [signed][reused]
 
-    // The signature referrers' manifest digests, oldest first: a signature made when the image was
-    // pushed is checked before whatever was attached since (a pusher's spam cannot push it out of
-    // the budget).
-    std::vector<std::string> referrers(const std::string& repo, const oci::Digest& digest) const {
+    // The manifests that may hold a signature (the .sig tag's, the signature referrers), oldest
+    // first: a signature made when the image was pushed is checked before whatever was attached
+    // since, so a pusher's spam, however much and in whatever digest order, cannot push it out of
+    // the budget.
+    std::vector<std::string> candidates(const std::string& repo, const oci::Digest& digest) const {
         std::vector<std::pair<storage::Stamp, std::string>> found;
+        auto add = [&](const std::string& manifest) {
+            if (auto record = meta.manifest(repo, manifest); record && !record->deleted)
+                found.emplace_back(record->stamp, manifest);
+        };
+        if (auto tag = meta.tag(repo, registry::signature_tag(digest)); tag && !tag->deleted()) add(tag->digest);
         std::size_t read = 0;
         meta.visit_referrers(repo, digest.str(), [&](std::string_view descriptor) {
             auto doc = oci::parse_json(descriptor);
-            if (may_sign(doc) && doc.contains("digest") && doc["digest"].is_string()) {
-                const auto referrer = doc["digest"].get<std::string>();
-                if (auto record = meta.manifest(repo, referrer); record && !record->deleted)
-                    found.emplace_back(record->stamp, referrer);
-            }
-            return ++read < max_referrers_read && found.size() < max_signatures_attached;
+            if (may_sign(doc) && doc.contains("digest") && doc["digest"].is_string())
+                add(doc["digest"].get<std::string>());
+            return ++read < max_referrers_read;
         });
-        std::sort(found.begin(), found.end());
+        const auto kept = std::min(found.size(), max_signatures_attached);
+        std::partial_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(kept), found.end());
         std::vector<std::string> out;
-        for (auto& [stamp, referrer] : found) out.push_back(std::move(referrer));
+        for (std::size_t i = 0; i < kept; ++i)
+            if (std::find(out.begin(), out.end(), found[i].second) == out.end()) out.push_back(found[i].second);
         return out;
     }
 
-    std::string fingerprint(std::uint64_t generation, const std::string& repo, const oci::Digest& digest,
-                            const std::vector<std::string>& attached) const {
-        std::string out = std::to_string(generation) + "|";
-        if (auto tag = meta.tag(repo, registry::signature_tag(digest)); tag && !tag->deleted()) out += tag->digest;
+    static std::string fingerprint(std::uint64_t generation, const std::vector<std::string>& attached) {
+        std::string out = std::to_string(generation);
         for (auto& d : attached) out += "|" + d;
         return out;
     }
 
     // The first signature that holds makes the manifest signed (held names it); otherwise the last
-    // reason heard. The one that held last time is tried first.
+    // reason heard. The one that held last time is tried first while it is still a candidate (a
+    // deleted .sig tag or referrer revokes it at once, as on a replica that never judged it).
     std::string judge(const Keys& keyset, bool match_repository, const std::string& repo, const oci::Digest& digest,
                       const std::vector<std::string>& attached, std::string& held) const {
         const Expectation expected{digest, repo, match_repository};
@@ -113,8 +117,13 @@ struct Verifier::Impl {
                 auto& layer = parsed.layers[i];
                 std::string verdict;
                 if ((layer.media_type == registry::simple_signing_type || layer.media_type == bundle_v03_type) &&
-                    (++checks > max_checks || read_bytes >= max_read_bytes)) {
+                    ++checks > max_checks) {
                     reason = "more signatures attached than one judgement checks (" + std::to_string(max_checks) + ")";
+                    return false;
+                }
+                if (read_bytes >= max_read_bytes) {
+                    reason = "more signature bytes attached than one judgement reads (" +
+                             std::to_string(max_read_bytes >> 20) + " MiB)";
                     return false;
                 }
                 if (layer.media_type == registry::simple_signing_type) {
@@ -133,20 +142,15 @@ struct Verifier::Impl {
             }
             return false;
         };
-        std::vector<std::string> candidates;
-        if (!held.empty()) candidates.push_back(held);
-        if (auto tag = meta.tag(repo, registry::signature_tag(digest)); tag && !tag->deleted())
-            candidates.push_back(tag->digest);
-        candidates.insert(candidates.end(), attached.begin(), attached.end());
-        const auto previous = held;
+        std::vector<std::string> order = attached;
+        if (auto last = std::find(order.begin(), order.end(), held); last != order.end())
+            std::rotate(order.begin(), last, last + 1);
         held.clear();
-        for (std::size_t i = 0; i < candidates.size() && checks <= max_checks; ++i) {
-            if (i > 0 && candidates[i] == previous) continue;  // tried first
-            if (manifest_holds(candidates[i])) {
-                held = candidates[i];
+        for (std::size_t i = 0; i < order.size() && checks <= max_checks; ++i)
+            if (manifest_holds(order[i])) {
+                held = order[i];
                 return "";
             }
-        }
         return reason;
     }
 };
@@ -165,9 +169,10 @@ std::string Verifier::unsigned_reason(const std::string& policy, const std::stri
     auto set = i.keys.find(policy);
     if (set == i.keys.end()) return "no keys for this policy";
     auto snapshot = set->second.keys->current();
-    const auto attached = i.referrers(repo, digest);
-    auto fingerprint = i.fingerprint(snapshot.generation, repo, digest, attached);
-    const auto key = repo + '\0' + digest.str();
+    const auto attached = i.candidates(repo, digest);
+    auto fingerprint = i.fingerprint(snapshot.generation, attached);
+    // By policy too: two policies' keys judge the same manifest apart.
+    const auto key = policy + '\0' + repo + '\0' + digest.str();
     std::string held;
     {
         std::lock_guard lock(i.mutex);
