@@ -4,7 +4,7 @@
 
 #include "berth/net/reach.hpp"
 #include "berth/oci/digest.hpp"
-#include "challenge.hpp"
+#include "berth/remote/challenge.hpp"
 
 namespace berth::proxy {
 namespace {
@@ -23,7 +23,7 @@ Result result_of(const auth::Verdict& verdict) {
 
 }  // namespace
 
-AgentGate::AgentGate(net::Client& client, RemoteConfig replicas, DecisionTtl ttl)
+AgentGate::AgentGate(net::Client& client, remote::Config replicas, DecisionTtl ttl)
     : replicas_(client,
                 [&] {
                     replicas.username.clear();
@@ -105,7 +105,7 @@ auth::RelayedToken AgentGate::token(const std::string& authorization, const std:
 }
 
 std::string AgentGate::challenge_for(const std::string& challenge, const std::string& origin) const {
-    auto parsed = parse_challenge(challenge);
+    auto parsed = remote::parse_challenge(challenge);
     auto realm = parsed.params.find("realm");
     if (parsed.scheme != "bearer" || realm == parsed.params.end()) return challenge;
     try {

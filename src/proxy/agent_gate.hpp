@@ -16,7 +16,7 @@
 
 #include "berth/auth/delegated.hpp"
 #include "berth/observe/metrics.hpp"
-#include "remote.hpp"
+#include "berth/remote/registry_client.hpp"
 
 namespace berth::proxy {
 
@@ -27,7 +27,7 @@ public:
         std::chrono::seconds fresh;   // asked again after this
         std::chrono::seconds outage;  // still used while the replicas cannot be asked
     };
-    AgentGate(net::Client& client, RemoteConfig replicas, DecisionTtl ttl);
+    AgentGate(net::Client& client, remote::Config replicas, DecisionTtl ttl);
 
     auth::Verdict check(const std::string& authorization, const std::string& repository,
                         const std::string& origin) override;
@@ -42,7 +42,7 @@ private:
     std::string challenge_for(const std::string& challenge, const std::string& origin) const;
     void count(const auth::Verdict& verdict, bool cached);
 
-    Remote replicas_;
+    remote::RegistryClient replicas_;
     std::vector<net::HostPort> replica_addresses_;
     DecisionTtl ttl_;
     std::mutex mutex_;

@@ -11,9 +11,8 @@
 
 namespace berth::proxy::answers {
 
-// The largest tag list or token answer read from an upstream.
+// The largest tag list read from an upstream.
 constexpr std::size_t max_list_bytes = 4 << 20;
-constexpr std::size_t max_token_bytes = 64 << 10;
 
 struct TagList {
     std::vector<std::string> tags;
@@ -30,12 +29,5 @@ std::optional<TagList> parse_tag_list(std::string_view body, bool has_link, std:
 // The manifest's media type: the Content-Type without parameters, or, when
 // that says only JSON, the mediaType the manifest names.
 std::string media_type_of(std::string_view content_type, std::string_view body);
-
-struct Token {
-    std::string value;
-    std::chrono::seconds lifetime;
-};
-// A token endpoint's answer ({"token"|"access_token", "expires_in"}).
-std::optional<Token> parse_token(std::string_view body);
 
 }  // namespace berth::proxy::answers

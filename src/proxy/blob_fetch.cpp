@@ -82,8 +82,8 @@ std::optional<storage::OpenBlob> Proxy::fetch_blob(const std::string& repo, cons
 
 bool Proxy::Impl::holds(UpstreamState& upstream, const std::string& name, const oci::Digest& digest) {
     try {
-        Remote::Slot slot(upstream.remote, upstream.remote.deadline());
-        auto head = upstream.remote.request("HEAD", oci::path::blob(name, digest.str()), scope_of(name), 0);
+        remote::RegistryClient::Slot slot(upstream.remote, upstream.remote.deadline());
+        auto head = upstream.remote.request("HEAD", oci::path::blob(name, digest.str()), remote::scope_of(name), 0);
         upstream.answered(head.status);
         return head.status == 200;
     } catch (const std::exception& error) {
@@ -101,7 +101,8 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
         if (cluster && asker == registry::Asker::client)
             if (auto owner = cluster->owner_of(key)) {
                 try {
-                    Opened opened{cluster->open_peer(*owner, owner_request(oci::path::blob(repo, key))), nullptr};
+                    remote::Opened opened{cluster->open_peer(*owner, owner_request(oci::path::blob(repo, key))),
+                                          nullptr};
                     opened.head = &opened.exchange->read_head();
                     if (opened.head->status == 200) {
                         receive(upstream, opened, digest, *flight, false);
@@ -114,10 +115,10 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
                 }
             }
         if (!done) {
-            Remote::Slot slot(upstream.remote, upstream.remote.deadline());
+            remote::RegistryClient::Slot slot(upstream.remote, upstream.remote.deadline());
             const auto started = Clock::now();
             const auto target = oci::path::blob(name, key);
-            const auto scope = scope_of(name);
+            const auto scope = remote::scope_of(name);
             // Stored for another repository already: the upstream need only say this one has it too.
             if (auto size = blobs.size(digest)) {
                 auto head = upstream.remote.request("HEAD", target, scope, 0);
@@ -181,8 +182,8 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
     flights_idle.notify_all();
 }
 
-void Proxy::Impl::receive(UpstreamState& upstream, Opened& opened, const oci::Digest& digest, BlobFlight& flight,
-                          bool from_upstream) {
+void Proxy::Impl::receive(UpstreamState& upstream, remote::Opened& opened, const oci::Digest& digest,
+                          BlobFlight& flight, bool from_upstream) {
     const auto& head = *opened.head;
     if (!head.content_length) throw std::runtime_error("no Content-Length for a blob");
     const auto size = *head.content_length;

@@ -98,7 +98,7 @@ std::optional<registry::TagPage> Proxy::list_tags(const std::string& repo, std::
     try {
         auto target = oci::path::tags(name) + "?n=" + std::to_string(limit);
         if (!last.empty()) target += "&last=" + net::query_escape(last);
-        auto response = upstream->remote.request("GET", target, scope_of(name), answers::max_list_bytes);
+        auto response = upstream->remote.request("GET", target, remote::scope_of(name), answers::max_list_bytes);
         if (response.status != 200) return std::nullopt;
         auto list = answers::parse_tag_list(response.body, !response.header("link").empty(), last, limit);
         if (!list) throw std::runtime_error("tag list is not a JSON object within bounds");
@@ -124,9 +124,9 @@ registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, cons
     if (cluster && asker == registry::Asker::client) {
         if (auto owner = cluster->owner_of(repo + '\0' + reference)) {
             try {
-                return answer_from(
-                    cluster->ask_peer(*owner, owner_request(oci::path::manifest(repo, reference), accept_manifests()),
-                                      limits.max_manifest_bytes));
+                return answer_from(cluster->ask_peer(
+                    *owner, owner_request(oci::path::manifest(repo, reference), remote::accept_manifests()),
+                    limits.max_manifest_bytes));
             } catch (const std::exception& error) {
                 observe::log("info", "owner replica did not answer; asking the upstream",
                              {{"owner", *owner}, {"error", error.what()}});
@@ -134,7 +134,7 @@ registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, cons
         }
     }
     const auto target = oci::path::manifest(name, reference);
-    Remote::Slot slot(upstream.remote, upstream.remote.deadline());
+    remote::RegistryClient::Slot slot(upstream.remote, upstream.remote.deadline());
     const auto started = Clock::now();
     struct Timing {
         UpstreamState& upstream;
@@ -147,15 +147,15 @@ registry::ManifestAnswer Proxy::Impl::manifest_now(UpstreamState& upstream, cons
     } timing{upstream, started};
     if (cached && reference.find(':') == std::string::npos) {
         // One HEAD says whether the tag moved; only then is the manifest fetched.
-        auto head = upstream.remote.request("HEAD", target, scope_of(name), 0, accept_manifests());
+        auto head = upstream.remote.request("HEAD", target, remote::scope_of(name), 0, remote::accept_manifests());
         upstream.answered(head.status);
         if (head.status == 404) return {Status::missing, std::nullopt};
         if (head.status >= 500 || head.status == 429) return {Status::unreachable, std::nullopt};
         if (head.status == 200 && head.header("docker-content-digest") == *cached)
             return {Status::current, std::nullopt};
     }
-    auto response =
-        upstream.remote.request("GET", target, scope_of(name), limits.max_manifest_bytes, accept_manifests());
+    auto response = upstream.remote.request("GET", target, remote::scope_of(name), limits.max_manifest_bytes,
+                                            remote::accept_manifests());
     upstream.answered(response.status);
     if (response.status >= 500 || response.status == 429) {
         log_failure(upstream, repo + ":" + reference, "answered " + std::to_string(response.status));

@@ -24,8 +24,8 @@ net::ClientOptions upstream_client_options(const Options& proxy) {
     return options;
 }
 
-RemoteConfig remote_config(const Upstream& upstream) {
-    RemoteConfig config;
+remote::Config remote_config(const Upstream& upstream) {
+    remote::Config config;
     for (auto& url : upstream.urls) config.urls.push_back(net::parse_url(url));
     config.tls.ca_file = upstream.ca_file;
     config.tls.insecure = upstream.insecure;

@@ -17,7 +17,7 @@
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "agent_gate.hpp"
-#include "remote.hpp"
+#include "berth/remote/registry_client.hpp"
 
 namespace berth::replication {
 class Cluster;
@@ -33,10 +33,10 @@ struct Counters {
 };
 
 struct UpstreamState {
-    UpstreamState(net::Client& client, Upstream o, RemoteConfig remote_config)
+    UpstreamState(net::Client& client, Upstream o, remote::Config remote_config)
         : options(std::move(o)), remote(client, std::move(remote_config)) {}
     Upstream options;
-    Remote remote;
+    remote::RegistryClient remote;
     Counters counters;
     // Whether the upstream is reachable, as its last answer or failure says (the web UI's mirrors).
     std::atomic<std::uint64_t> answered_ms{0}, failed_ms{0};
@@ -81,7 +81,7 @@ struct Proxy::Impl {
     void run_flight(UpstreamState& upstream, std::string name, std::string repo, oci::Digest digest,
                     std::shared_ptr<BlobFlight> flight, registry::Asker asker);
     // Streams a 200 answer's body into the store through a FillingBlob published to flight.
-    void receive(UpstreamState& upstream, Opened& opened, const oci::Digest& digest, BlobFlight& flight,
+    void receive(UpstreamState& upstream, remote::Opened& opened, const oci::Digest& digest, BlobFlight& flight,
                  bool from_upstream);
     // Whether the upstream says its repository `name` holds the blob (a HEAD).
     bool holds(UpstreamState& upstream, const std::string& name, const oci::Digest& digest);

@@ -384,7 +384,7 @@ VerifyReport verify_backups(const fs::path& target, const std::function<void(con
             });
             if (listed != description.at("blobs").at("count").get<std::uint64_t>())
                 report.damage.push_back(id + ": blobs.txt lists " + std::to_string(listed) + " blobs, backup.json " +
-                                        description.at("blobs").at("count").dump());
+                                        std::to_string(description.at("blobs").at("count").get<std::uint64_t>()));
         } catch (const std::exception& error) {
             report.damage.push_back(id + ": " + error.what());
         }

@@ -1,77 +1,69 @@
 // The registry API client of import and export (api_client.hpp).
 #include "api_client.hpp"
 
-#include <unistd.h>
-
-#include <stdexcept>
 #include <vector>
 
-#include "berth/net/host_port.hpp"
-#include "berth/oci/encoding.hpp"
-
 namespace berth::transfer {
+namespace {
 
-ApiClient::ApiClient(const Endpoint& endpoint) {
-    auto url = net::parse_url(endpoint.url);
-    origin_.address = url.address;
-    origin_.tls.enabled = url.tls;
-    origin_.tls.ca_file = endpoint.ca_file;
-    prefix_ = url.path_prefix;
-    if (!endpoint.username.empty())
-        authorization_ = "Basic " + oci::base64(endpoint.username + ":" + endpoint.password);
+constexpr std::size_t max_answer_bytes = 64 << 20;
+
+remote::Config config_of(const Endpoint& endpoint) {
+    remote::Config config;
+    config.urls = {net::parse_url(endpoint.url)};
+    config.tls.ca_file = endpoint.ca_file;
+    config.username = endpoint.username;
+    config.password = endpoint.password;
+    config.max_concurrent = 64;  // the commands' own --parallel bounds them
+    // A whole blob goes in one request, and its answer comes once the registry has hashed and
+    // stored it: an import waits as long as that takes, not an upstream's fetch deadline.
+    config.fetch_timeout = std::chrono::hours(24);
+    config.answer_timeout = std::chrono::minutes(10);
+    return config;
 }
 
-net::Headers ApiClient::with_auth(net::Headers headers) const {
-    if (!authorization_.empty()) headers.emplace_back("Authorization", authorization_);
-    return headers;
+}  // namespace
+
+ApiClient::ApiClient(const Endpoint& endpoint) : registry_(client_, config_of(endpoint)) {}
+
+net::Response ApiClient::request(const std::string& method, const std::string& path, const std::string& scope,
+                                 net::Headers headers, const std::string& body) {
+    if (method != "GET" && method != "HEAD") {
+        const remote::Body sent{body.size(), [&](net::Exchange& exchange) {
+                                    if (!body.empty()) exchange.write(body);
+                                }};
+        return registry_.request(method, path, scope, max_answer_bytes, headers, &sent);
+    }
+    return registry_.request(method, path, scope, max_answer_bytes, headers);
 }
 
-net::Response ApiClient::request(const std::string& method, const std::string& path, net::Headers headers,
-                                 std::string body) {
-    net::RequestHead head{method,       target(path),  with_auth(std::move(headers)),
-                          std::nullopt, !body.empty(), std::nullopt};
-    return client_.request(origin_, std::move(head), std::move(body));
-}
-
-net::Response ApiClient::send_file(const std::string& method, const std::string& full_target, net::Headers headers,
-                                   const FileRange& file, const std::function<void(std::size_t)>& sent) {
-    net::RequestHead head{method, full_target, with_auth(std::move(headers)), file.size, true, std::nullopt};
-    auto exchange = client_.open(origin_, std::move(head));
-    read_pieces(file, [&](const char* data, std::size_t n) {
-        exchange->write({data, n});
-        sent(n);
-    });
-    exchange->end_request();
-    std::vector<char> buffer(64 << 10);
+net::Response ApiClient::send_file(const std::string& method, const std::string& path, const std::string& scope,
+                                   net::Headers headers, const FileRange& file,
+                                   const std::function<void(std::size_t)>& sent) {
+    const remote::Body body{file.size, [&](net::Exchange& exchange) {
+                                read_pieces(file, [&](const char* data, std::size_t n) {
+                                    exchange.write({data, n});
+                                    sent(n);
+                                });
+                            }};
+    auto opened = registry_.open(method, path, scope, headers, registry_.deadline(), &body);
     net::Response response;
-    static_cast<net::ResponseHead&>(response) = exchange->read_head();
-    for (std::size_t n; (n = exchange->read_body(buffer)) > 0 && response.body.size() < 65536;)
+    static_cast<net::ResponseHead&>(response) = *opened.head;
+    std::vector<char> buffer(64 << 10);
+    for (std::size_t n; (n = opened.exchange->read_body(buffer)) > 0 && response.body.size() < 65536;)
         response.body.append(buffer.data(), n);
     return response;
 }
 
-int ApiClient::receive(const std::string& path, const std::function<void(const char*, std::size_t)>& sink,
-                       std::uint64_t& size) {
-    net::RequestHead head{"GET", target(path), with_auth({}), std::nullopt, false, std::nullopt};
-    auto exchange = client_.open(origin_, std::move(head));
-    const auto& answer = exchange->read_head();
-    const int status = answer.status;
-    size = answer.content_length.value_or(0);
+int ApiClient::receive(const std::string& path, const std::string& scope,
+                       const std::function<void(const char*, std::size_t)>& sink, std::uint64_t& size) {
+    auto opened = registry_.open("GET", path, scope, {}, registry_.deadline());
+    const int status = opened.head->status;
+    size = opened.head->content_length.value_or(0);
     std::vector<char> buffer(1 << 20);
-    for (std::size_t n; (n = exchange->read_body(buffer)) > 0;)
+    for (std::size_t n; (n = opened.exchange->read_body(buffer)) > 0;)
         if (status == 200) sink(buffer.data(), n);
     return status;
-}
-
-std::string ApiClient::location_path(const std::string& location) const {
-    // http[s]://host[:port]/path?query -> /path?query, then without the prefix
-    auto path = location;
-    if (auto scheme = location.find("://"); scheme != std::string::npos) {
-        auto slash = location.find('/', scheme + 3);
-        path = slash == std::string::npos ? "/" : location.substr(slash);
-    }
-    if (!prefix_.empty() && path.starts_with(prefix_ + "/")) path = path.substr(prefix_.size());
-    return path;
 }
 
 std::string describe_answer(const std::string& what, const net::Response& response) {

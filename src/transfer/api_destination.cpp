@@ -29,7 +29,7 @@ public:
     explicit ApiDestination(const Endpoint& endpoint) : api_(endpoint) {}
 
     bool has_blob(const std::string& repo, const oci::Digest& digest, std::uint64_t size) override {
-        auto answer = api_.request("HEAD", oci::path::blob(repo, digest.str()));
+        auto answer = api_.request("HEAD", oci::path::blob(repo, digest.str()), push_scope(repo));
         if (answer.status == 200 && answer.content_length.value_or(size) == size) return note(repo, digest);
         // Uploaded to another repository in this run (images sharing a base): a cross-repository mount.
         std::string from;
@@ -39,11 +39,12 @@ public:
             if (it == seen_.end() || it->second == repo) return false;
             from = it->second;
         }
-        auto mounted = api_.request("POST", oci::path::uploads(repo) + "?mount=" + digest.str() + "&from=" + from);
+        auto mounted = api_.request("POST", oci::path::uploads(repo) + "?mount=" + digest.str() + "&from=" + from,
+                                    push_scope(repo) + " " + pull_scope(from));
         if (mounted.status == 201) return note(repo, digest);
         // 202: the registry started an upload instead of mounting; it is not needed.
         if (auto location = mounted.header("Location"); mounted.status == 202 && !location.empty())
-            api_.request("DELETE", api_.location_path(location));
+            api_.request("DELETE", api_.location_path(location), push_scope(repo));
         return false;
     }
 
@@ -51,14 +52,14 @@ public:
                          Progress& progress) override {
         const auto digest = expected ? *expected : hash_range(file);
         const auto uploads = oci::path::uploads(repo);
-        auto started = api_.request("POST", uploads);
+        auto started = api_.request("POST", uploads, push_scope(repo));
         const auto location = started.header("Location");
         if (started.status != 202 || location.empty())
             throw std::runtime_error(describe_answer("POST " + uploads, started));
-        auto target = api_.target(api_.location_path(location));
+        auto target = api_.location_path(location);
         target += (target.find('?') == std::string::npos ? "?" : "&") + std::string("digest=") + digest.str();
-        auto stored = api_.send_file("PUT", target, {{"Content-Type", "application/octet-stream"}}, file,
-                                     [&](std::size_t n) { progress.bytes += n; });
+        auto stored = api_.send_file("PUT", target, push_scope(repo), {{"Content-Type", "application/octet-stream"}},
+                                     file, [&](std::size_t n) { progress.bytes += n; });
         if (stored.status != 201) throw std::runtime_error(describe_answer("PUT of blob " + digest.str(), stored));
         note(repo, digest);
         return digest;
@@ -66,7 +67,8 @@ public:
 
     void put_manifest(const std::string& repo, const std::string& reference, const std::string& media_type,
                       const std::string& bytes) override {
-        auto answer = api_.request("PUT", oci::path::manifest(repo, reference), {{"Content-Type", media_type}}, bytes);
+        auto answer = api_.request("PUT", oci::path::manifest(repo, reference), push_scope(repo),
+                                   {{"Content-Type", media_type}}, bytes);
         if (answer.status != 201) throw std::runtime_error(describe_answer("PUT " + repo + ":" + reference, answer));
     }
 

@@ -31,10 +31,6 @@ namespace {
 using nlohmann::json;
 
 constexpr int max_depth = 4;
-const std::string accept_manifests =
-    "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
-    "application/vnd.docker.distribution.manifest.list.v2+json, "
-    "application/vnd.docker.distribution.manifest.v2+json";
 
 struct Manifest {
     oci::Digest digest;
@@ -104,7 +100,8 @@ public:
     explicit ApiReader(const Endpoint& endpoint) : api_(endpoint) {}
 
     Manifest manifest(const std::string& repo, const std::string& reference) override {
-        auto answer = api_.request("GET", oci::path::manifest(repo, reference), {{"Accept", accept_manifests}});
+        auto answer =
+            api_.request("GET", oci::path::manifest(repo, reference), pull_scope(repo), remote::accept_manifests());
         if (answer.status != 200) throw std::runtime_error(describe_answer(repo + ":" + reference, answer));
         auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, answer.body);
         if (auto asked = oci::Digest::parse(reference); asked && *asked != digest)
@@ -113,7 +110,7 @@ public:
         return {digest, type.substr(0, type.find(';')), std::move(answer.body)};
     }
     std::vector<oci::Digest> referrers(const std::string& repo, const oci::Digest& subject) override {
-        auto answer = api_.request("GET", oci::path::referrers(repo, subject.str()));
+        auto answer = api_.request("GET", oci::path::referrers(repo, subject.str()), pull_scope(repo));
         std::vector<oci::Digest> out;
         if (answer.status != 200) return out;  // a registry without the referrers API: none to carry
         auto index = oci::parse_json(answer.body);
@@ -128,7 +125,7 @@ public:
         bool begun = false;
         std::uint64_t size = 0;
         const int status = api_.receive(
-            oci::path::blob(repo, digest.str()),
+            oci::path::blob(repo, digest.str()), pull_scope(repo),
             [&](const char* data, std::size_t n) {
                 if (!begun) begin(size), begun = true;
                 sink(data, n);

@@ -18,7 +18,8 @@
 #include "berth/oci/names.hpp"
 #include "fuzz_check.hpp"
 #include "proxy/answers.hpp"
-#include "proxy/challenge.hpp"
+#include "berth/remote/challenge.hpp"
+#include "berth/remote/token.hpp"
 
 namespace {
 
@@ -45,7 +46,7 @@ void tag_list(std::string_view input) {
 }
 
 void token(std::string_view body) {
-    auto token = proxy::answers::parse_token(body);
+    auto token = remote::parse_token(body);
     if (!token) return;
     FUZZ_CHECK(!token->value.empty());
     FUZZ_CHECK(std::all_of(token->value.begin(), token->value.end(), [](char c) { return c > 0x20 && c < 0x7f; }));
@@ -79,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
         case 2: token(input); break;
         case 3: {
-            auto challenge = proxy::parse_challenge(input);
+            auto challenge = remote::parse_challenge(input);
             FUZZ_CHECK(std::none_of(challenge.scheme.begin(), challenge.scheme.end(),
                                     [](char c) { return c >= 'A' && c <= 'Z'; }));
             break;

@@ -12,10 +12,11 @@
 #include "berth/oci/names.hpp"
 #include "berth/storage/filling_blob.hpp"
 #include "proxy/answers.hpp"
-#include "proxy/challenge.hpp"
+#include "berth/remote/challenge.hpp"
+#include "berth/remote/token.hpp"
 #include "temp_dir.hpp"
 
-using berth::proxy::parse_challenge;
+using berth::remote::parse_challenge;
 using berth::storage::FillingBlob;
 
 TEST_CASE("challenges are read as registries send them") {
@@ -218,7 +219,7 @@ TEST_CASE("an upstream's tag page never pages on from nothing, nor back") {
 }
 
 TEST_CASE("token answers are read with bounds") {
-    using berth::proxy::answers::parse_token;
+    using berth::remote::parse_token;
     auto token = parse_token(R"({"token":"abc","expires_in":300})");
     REQUIRE(token);
     CHECK(token->value == "abc");

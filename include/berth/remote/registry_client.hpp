@@ -1,12 +1,13 @@
 #pragma once
-// One registry this one reads from over HTTP: an upstream, or another replica
-// a fetch was delegated to. It answers authentication challenges (Basic, and
-// the token flow with its realm, service and scope), follows redirects
-// without carrying Authorization to another host, and fails over between the
-// addresses its URLs resolve to. Every answer has a deadline. Blocking: for
-// the proxy's party pool and fetch threads (http/party_pools.hpp).
+// The one client of another registry's /v2/ API: the proxy's upstreams, the node agent's replicas,
+// and import and export over --url. It answers authentication challenges (Basic, and the token
+// flow with its realm, service and scope), follows a read's redirects without carrying
+// Authorization to another host, and fails over between the addresses its URLs resolve to. Every
+// answer has a deadline. Blocking: for the proxy's party pool and fetch threads
+// (http/party_pools.hpp), and the transfer commands' own threads.
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -16,19 +17,29 @@
 
 #include "berth/net/client.hpp"
 
-namespace berth::proxy {
+namespace berth::remote {
 
-struct RemoteConfig {
+struct Config {
     std::vector<net::Url> urls;
     net::TlsOptions tls;  // enabled is set per URL
     std::string username, password;
     net::Headers headers;  // sent with every request
     unsigned max_concurrent = 16;
     std::chrono::seconds fetch_timeout{30};  // one whole answer (Upstream::fetch_timeout)
-    std::vector<std::string> token_realms;   // Upstream::token_realms
+    // How long a registry may take to start answering once asked (a hung one is skipped like a
+    // dead one); a blob upload's answer comes after the registry has hashed and stored it.
+    std::chrono::milliseconds answer_timeout{5000};
+    std::vector<std::string> token_realms;  // Upstream::token_realms
     // Off: a 401 is returned as it came, and no credentials of this config are added (the agent's
     // gate asks with the caller's own Authorization).
     bool answer_challenges = true;
+};
+
+// A request's body: its length (nullopt: chunked), written to the exchange. Written again when a
+// challenge makes the request go again, so it must be repeatable (a string, a file range).
+struct Body {
+    std::optional<std::uint64_t> length;
+    std::function<void(net::Exchange&)> write;
 };
 
 // What the remote answered: the head, and the exchange to read the body from.
@@ -42,9 +53,9 @@ const net::Headers& accept_manifests();
 // The token scope a read of repository `name` asks for.
 inline std::string scope_of(const std::string& name) { return "repository:" + name + ":pull"; }
 
-class Remote {
+class RegistryClient {
 public:
-    Remote(net::Client& client, RemoteConfig config);
+    RegistryClient(net::Client& client, Config config);
 
     using Clock = std::chrono::steady_clock;
 
@@ -52,11 +63,15 @@ public:
     // when no address answers, or not by `deadline` (redirects and token
     // requests included); any status is returned as it came.
     Opened open(const std::string& method, const std::string& path, const std::string& scope,
-                const net::Headers& headers = {}, Clock::time_point deadline = Clock::time_point::max());
+                const net::Headers& headers = {}, Clock::time_point deadline = Clock::time_point::max(),
+                const Body* body = nullptr);
     // The same with the whole body, at most `limit` bytes (net::Error too_large
     // beyond), all of it within fetch_timeout however slowly it trickles.
     net::Response request(const std::string& method, const std::string& path, const std::string& scope,
-                          std::size_t limit, const net::Headers& headers = {});
+                          std::size_t limit, const net::Headers& headers = {}, const Body* body = nullptr);
+    // A Location a registry answered (an absolute URL or a path) as an API path, without the URL's
+    // path prefix, for open() and request().
+    std::string path_of(const std::string& location) const;
     // When an answer asked for now must be in.
     Clock::time_point deadline() const { return Clock::now() + config_.fetch_timeout; }
 
@@ -64,13 +79,13 @@ public:
     // until the deadline (then net::Error timeout).
     class Slot {
     public:
-        Slot(Remote& remote, Clock::time_point deadline);
+        Slot(RegistryClient& remote, Clock::time_point deadline);
         ~Slot();
         Slot(const Slot&) = delete;
         Slot& operator=(const Slot&) = delete;
 
     private:
-        Remote& remote_;
+        RegistryClient& remote_;
     };
 
 private:
@@ -82,7 +97,7 @@ private:
     // Shared: a request keeps its address while the list is resolved anew.
     std::vector<std::shared_ptr<Address>> candidates();
     Opened open_at(Address& address, const std::string& method, const std::string& path, const std::string& scope,
-                   const net::Headers& headers, Clock::time_point deadline);
+                   const net::Headers& headers, Clock::time_point deadline, const Body* body);
     // Authorization for scope from what earlier challenges taught; "" for none.
     std::string authorization(const std::string& scope);
     // Learns from a 401's WWW-Authenticate; false when nothing more can be tried.
@@ -91,7 +106,7 @@ private:
     bool realm_allowed(const std::string& realm) const;
 
     net::Client& client_;
-    RemoteConfig config_;
+    Config config_;
     std::mutex mutex_;
     std::vector<std::shared_ptr<Address>> addresses_;
     std::chrono::steady_clock::time_point resolved_at_{};
@@ -105,4 +120,4 @@ private:
     unsigned busy_ = 0;
 };
 
-}  // namespace berth::proxy
+}  // namespace berth::remote

@@ -1,8 +1,8 @@
-#include "challenge.hpp"
+#include "berth/remote/challenge.hpp"
 
 #include <cctype>
 
-namespace berth::proxy {
+namespace berth::remote {
 namespace {
 
 std::string lower(std::string_view text) {
@@ -57,4 +57,4 @@ Challenge parse_challenge(std::string_view text) {
     return out;
 }
 
-}  // namespace berth::proxy
+}  // namespace berth::remote

@@ -1,4 +1,4 @@
-#include "remote.hpp"
+#include "berth/remote/registry_client.hpp"
 
 #include <algorithm>
 #include <boost/algorithm/string/predicate.hpp>
@@ -6,10 +6,10 @@
 #include "berth/net/resolve.hpp"
 #include "berth/oci/encoding.hpp"
 #include "berth/oci/media_types.hpp"
-#include "answers.hpp"
-#include "challenge.hpp"
+#include "berth/remote/challenge.hpp"
+#include "berth/remote/token.hpp"
 
-namespace berth::proxy {
+namespace berth::remote {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -19,8 +19,6 @@ using Clock = std::chrono::steady_clock;
 constexpr auto down_for = std::chrono::seconds(2);
 constexpr auto resolve_every = std::chrono::seconds(10);
 constexpr int max_redirects = 5;
-// How long a registry may take to start answering; a hung one is skipped like a dead one.
-constexpr std::chrono::milliseconds answer_timeout{5000};
 
 // An absolute URL, possibly with a query (token realms, redirect targets), as origin and target.
 struct Location {
@@ -47,7 +45,7 @@ bool is_redirect(int status) {
 }
 
 // The head timeout of a request that must be done by `deadline`.
-std::chrono::milliseconds head_timeout(Clock::time_point deadline) {
+std::chrono::milliseconds head_timeout(Clock::time_point deadline, std::chrono::milliseconds answer_timeout) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left <= std::chrono::milliseconds(0)) too_slow();
     return std::min(left, answer_timeout);
@@ -81,9 +79,9 @@ const net::Headers& accept_manifests() {
     return accept;
 }
 
-Remote::Remote(net::Client& client, RemoteConfig config) : client_(client), config_(std::move(config)) {}
+RegistryClient::RegistryClient(net::Client& client, Config config) : client_(client), config_(std::move(config)) {}
 
-Remote::Slot::Slot(Remote& remote, Clock::time_point deadline) : remote_(remote) {
+RegistryClient::Slot::Slot(RegistryClient& remote, Clock::time_point deadline) : remote_(remote) {
     std::unique_lock lock(remote_.mutex_);
     if (!remote_.slot_freed_.wait_until(lock, deadline,
                                         [&] { return remote_.busy_ < std::max(1u, remote_.config_.max_concurrent); }))
@@ -91,7 +89,7 @@ Remote::Slot::Slot(Remote& remote, Clock::time_point deadline) : remote_(remote)
     ++remote_.busy_;
 }
 
-Remote::Slot::~Slot() {
+RegistryClient::Slot::~Slot() {
     {
         std::lock_guard lock(remote_.mutex_);
         --remote_.busy_;
@@ -99,7 +97,7 @@ Remote::Slot::~Slot() {
     remote_.slot_freed_.notify_one();
 }
 
-std::vector<std::shared_ptr<Remote::Address>> Remote::candidates() {
+std::vector<std::shared_ptr<RegistryClient::Address>> RegistryClient::candidates() {
     const auto now = Clock::now();
     bool stale;
     {
@@ -137,7 +135,7 @@ std::vector<std::shared_ptr<Remote::Address>> Remote::candidates() {
     return up;
 }
 
-std::string Remote::authorization(const std::string& scope) {
+std::string RegistryClient::authorization(const std::string& scope) {
     std::lock_guard lock(mutex_);
     if (auto it = tokens_.find(scope); it != tokens_.end()) {
         if (it->second.expires > Clock::now()) return "Bearer " + it->second.value;
@@ -150,7 +148,7 @@ std::string Remote::authorization(const std::string& scope) {
 // Not a string prefix: an entry names a scheme, host and port exactly and a path the realm is at
 // or below, so "https://auth.docker.io" lets no "https://auth.docker.io.evil.example" through,
 // nor "http://h:80" a "http://h:8080".
-bool Remote::realm_allowed(const std::string& realm) const {
+bool RegistryClient::realm_allowed(const std::string& realm) const {
     if (config_.token_realms.empty()) return true;
     Location asked;
     try {
@@ -169,7 +167,7 @@ bool Remote::realm_allowed(const std::string& realm) const {
     });
 }
 
-bool Remote::answer_challenge(const std::string& text, const std::string& scope, Clock::time_point deadline) {
+bool RegistryClient::answer_challenge(const std::string& text, const std::string& scope, Clock::time_point deadline) {
     auto challenge = parse_challenge(text);
     if (challenge.scheme == "basic") {
         std::lock_guard lock(mutex_);
@@ -187,7 +185,7 @@ bool Remote::answer_challenge(const std::string& text, const std::string& scope,
         target += "service=" + net::query_escape(service) + "&";
     const auto& asked = challenge.params["scope"];
     target += "scope=" + net::query_escape(asked.empty() ? scope : asked);
-    net::RequestHead head{"GET", target, {}, std::nullopt, false, head_timeout(deadline)};
+    net::RequestHead head{"GET", target, {}, std::nullopt, false, head_timeout(deadline, config_.answer_timeout)};
     if (!config_.username.empty())
         head.headers.emplace_back("Authorization", "Basic " + oci::base64(config_.username + ":" + config_.password));
     auto tls = config_.tls;
@@ -196,25 +194,32 @@ bool Remote::answer_challenge(const std::string& text, const std::string& scope,
     auto exchange = client_.open({realm.url.address, tls}, std::move(head));
     const auto& answer = exchange->read_head();
     if (answer.status != 200) return false;
-    auto token = answers::parse_token(read_all(*exchange, answer, answers::max_token_bytes, deadline));
+    auto token = parse_token(read_all(*exchange, answer, max_token_bytes, deadline));
     if (!token) return false;
     std::lock_guard lock(mutex_);
     tokens_[scope] = {std::move(token->value), Clock::now() + token->lifetime};
     return true;
 }
 
-Opened Remote::open_at(Address& address, const std::string& method, const std::string& path, const std::string& scope,
-                       const net::Headers& headers, Clock::time_point deadline) {
+Opened RegistryClient::open_at(Address& address, const std::string& method, const std::string& path,
+                               const std::string& scope, const net::Headers& headers, Clock::time_point deadline,
+                               const Body* body) {
     net::Origin origin = address.origin;
     std::string target = address.prefix + path;
     bool same_host = true, challenged = false;
     for (int hop = 0;; ++hop) {
-        net::RequestHead head{method, target, config_.headers, std::nullopt, false, head_timeout(deadline)};
+        net::RequestHead head{method,          target,
+                              config_.headers, body ? body->length : std::nullopt,
+                              body != nullptr, head_timeout(deadline, config_.answer_timeout)};
         head.headers.insert(head.headers.end(), headers.begin(), headers.end());
         if (same_host)
             if (auto credentials = authorization(scope); !credentials.empty())
                 head.headers.emplace_back("Authorization", std::move(credentials));
         Opened opened{client_.open(origin, std::move(head))};
+        if (body) {
+            body->write(*opened.exchange);
+            opened.exchange->end_request();
+        }
         opened.head = &opened.exchange->read_head();
         const int status = opened.head->status;
         if (status == 401 && same_host && !challenged && config_.answer_challenges) {
@@ -239,14 +244,14 @@ Opened Remote::open_at(Address& address, const std::string& method, const std::s
     }
 }
 
-Opened Remote::open(const std::string& method, const std::string& path, const std::string& scope,
-                    const net::Headers& headers, Clock::time_point deadline) {
+Opened RegistryClient::open(const std::string& method, const std::string& path, const std::string& scope,
+                            const net::Headers& headers, Clock::time_point deadline, const Body* body) {
     auto addresses = candidates();
     if (addresses.empty()) throw net::Error(net::Error::Kind::connect, "upstream unreachable (failed just now)");
     std::exception_ptr last;
     for (auto& address : addresses) {
         try {
-            return open_at(*address, method, path, scope, headers, deadline);
+            return open_at(*address, method, path, scope, headers, deadline, body);
         } catch (const net::Error& error) {
             last = std::current_exception();
             // An address that does not connect, or connects and then says nothing, is
@@ -260,10 +265,10 @@ Opened Remote::open(const std::string& method, const std::string& path, const st
     std::rethrow_exception(last);
 }
 
-net::Response Remote::request(const std::string& method, const std::string& path, const std::string& scope,
-                              std::size_t limit, const net::Headers& headers) {
+net::Response RegistryClient::request(const std::string& method, const std::string& path, const std::string& scope,
+                                      std::size_t limit, const net::Headers& headers, const Body* body) {
     const auto until = deadline();
-    auto opened = open(method, path, scope, headers, until);
+    auto opened = open(method, path, scope, headers, until, body);
     net::Response response;
     static_cast<net::ResponseHead&>(response) = *opened.head;
     if (method == "HEAD") return response;
@@ -271,4 +276,16 @@ net::Response Remote::request(const std::string& method, const std::string& path
     return response;
 }
 
-}  // namespace berth::proxy
+std::string RegistryClient::path_of(const std::string& location) const {
+    auto path = location;
+    if (auto scheme = location.find("://"); scheme != std::string::npos) {
+        auto slash = location.find('/', scheme + 3);
+        path = slash == std::string::npos ? "/" : location.substr(slash);
+    }
+    for (auto& url : config_.urls)
+        if (!url.path_prefix.empty() && path.starts_with(url.path_prefix + "/"))
+            return path.substr(url.path_prefix.size());
+    return path;
+}
+
+}  // namespace berth::remote

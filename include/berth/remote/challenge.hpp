@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace berth::proxy {
+namespace berth::remote {
 
 struct Challenge {
     std::string scheme;                         // lower case: "basic", "bearer"
@@ -15,4 +15,4 @@ struct Challenge {
 // The first challenge in the header; an empty scheme when there is none.
 Challenge parse_challenge(std::string_view header);
 
-}  // namespace berth::proxy
+}  // namespace berth::remote
