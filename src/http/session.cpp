@@ -16,12 +16,13 @@
 #include <optional>
 #include <span>
 
-#include "access_log.hpp"
 #include "berth/observe/log.hpp"
 #include "context.hpp"
 #include "dispatch.hpp"
-#include "file_sender.hpp"
+#include "lingering_close.hpp"
 #include "request_head.hpp"
+#include "request_record.hpp"
+#include "response_writer.hpp"
 #include "tls_stream.hpp"
 
 namespace berth::http {
@@ -38,11 +39,6 @@ constexpr std::size_t body_chunk_bytes = 256 * 1024;
 // A body the route does not want is read and dropped up to this size, so the
 // connection can stay open; larger ones close it.
 constexpr std::size_t unwanted_body_limit = 64 * 1024;
-// After answering a request whose body (or head) is still arriving, what is
-// read and dropped before the connection closes, so the client reads the
-// answer instead of a reset (nginx's lingering close).
-constexpr std::uint64_t linger_bytes = 16 << 20;
-constexpr std::chrono::seconds linger_time{3};
 // A request waiting this long for its party's pool (every thread held by a
 // hung upstream, say) is answered 504 rather than made to wait on.
 constexpr std::chrono::seconds party_queue_wait{30};
@@ -71,20 +67,20 @@ public:
     template <typename... StreamArgs>
     Session(ServerContext& context, std::shared_ptr<void> tls_context, StreamArgs&&... args)
         : tls_context_(std::move(tls_context)), stream_(std::forward<StreamArgs>(args)...), context_(context),
-          file_sender_(stream_, context_) {
+          writer_(stream_, context_), record_(context_) {
         ++context_.connections;
         ++context_.request_metrics.connections;
         beast::error_code ec;
         auto endpoint = socket().remote_endpoint(ec);
-        if (!ec) peer_ = endpoint.address().to_string();
+        if (!ec) record_.peer = endpoint.address().to_string();
     }
 
     ~Session() {
         close_file();
-        end_request();
+        record_.end(request_);
         --context_.connections;
         --context_.request_metrics.connections;
-        context_.client_limits.close(peer_);
+        context_.client_limits.close(record_.peer);
     }
 
     void start() {
@@ -124,16 +120,16 @@ private:
             return reject(400, oci::ErrorCode::bad_request, "malformed request");
         }
         begin_request();
-        if (!context_.client_limits.allow_request(peer_))
+        if (!context_.client_limits.allow_request(record_.peer))
             return reject(429, oci::ErrorCode::too_many_requests, "request rate limit exceeded");
         auto& head = parser_->get();
         keep_alive_ = head.keep_alive();
         party_.clear();
-        method_text_ = std::string(head.method_string());
-        target_text_ = std::string(head.target().substr(0, 1024));
+        record_.method = std::string(head.method_string());
+        record_.target = std::string(head.target().substr(0, 1024));
         std::optional<std::uint64_t> length;
         if (auto known = parser_->content_length()) length = *known;
-        auto request = request_from_head(head, length, !parser_->is_done(), peer_, tls);
+        auto request = request_from_head(head, length, !parser_->is_done(), record_.peer, tls);
         if (!request) {
             request_ = Request{};
             return reject(400, oci::ErrorCode::bad_request, "malformed request target");
@@ -330,8 +326,8 @@ private:
     }
 
     void consume(const char* data, std::size_t got) {
-        body_bytes_ += got;
-        if (plan_.expected_bytes && body_bytes_ > *plan_.expected_bytes)
+        record_.body_bytes += got;
+        if (plan_.expected_bytes && record_.body_bytes > *plan_.expected_bytes)
             throw oci::Error(oci::ErrorCode::blob_upload_invalid, "body is longer than its Content-Range");
         if (plan_.body == Plan::Body::stream) {
             plan_.sink->commit(got);  // the bytes are already in its buffer
@@ -378,7 +374,7 @@ private:
     }
 
     void finish() {
-        if (plan_.expected_bytes && body_bytes_ != *plan_.expected_bytes)
+        if (plan_.expected_bytes && record_.body_bytes != *plan_.expected_bytes)
             return abort_then_respond(
                 error_response(oci::ErrorCode::blob_upload_invalid, "body is shorter than its Content-Range"));
         plan_.abort = nullptr;  // finish owns the outcome now
@@ -421,132 +417,47 @@ private:
 
     void respond(Response response) {
         release_sink();
-        principal_ = request_.principal.name;
+        record_.principal = request_.principal.name;
         if (!body_read()) keep_alive_ = false;  // unread body: the stream is out of step
         if (context_.draining) keep_alive_ = false;
         if (request_.method == Method::head && !response.head_length) {
             response.head_length = response.body.size();
             response.body.clear();
         }
-        status_ = response.status;
-        auto fill = [&](auto& message) {
-            message.result(static_cast<unsigned>(response.status));
-            message.version(11);
-            message.set(bhttp::field::server, "berth");
-            message.set("Docker-Distribution-API-Version", "registry/2.0");
-            for (auto& [name, value] : response.headers) message.insert(name, value);
-            message.keep_alive(keep_alive_);
-        };
+        record_.status = response.status;
         lowest().expires_after(context_.options.body_timeout);
-        if (response.file) {
-            bytes_out_ = response.file->length;
-            auto& message = head_response_.emplace();
-            fill(message);
-            message.content_length(response.file->length);
-            head_serializer_.emplace(message);
-            bhttp::async_write_header(
-                stream_, *head_serializer_,
-                [self = shared_from_this(), file = *response.file](beast::error_code ec, std::size_t) {
-                    if (ec) {
-                        if (file.fd >= 0) ::close(file.fd);
-                        return self->close();
-                    }
-                    self->file_sender_.send(file, self, [self = self.get()](bool sent) {
-                        if (!sent) return self->close();
-                        self->on_written({}, 0);
-                    });
-                });
-        } else if (response.head_length) {
-            auto& message = head_response_.emplace();
-            fill(message);
-            message.content_length(*response.head_length);
-            head_serializer_.emplace(message);
-            bhttp::async_write_header(stream_, *head_serializer_,
-                                      beast::bind_front_handler(&Session<Stream>::on_written, shared_from_this()));
-        } else {
-            auto& message = string_response_.emplace();
-            fill(message);
-            bytes_out_ = response.body.size();
-            message.body() = std::move(response.body);
-            message.prepare_payload();
-            bhttp::async_write(stream_, message,
-                               beast::bind_front_handler(&Session<Stream>::on_written, shared_from_this()));
-        }
+        record_.bytes_out = writer_.write(std::move(response), keep_alive_, shared_from_this(),
+                                          [self = shared_from_this()](bool ok) { self->on_written(ok); });
     }
 
-    void on_written(beast::error_code ec, std::size_t) {
+    void on_written(bool ok) {
         close_file();
-        end_request();
-        if (!ec && !keep_alive_ && !body_read()) return linger();
-        if (ec || !keep_alive_) return close();
+        record_.end(request_);
+        if (ok && !keep_alive_ && !body_read())
+            return close_lingering(lowest(), shared_from_this(), [self = shared_from_this()] { self->close(); });
+        if (!ok || !keep_alive_) return close();
         read_header();
     }
 
-    // The client may still be sending what was answered early (413, 431, a
-    // refused upload). Closing now with its bytes unread would make the kernel
-    // reset the connection, and a reset can destroy the answer before the
-    // client reads it. So: stop sending, drop what arrives, then close.
-    void linger() {
-        beast::error_code ec;
-        socket().shutdown(tcp::socket::shutdown_send, ec);
-        if (ec) return close();
-        lingered_ = 0;
-        lowest().expires_after(linger_time);
-        drain();
-    }
-
-    void drain() {
-        if (chunk_.size() < body_chunk_bytes) chunk_.resize(body_chunk_bytes);
-        // Below TLS: these bytes are dropped unread, so there is nothing to decrypt.
-        lowest().async_read_some(asio::buffer(chunk_),
-                                 [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                                     self->lingered_ += n;
-                                     if (ec || self->lingered_ > linger_bytes) return self->close();
-                                     self->drain();
-                                 });
-    }
-
     void begin_request() {
-        if (!in_request_) ++context_.in_flight;
-        in_request_ = true;
-        started_ = std::chrono::steady_clock::now();
-        request_id_ = context_.next_request_id++;
-        body_bytes_ = 0;
-        bytes_out_ = 0;
-        status_ = 0;
+        record_.begin();
         body_.clear();
         raw_remaining_.reset();
         plan_ = Plan{};
-        head_response_.reset();
-        string_response_.reset();
-        head_serializer_.reset();
-    }
-
-    void end_request() {
-        if (!in_request_) return;
-        in_request_ = false;
-        --context_.in_flight;
-        auto micros =
-            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_);
-        context_.request_metrics.record(request_.target.route ? *request_.target.route : unknown_route(),
-                                        request_.method, status_, static_cast<double>(micros.count()) / 1e6,
-                                        body_bytes_, bytes_out_);
-        if (context_.options.access_log)
-            log_access({request_id_, peer_, method_text_, target_text_, principal_, status_, body_bytes_, bytes_out_,
-                        static_cast<double>(micros.count()) / 1e6, request_.cache});
+        writer_.reset();
     }
 
     void close_file() {
         // A body cut short (the client left) counts what was sent, not what was promised.
-        bytes_out_ -= std::min(bytes_out_, file_sender_.unsent());
-        file_sender_.close();
+        record_.bytes_out -= std::min(record_.bytes_out, writer_.unsent());
+        writer_.close_file();
     }
 
     void close() {
-        if (in_request_) abort_plan();
+        if (record_.open()) abort_plan();
         release_sink();
         close_file();
-        end_request();
+        record_.end(request_);
         beast::error_code ec;
         socket().shutdown(tcp::socket::shutdown_both, ec);
         socket().close(ec);
@@ -558,7 +469,6 @@ private:
     beast::flat_buffer buffer_;  // bounded by the parser's header limit and the body chunk size
     std::optional<bhttp::request_parser<bhttp::buffer_body>> parser_;
     std::vector<char> chunk_;
-    std::uint64_t lingered_ = 0;  // bytes dropped after an early answer
     std::span<char> body_space_;  // where the parser puts body bytes
     std::string body_;
     Request request_;
@@ -567,19 +477,10 @@ private:
     Plan plan_;
     bool keep_alive_ = false;
     bool expect_continue_ = false;
-    bool in_request_ = false;
     std::optional<std::uint64_t> raw_remaining_;  // body bytes still to read past the parser
     std::optional<bhttp::response<bhttp::empty_body>> continue_;
-    std::optional<bhttp::response<bhttp::empty_body>> head_response_;
-    std::optional<bhttp::response_serializer<bhttp::empty_body>> head_serializer_;
-    std::optional<bhttp::response<bhttp::string_body>> string_response_;
-    FileSender<Stream> file_sender_;
-
-    // For the access log.
-    std::string peer_, method_text_, target_text_, principal_;
-    std::chrono::steady_clock::time_point started_;
-    std::uint64_t request_id_ = 0, body_bytes_ = 0, bytes_out_ = 0;
-    int status_ = 0;
+    ResponseWriter<Stream> writer_;
+    RequestRecord record_;  // in flight, metrics, access log
 };
 
 }  // namespace

@@ -96,59 +96,12 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
                              std::shared_ptr<BlobFlight> flight, registry::Asker asker) {
     const auto key = digest.str();
     try {
-        bool done = false;
         // The owning replica fetches for the whole cluster; this one streams from it.
-        if (cluster && asker == registry::Asker::client)
-            if (auto owner = cluster->owner_of(key)) {
-                try {
-                    remote::Opened opened{cluster->open_peer(*owner, owner_request(oci::path::blob(repo, key))),
-                                          nullptr};
-                    opened.head = &opened.exchange->read_head();
-                    if (opened.head->status == 200) {
-                        receive(upstream, opened, digest, *flight, false);
-                        done = true;
-                    }
-                } catch (const std::exception& error) {
-                    if (flight->filling) throw;  // bytes went out already: this fetch has failed
-                    observe::log("info", "owner replica did not answer; asking the upstream",
-                                 {{"owner", *owner}, {"error", error.what()}});
-                }
-            }
+        const bool done =
+            cluster && asker == registry::Asker::client && fill_from_owner(upstream, repo, digest, *flight);
         if (!done) {
             remote::RegistryClient::Slot slot(upstream.remote, upstream.remote.deadline());
-            const auto started = Clock::now();
-            const auto target = oci::path::blob(name, key);
-            const auto scope = remote::scope_of(name);
-            // Stored for another repository already: the upstream need only say this one has it too.
-            if (auto size = blobs.size(digest)) {
-                auto head = upstream.remote.request("HEAD", target, scope, 0);
-                upstream.answered(head.status);
-                if (head.status == 200 && head.content_length == *size) {
-                    admit(*flight, digest, *size);
-                    auto fd = ::open(blobs.path(digest).c_str(), O_RDONLY | O_CLOEXEC);
-                    if (fd >= 0) {
-                        auto filling = std::make_shared<storage::FillingBlob>(fd, *size);
-                        filling->wrote(*size);
-                        filling->verified();
-                        {
-                            std::lock_guard lock(flight->mutex);
-                            flight->filling = filling;
-                        }
-                        flight->started.notify_all();
-                        done = true;
-                    }
-                }
-            }
-            if (!done) {
-                auto opened = upstream.remote.open("GET", target, scope, {}, upstream.remote.deadline());
-                upstream.answered(opened.head->status);
-                ++upstream.counters.requests;
-                upstream.counters.request_micros +=
-                    std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
-                if (opened.head->status != 200)
-                    throw std::runtime_error("upstream answered " + std::to_string(opened.head->status));
-                receive(upstream, opened, digest, *flight, true);
-            }
+            if (!fill_from_store(upstream, name, digest, *flight)) fill_from_upstream(upstream, name, digest, *flight);
         }
     } catch (const oci::Error& refusal) {
         // A quota refused it: nothing stored, and every reader hears why.
@@ -163,19 +116,80 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
         flight->ended = true;
     }
     flight->started.notify_all();
+    end_flight(*flight, digest);
+}
+
+bool Proxy::Impl::fill_from_owner(UpstreamState& upstream, const std::string& repo, const oci::Digest& digest,
+                                  BlobFlight& flight) {
+    const auto key = digest.str();
+    auto owner = cluster->owner_of(key);
+    if (!owner) return false;
+    try {
+        remote::Opened opened{cluster->open_peer(*owner, owner_request(oci::path::blob(repo, key))), nullptr};
+        opened.head = &opened.exchange->read_head();
+        if (opened.head->status != 200) return false;
+        receive(upstream, opened, digest, flight, false);
+        return true;
+    } catch (const std::exception& error) {
+        if (flight.filling) throw;  // bytes went out already: this fetch has failed
+        observe::log("info", "owner replica did not answer; asking the upstream",
+                     {{"owner", *owner}, {"error", error.what()}});
+        return false;
+    }
+}
+
+// Stored for another repository already: the upstream need only say this one has it too.
+bool Proxy::Impl::fill_from_store(UpstreamState& upstream, const std::string& name, const oci::Digest& digest,
+                                  BlobFlight& flight) {
+    auto size = blobs.size(digest);
+    if (!size) return false;
+    auto head = upstream.remote.request("HEAD", oci::path::blob(name, digest.str()), remote::scope_of(name), 0);
+    upstream.answered(head.status);
+    if (head.status != 200 || head.content_length != *size) return false;
+    admit(flight, digest, *size);
+    auto fd = ::open(blobs.path(digest).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    auto filling = std::make_shared<storage::FillingBlob>(fd, *size);
+    filling->wrote(*size);
+    filling->verified();
+    {
+        std::lock_guard lock(flight.mutex);
+        flight.filling = filling;
+    }
+    flight.started.notify_all();
+    return true;
+}
+
+void Proxy::Impl::fill_from_upstream(UpstreamState& upstream, const std::string& name, const oci::Digest& digest,
+                                     BlobFlight& flight) {
+    const auto started = Clock::now();
+    auto opened = upstream.remote.open("GET", oci::path::blob(name, digest.str()), remote::scope_of(name), {},
+                                       upstream.remote.deadline());
+    upstream.answered(opened.head->status);
+    ++upstream.counters.requests;
+    upstream.counters.request_micros +=
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
+    if (opened.head->status != 200)
+        throw std::runtime_error("upstream answered " + std::to_string(opened.head->status));
+    receive(upstream, opened, digest, flight, true);
+}
+
+// The flight is over: a verified blob is linked into every repository that read it, and its
+// readers get the last byte.
+void Proxy::Impl::end_flight(BlobFlight& flight, const oci::Digest& digest) {
     std::set<std::string> repos;
     {
         std::lock_guard lock(flights_mutex);
-        blob_flights.erase(key);
-        repos = flight->repos;
+        blob_flights.erase(digest.str());
+        repos = flight.repos;
     }
-    if (flight->filling && !flight->filling->failed()) {
+    if (flight.filling && !flight.filling->failed()) {
         try {
-            flight->intake->link_fetched({repos.begin(), repos.end()}, digest);
+            flight.intake->link_fetched({repos.begin(), repos.end()}, digest);
         } catch (const std::exception& error) {
-            observe::log("error", "cannot link a fetched blob", {{"digest", key}, {"error", error.what()}});
+            observe::log("error", "cannot link a fetched blob", {{"digest", digest.str()}, {"error", error.what()}});
         }
-        flight->filling->verified();
+        flight.filling->verified();
     }
     std::lock_guard lock(flights_mutex);
     --running;

@@ -80,6 +80,15 @@ struct Proxy::Impl {
                                           registry::Asker asker);
     void run_flight(UpstreamState& upstream, std::string name, std::string repo, oci::Digest digest,
                     std::shared_ptr<BlobFlight> flight, registry::Asker asker);
+    // Where a flight's bytes come from, tried in this order: the owning replica, the store (another
+    // repository's copy, once the upstream confirms this one holds it), the upstream.
+    bool fill_from_owner(UpstreamState& upstream, const std::string& repo, const oci::Digest& digest,
+                         BlobFlight& flight);
+    bool fill_from_store(UpstreamState& upstream, const std::string& name, const oci::Digest& digest,
+                         BlobFlight& flight);
+    void fill_from_upstream(UpstreamState& upstream, const std::string& name, const oci::Digest& digest,
+                            BlobFlight& flight);
+    void end_flight(BlobFlight& flight, const oci::Digest& digest);
     // Streams a 200 answer's body into the store through a FillingBlob published to flight.
     void receive(UpstreamState& upstream, remote::Opened& opened, const oci::Digest& digest, BlobFlight& flight,
                  bool from_upstream);

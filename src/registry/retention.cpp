@@ -197,30 +197,74 @@ std::unordered_map<std::uint64_t, std::uint64_t> Retention::last_pulls(Round& ro
     return pulled;
 }
 
+namespace {
+
+using NewestKey = std::pair<storage::Stamp, std::string>;
+
+// The keep_last-th newest tag (by stamp, then name): a tag at or after it is among the newest, so
+// one pushed between the passes is too. nullopt with all_newest when there are fewer.
+std::optional<NewestKey> newest_threshold(const storage::MetaStore& meta, const std::string& repo,
+                                          std::size_t keep_last, bool& all_newest) {
+    std::priority_queue<NewestKey, std::vector<NewestKey>, std::greater<NewestKey>> newest;
+    meta.visit_tags(repo, [&](const std::string& tag, const storage::TagRecord& r) {
+        if (newest.size() < keep_last) {
+            newest.emplace(r.stamp, tag);
+        } else if (r.stamp >= newest.top().first && NewestKey(r.stamp, tag) > newest.top()) {
+            newest.pop();
+            newest.emplace(r.stamp, tag);
+        }
+    });
+    all_newest = newest.size() < keep_last;
+    return all_newest ? std::nullopt : std::optional(newest.top());
+}
+
+}  // namespace
+
+struct Retention::DoomedTag {
+    std::string tag;
+    storage::TagRecord record;
+    std::string reason;
+};
+
+void Retention::delete_tags(Round& round, const std::string& repo, const RetentionPolicy& policy,
+                            std::vector<DoomedTag>& doomed, std::vector<std::uint64_t>& tagged) {
+    std::vector<const DoomedTag*> went;
+    if (round.dry_run) {
+        for (auto& d : doomed) went.push_back(&d);
+    } else if (!doomed.empty()) {
+        auto lock = meta_.lock_writes();
+        storage::MetaStore::Batch batch;
+        const storage::Stamp stamp{clock_.now(), replica_id_};
+        for (auto& d : doomed) {
+            auto current = meta_.tag(repo, d.tag);
+            if (current && current->stamp == d.record.stamp) {
+                batch.record_tag(repo, d.tag, "", stamp);
+                went.push_back(&d);
+            } else if (current && !current->deleted()) {
+                tagged.push_back(fingerprint(current->digest));
+            }
+        }
+        if (!went.empty()) {
+            meta_.commit(batch, storage::MetaStore::Durability::deferred);
+            lock.unlock();
+            meta_.sync();
+        }
+    }
+    for (auto* d : went) {
+        ++round.report.tags_deleted;
+        round.tell({"tag", repo, d->tag, policy.name, d->reason});
+    }
+    doomed.clear();
+}
+
 // Two passes over the repository's tags, neither holding more than keep_last
 // of them: the first finds the keep_last-th newest, the second judges every
 // tag and deletes a chunk at a time. Returns the fingerprints of the digests
 // the kept tags point at, for the untagged rule.
 std::vector<std::uint64_t> Retention::judge_tags(Round& round, const std::string& repo, const RetentionPolicy& policy) {
-    // Newest by stamp, then name. A tag at or after the keep_last-th newest is
-    // among the newest, so one pushed between the passes is too.
-    using Key = std::pair<storage::Stamp, std::string>;
-    std::optional<Key> threshold;
     bool all_newest = false;
-    if (policy.keep_last) {
-        std::priority_queue<Key, std::vector<Key>, std::greater<Key>> newest;
-        meta_.visit_tags(repo, [&](const std::string& tag, const storage::TagRecord& r) {
-            if (newest.size() < policy.keep_last) {
-                newest.emplace(r.stamp, tag);
-            } else if (r.stamp >= newest.top().first && Key(r.stamp, tag) > newest.top()) {
-                newest.pop();
-                newest.emplace(r.stamp, tag);
-            }
-        });
-        if (newest.size() < policy.keep_last) all_newest = true;
-        else threshold = newest.top();
-    }
-
+    const auto threshold =
+        policy.keep_last ? newest_threshold(meta_, repo, policy.keep_last, all_newest) : std::optional<NewestKey>();
     bool pulls_known = true;
     const auto pulled = policy.expire_unpulled ? last_pulls(round, repo, policy, pulls_known)
                                                : std::unordered_map<std::uint64_t, std::uint64_t>{};
@@ -228,45 +272,8 @@ std::vector<std::uint64_t> Retention::judge_tags(Round& round, const std::string
         auto it = pulled.find(fingerprint(name));
         return it == pulled.end() ? 0 : it->second;
     };
-
     std::vector<std::uint64_t> tagged;
-    struct Doomed {
-        std::string tag;
-        storage::TagRecord record;
-        std::string reason;
-    };
-    std::vector<Doomed> doomed;
-    // Each tag is deleted only if it is still the record judged: one pushed
-    // again meanwhile stays, and so does what it points at.
-    auto delete_doomed = [&] {
-        std::vector<const Doomed*> went;
-        if (round.dry_run) {
-            for (auto& d : doomed) went.push_back(&d);
-        } else if (!doomed.empty()) {
-            auto lock = meta_.lock_writes();
-            storage::MetaStore::Batch batch;
-            const storage::Stamp stamp{clock_.now(), replica_id_};
-            for (auto& d : doomed) {
-                auto current = meta_.tag(repo, d.tag);
-                if (current && current->stamp == d.record.stamp) {
-                    batch.record_tag(repo, d.tag, "", stamp);
-                    went.push_back(&d);
-                } else if (current && !current->deleted()) {
-                    tagged.push_back(fingerprint(current->digest));
-                }
-            }
-            if (!went.empty()) {
-                meta_.commit(batch, storage::MetaStore::Durability::deferred);
-                lock.unlock();
-                meta_.sync();
-            }
-        }
-        for (auto* d : went) {
-            ++round.report.tags_deleted;
-            round.tell({"tag", repo, d->tag, policy.name, d->reason});
-        }
-        doomed.clear();
-    };
+    std::vector<DoomedTag> doomed;
     meta_.visit_tags(repo, [&](const std::string& tag, const storage::TagRecord& r) {
         ++round.report.tags_evaluated;
         TagFacts facts{tag};
@@ -282,9 +289,9 @@ std::vector<std::uint64_t> Retention::judge_tags(Round& round, const std::string
             return;
         }
         doomed.push_back({tag, r, std::move(reason)});
-        if (doomed.size() == chunk) delete_doomed();
+        if (doomed.size() == chunk) delete_tags(round, repo, policy, doomed, tagged);
     });
-    delete_doomed();
+    delete_tags(round, repo, policy, doomed, tagged);
     return tagged;
 }
 

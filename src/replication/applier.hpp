@@ -78,6 +78,9 @@ private:
                             unsigned parallelism, const std::atomic<bool>* stop);
     ApplyResult apply_manifests(std::vector<storage::StateRecord*>& records, const std::vector<PeerClient*>& sources,
                                 unsigned parallelism, const std::atomic<bool>* stop);
+    struct ManifestPage;
+    void sort_manifest(storage::StateRecord* record, ManifestPage& page);
+    void commit_manifests(ManifestPage& page);
     ApplyResult apply_tags(std::vector<storage::StateRecord*>& records, const std::vector<PeerClient*>& sources);
 
     bool is_mirrored(const std::string& repo) const { return rules_.mirrored && rules_.mirrored(repo); }

@@ -67,89 +67,87 @@ ApplyResult Applier::apply_links(std::vector<StateRecord*>& records, const std::
     return ApplyResult::applied;
 }
 
-ApplyResult Applier::apply_manifests(std::vector<StateRecord*>& records, const std::vector<PeerClient*>& sources,
-                                     unsigned parallelism, const std::atomic<bool>* stop) {
+// A page's manifests sorted: those its batch commits (with what they are), those applied one by
+// one (their bytes did not survive JSON, or their children are not here), and the blobs missing.
+struct Applier::ManifestPage {
     struct Ready {
-        StateRecord* record;
+        storage::StateRecord* record;
         std::optional<oci::Digest> digest;  // of a live manifest
         oci::ParsedManifest parsed;
     };
     std::vector<Ready> ready;
-    std::vector<StateRecord*> single;  // applied one by one, fetching what they need
+    std::vector<storage::StateRecord*> single;
     std::vector<oci::Digest> missing;
     std::set<std::string> present, queued;  // blobs by digest: each is looked up once per page
-    for (auto* r : records) {
-        if (r->deleted) {
-            ready.push_back({r, std::nullopt, {}});
-            continue;
-        }
-        auto digest = oci::Digest::parse(r->key);
-        if (!digest) continue;
-        // Bytes that are not UTF-8 do not survive JSON: such a manifest is asked for alone.
-        if (oci::Digest::of(digest->algorithm(), r->bytes) != *digest) {
-            single.push_back(r);
-            continue;
-        }
-        oci::ParsedManifest parsed;
-        try {
-            parsed = oci::parse_manifest(r->bytes, r->media_type);
-        } catch (const oci::Error&) {
-            continue;  // nothing valid to store under this digest
-        }
-        bool children_here = true;
-        for (auto& child : parsed.manifests) {
-            auto local = meta_.stamp_of(StatePart::images, r->repo, child.digest.str());
-            if (!local || local->second) children_here = false;
-        }
-        if (!children_here) {
-            single.push_back(r);
-            continue;
-        }
-        if (!is_mirrored(r->repo))
-            for (auto& blob : parsed.local_blobs()) {
-                auto text = blob.digest.str();
-                if (present.count(text) || queued.count(text)) continue;
-                if (blobs_.size(blob.digest)) present.insert(text);
-                else if (queued.insert(text).second) missing.push_back(blob.digest);
-            }
-        ready.push_back({r, digest, std::move(parsed)});
-    }
-    if (!missing.empty()) {
-        if (ensure_blobs(missing, sources, parallelism, stop) == ApplyResult::unavailable)
-            return ApplyResult::unavailable;
-        for (auto& digest : missing)
-            if (blobs_.size(digest)) present.insert(digest.str());
-    }
+};
 
-    {
-        storage::MetaStore::Batch batch;
-        std::set<std::string> linked;  // links this batch adds
-        auto lock = meta_.lock_writes();
-        for (auto& [r, digest, parsed] : ready) {
-            if (!newer_than_here(meta_, StatePart::images, *r)) continue;
-            if (r->deleted) {
-                auto current = meta_.manifest(r->repo, r->key);
-                batch.tombstone_manifest(r->repo, r->key, current && !current->deleted ? &*current : nullptr, r->stamp);
-                continue;
-            }
-            const bool mirrored = is_mirrored(r->repo);
-            const auto blobs = parsed.local_blobs();
-            const bool complete = mirrored || std::all_of(blobs.begin(), blobs.end(),
-                                                          [&](auto& b) { return present.count(b.digest.str()) > 0; });
-            // Blobs before references; a sparse repository's manifest stands without them.
-            if (!complete && !oci::matches_any(rules_.sparse, r->repo)) continue;
-            for (auto& blob : blobs) {
-                auto text = blob.digest.str();
-                if (!present.count(text) || linked.count(r->repo + '\0' + text) || meta_.has_link(r->repo, text))
-                    continue;
-                batch.record_link(r->repo, text, r->stamp, false, blobs_.size(blob.digest).value_or(0));
-                linked.insert(r->repo + '\0' + text);
-            }
-            batch.record_manifest(r->repo, *digest, parsed, std::move(r->bytes), r->stamp);
-        }
-        meta_.commit(batch, storage::MetaStore::Durability::deferred);
+void Applier::sort_manifest(storage::StateRecord* r, ManifestPage& page) {
+    if (r->deleted) return page.ready.push_back({r, std::nullopt, {}});
+    auto digest = oci::Digest::parse(r->key);
+    if (!digest) return;
+    // Bytes that are not UTF-8 do not survive JSON: such a manifest is asked for alone.
+    if (oci::Digest::of(digest->algorithm(), r->bytes) != *digest) return page.single.push_back(r);
+    oci::ParsedManifest parsed;
+    try {
+        parsed = oci::parse_manifest(r->bytes, r->media_type);
+    } catch (const oci::Error&) {
+        return;  // nothing valid to store under this digest
     }
-    for (auto* r : single)
+    for (auto& child : parsed.manifests) {
+        auto local = meta_.stamp_of(StatePart::images, r->repo, child.digest.str());
+        if (!local || local->second) return page.single.push_back(r);
+    }
+    if (!is_mirrored(r->repo))
+        for (auto& blob : parsed.local_blobs()) {
+            auto text = blob.digest.str();
+            if (page.present.count(text) || page.queued.count(text)) continue;
+            if (blobs_.size(blob.digest)) page.present.insert(text);
+            else if (page.queued.insert(text).second) page.missing.push_back(blob.digest);
+        }
+    page.ready.push_back({r, digest, std::move(parsed)});
+}
+
+void Applier::commit_manifests(ManifestPage& page) {
+    storage::MetaStore::Batch batch;
+    std::set<std::string> linked;  // links this batch adds
+    auto lock = meta_.lock_writes();
+    for (auto& [r, digest, parsed] : page.ready) {
+        if (!newer_than_here(meta_, StatePart::images, *r)) continue;
+        if (r->deleted) {
+            auto current = meta_.manifest(r->repo, r->key);
+            batch.tombstone_manifest(r->repo, r->key, current && !current->deleted ? &*current : nullptr, r->stamp);
+            continue;
+        }
+        const bool mirrored = is_mirrored(r->repo);
+        const auto blobs = parsed.local_blobs();
+        const bool complete = mirrored || std::all_of(blobs.begin(), blobs.end(),
+                                                      [&](auto& b) { return page.present.count(b.digest.str()) > 0; });
+        // Blobs before references; a sparse repository's manifest stands without them.
+        if (!complete && !oci::matches_any(rules_.sparse, r->repo)) continue;
+        for (auto& blob : blobs) {
+            auto text = blob.digest.str();
+            if (!page.present.count(text) || linked.count(r->repo + '\0' + text) || meta_.has_link(r->repo, text))
+                continue;
+            batch.record_link(r->repo, text, r->stamp, false, blobs_.size(blob.digest).value_or(0));
+            linked.insert(r->repo + '\0' + text);
+        }
+        batch.record_manifest(r->repo, *digest, parsed, std::move(r->bytes), r->stamp);
+    }
+    meta_.commit(batch, storage::MetaStore::Durability::deferred);
+}
+
+ApplyResult Applier::apply_manifests(std::vector<StateRecord*>& records, const std::vector<PeerClient*>& sources,
+                                     unsigned parallelism, const std::atomic<bool>* stop) {
+    ManifestPage page;
+    for (auto* r : records) sort_manifest(r, page);
+    if (!page.missing.empty()) {
+        if (ensure_blobs(page.missing, sources, parallelism, stop) == ApplyResult::unavailable)
+            return ApplyResult::unavailable;
+        for (auto& digest : page.missing)
+            if (blobs_.size(digest)) page.present.insert(digest.str());
+    }
+    commit_manifests(page);
+    for (auto* r : page.single)
         if (apply_manifest(r->repo, r->key, r->stamp, std::nullopt, sources) == ApplyResult::unavailable)
             return ApplyResult::unavailable;
     return ApplyResult::applied;

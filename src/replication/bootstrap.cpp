@@ -31,6 +31,25 @@ void save_progress(storage::MetaStore& meta, const std::string& peer_id, const P
     meta.put_setting(storage::layout::setting::bootstrap(peer_id), protocol::encode_progress(p));
 }
 
+// A page of the peer's state where progress stands (summary: its hash only). A page is built from
+// a held snapshot in milliseconds; a peer silent for 20 s is gone (partitioned, frozen), and while
+// this waits no other bootstrap runs and the peer still counts as reachable.
+protocol::StatePageAnswer fetch_state(Peer& peer, Progress& progress, std::string& session, std::size_t page_records,
+                                      bool summary) {
+    protocol::StateRequest request{progress.part, progress.after, page_records, session, progress.since, summary};
+    auto response = peer.client.request("GET", protocol::state_target(request), {}, std::chrono::seconds(20));
+    if (response.status != 200)
+        throw std::runtime_error("peer answered " + std::to_string(response.status) + " to /state");
+    auto answer = protocol::parse_state(response.body);
+    if (answer.epoch != peer.epoch) throw std::runtime_error("peer started a new log during bootstrap");
+    if (session != answer.session) {
+        // A new moment: the first one's head is where the log takes over.
+        if (progress.since == 0) progress.since = answer.head;
+        session = answer.session;
+    }
+    return answer;
+}
+
 }  // namespace
 
 void Replicator::Impl::bootstrap(Peer& peer) {
@@ -53,24 +72,7 @@ void Replicator::Impl::bootstrap(Peer& peer) {
     std::string session;
     std::uint64_t records = 0, pages_skipped = 0;
     const auto src = sources(&peer);
-    auto fetch = [&](bool summary) {
-        protocol::StateRequest request{progress->part, progress->after, page_records,
-                                       session,        progress->since, summary};
-        // A page is built from a held snapshot in milliseconds; a peer silent
-        // for this long is gone (partitioned, frozen), and while this waits no
-        // other bootstrap runs and the peer still counts as reachable.
-        auto response = peer.client.request("GET", protocol::state_target(request), {}, std::chrono::seconds(20));
-        if (response.status != 200)
-            throw std::runtime_error("peer answered " + std::to_string(response.status) + " to /state");
-        auto answer = protocol::parse_state(response.body);
-        if (answer.epoch != peer.epoch) throw std::runtime_error("peer started a new log during bootstrap");
-        if (session != answer.session) {
-            // A new moment: the first one's head is where the log takes over.
-            if (progress->since == 0) progress->since = answer.head;
-            session = answer.session;
-        }
-        return answer;
-    };
+    auto fetch = [&](bool summary) { return fetch_state(peer, *progress, session, page_records, summary); };
     struct ShownInStatus {
         Impl& impl;
         Peer& peer;

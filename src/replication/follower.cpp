@@ -38,96 +38,95 @@ bool Replicator::Impl::apply_entries(Peer& peer, const std::vector<std::pair<std
 }
 
 void Replicator::Impl::follow(Peer& peer) {
-    constexpr auto startup_grace = std::chrono::seconds(10);
     const auto started_at = std::chrono::steady_clock::now();
     bool first_contact = true;
     while (!stopping) {
         try {
-            const auto asked_after = peer.cursor;
-            auto response =
-                peer.client.request("GET", protocol::log_target(asked_after, 500), {}, std::chrono::seconds(3));
-            const bool compacted = response.status == 410;
-            if (response.status != 200 && !compacted)
-                throw std::runtime_error("peer answered " + std::to_string(response.status) + " to /log");
-            if (!check_protocol(peer, response.header(protocol::header::versions))) {
-                sleep_for(std::chrono::seconds(5));
-                continue;
-            }
-            const auto page = protocol::parse_log_page(response.body);
-            const auto& id = page.replica;
-            const auto& peer_epoch = page.epoch;
-            const auto head = page.head;
-            if (id == self_id) {
-                std::lock_guard lock(mutex);
-                peer.self = true;
-                peer.holds_readiness = false;
-                return;
-            }
-            if (first_contact || peer.id != id) {
-                peer.id = id;
-                load_cursor(peer);
-                first_contact = false;
-                // The answer is for the cursor before this replica knew whose it was.
-                if (peer.cursor != asked_after) continue;
-            }
-            if (peer.epoch != peer_epoch) {
-                // A peer that lost its volume starts a new log: begin it again.
-                peer.epoch = peer_epoch;
-                peer.cursor = 0;
-                save_cursor(peer);
-                continue;
-            }
-            if (page.filling) {
-                // An empty peer copying the others: nothing to wait for or take from it yet.
-                {
-                    std::lock_guard lock(mutex);
-                    peer.reachable = true;
-                    peer.holds_readiness = false;
-                    peer.head = head;
-                    peer.last_contact_ms = now_ms();
-                }
-                sleep_for(std::chrono::seconds(1));
-                continue;
-            }
-            {
-                std::lock_guard lock(mutex);
-                peer.reachable = true;
-                peer.head = head;
-                peer.last_contact_ms = now_ms();
-                if (!peer.target) peer.target = head;
-            }
-            // Empty here, or the peer compacted entries this replica has not
-            // read: its state instead of its log. An unfinished bootstrap resumes.
-            const bool resuming = !meta.setting(storage::layout::setting::bootstrap(peer.id)).value_or("").empty();
-            if (resuming || compacted || (peer.cursor == 0 && head > 0)) {
-                if (compacted && peer.cursor > 0) {
-                    observe::log("warning", "peer compacted its log past this replica's cursor; re-bootstrapping",
-                                 {{"peer", peer.client.address()}, {"cursor", peer.cursor}});
-                    std::lock_guard lock(mutex);
-                    peer.holds_readiness = true;  // stale until it has caught up again
-                    peer.target = head;
-                }
-                bootstrap(peer);
-                continue;
-            }
-            const bool stalled = !apply_entries(peer, page.entries);
-            if (stalled) sleep_for(std::chrono::seconds(1));
-            else if (peer.cursor >= head) sleep_for(options.poll_interval);
+            if (!follow_page(peer, first_contact)) return;
         } catch (const std::exception& error) {
-            {
-                std::lock_guard lock(mutex);
-                // A peer still unreachable a while after start is not waited for:
-                // it may be down for good. Before that, it may only be starting
-                // (its DNS name not yet published), and must not be skipped.
-                if (!peer.target && std::chrono::steady_clock::now() - started_at > startup_grace)
-                    peer.holds_readiness = false;
-                peer.reachable = false;
-                ++peer.errors;
-                peer.last_error = error.what();
-            }
+            note_unreachable(peer, error.what(), started_at);
             sleep_for(std::chrono::seconds(1));
         }
     }
+}
+
+bool Replicator::Impl::follow_page(Peer& peer, bool& first_contact) {
+    const auto asked_after = peer.cursor;
+    auto response = peer.client.request("GET", protocol::log_target(asked_after, 500), {}, std::chrono::seconds(3));
+    const bool compacted = response.status == 410;
+    if (response.status != 200 && !compacted)
+        throw std::runtime_error("peer answered " + std::to_string(response.status) + " to /log");
+    if (!check_protocol(peer, response.header(protocol::header::versions))) {
+        sleep_for(std::chrono::seconds(5));
+        return true;
+    }
+    const auto page = protocol::parse_log_page(response.body);
+    if (page.replica == self_id) {
+        std::lock_guard lock(mutex);
+        peer.self = true;
+        peer.holds_readiness = false;
+        return false;
+    }
+    if (first_contact || peer.id != page.replica) {
+        peer.id = page.replica;
+        load_cursor(peer);
+        first_contact = false;
+        // The answer is for the cursor before this replica knew whose it was.
+        if (peer.cursor != asked_after) return true;
+    }
+    if (peer.epoch != page.epoch) {
+        // A peer that lost its volume starts a new log: begin it again.
+        peer.epoch = page.epoch;
+        peer.cursor = 0;
+        save_cursor(peer);
+        return true;
+    }
+    note_contact(peer, page.head, page.filling);
+    if (page.filling) {
+        // An empty peer copying the others: nothing to wait for or take from it yet.
+        sleep_for(std::chrono::seconds(1));
+        return true;
+    }
+    // Empty here, or the peer compacted entries this replica has not
+    // read: its state instead of its log. An unfinished bootstrap resumes.
+    const bool resuming = !meta.setting(storage::layout::setting::bootstrap(peer.id)).value_or("").empty();
+    if (resuming || compacted || (peer.cursor == 0 && page.head > 0)) {
+        if (compacted && peer.cursor > 0) {
+            observe::log("warning", "peer compacted its log past this replica's cursor; re-bootstrapping",
+                         {{"peer", peer.client.address()}, {"cursor", peer.cursor}});
+            std::lock_guard lock(mutex);
+            peer.holds_readiness = true;  // stale until it has caught up again
+            peer.target = page.head;
+        }
+        bootstrap(peer);
+        return true;
+    }
+    const bool stalled = !apply_entries(peer, page.entries);
+    if (stalled) sleep_for(std::chrono::seconds(1));
+    else if (peer.cursor >= page.head) sleep_for(options.poll_interval);
+    return true;
+}
+
+void Replicator::Impl::note_contact(Peer& peer, std::uint64_t head, bool filling) {
+    std::lock_guard lock(mutex);
+    peer.reachable = true;
+    peer.head = head;
+    peer.last_contact_ms = now_ms();
+    // A peer still filling holds nobody's readiness; one serving sets the target to catch up to.
+    if (filling) peer.holds_readiness = false;
+    else if (!peer.target) peer.target = head;
+}
+
+void Replicator::Impl::note_unreachable(Peer& peer, const std::string& error,
+                                        std::chrono::steady_clock::time_point started_at) {
+    constexpr auto startup_grace = std::chrono::seconds(10);
+    std::lock_guard lock(mutex);
+    // A peer still unreachable a while after start is not waited for: it may be down for good.
+    // Before that, it may only be starting (its DNS name not yet published), and must not be skipped.
+    if (!peer.target && std::chrono::steady_clock::now() - started_at > startup_grace) peer.holds_readiness = false;
+    peer.reachable = false;
+    ++peer.errors;
+    peer.last_error = error;
 }
 
 // A peer whose protocol this replica does not speak is not followed (its

@@ -165,6 +165,11 @@ struct Replicator::Impl {
     void save_peer_cursors();
 
     void follow(Peer& peer);
+    // One page of a peer's log, taken or waited for: false once the peer turns out to be this
+    // replica (nothing to follow).
+    bool follow_page(Peer& peer, bool& first_contact);
+    void note_contact(Peer& peer, std::uint64_t head, bool filling);
+    void note_unreachable(Peer& peer, const std::string& error, std::chrono::steady_clock::time_point started_at);
     // Applies a log page's entries in order and saves the cursor; false when one's content was out of reach.
     bool apply_entries(Peer& peer, const std::vector<std::pair<std::uint64_t, std::string>>& entries);
     bool check_protocol(Peer& peer, const std::string& versions_header);

@@ -107,6 +107,11 @@ private:
     struct Round;
     void judge(Round& round, const std::string& repo, const RetentionPolicy& policy);
     std::vector<std::uint64_t> judge_tags(Round& round, const std::string& repo, const RetentionPolicy& policy);
+    struct DoomedTag;
+    // Deletes the tags still as judged (one pushed again meanwhile stays, and so does what it
+    // points at, added to tagged) and tells the round.
+    void delete_tags(Round& round, const std::string& repo, const RetentionPolicy& policy,
+                     std::vector<DoomedTag>& doomed, std::vector<std::uint64_t>& tagged);
     std::unordered_map<std::uint64_t, std::uint64_t> last_pulls(Round& round, const std::string& repo,
                                                                 const RetentionPolicy& policy, bool& pulls_known);
 
