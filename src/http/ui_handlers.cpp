@@ -170,7 +170,8 @@ Plan plan_ui_retention(Context& context, Request& request) {
 Plan plan_ui_cluster(Context& context, Request& request) {
     return view(request, [&] {
         require_signed_in(context, request, "the cluster");
-        return ui::cluster_json(context.services.registry.change_log(), context.services.peers,
+        const auto& registry = context.services.registry;
+        return ui::cluster_json(registry.options().replica_id, registry.change_log(), context.services.peers,
                                 context.services.backups);
     });
 }

@@ -94,9 +94,9 @@ std::string problem_of(const json& replica) {
 
 }  // namespace
 
-std::string cluster_json(const storage::LogStats& log, const replication::PeerService* peers,
-                         const storage::BackupJob* backups) {
-    auto self = replica_json(peers ? peers->self_id() : "this replica", "");
+std::string cluster_json(const std::string& self_id, const storage::LogStats& log,
+                         const replication::PeerService* peers, const storage::BackupJob* backups) {
+    auto self = replica_json(peers ? peers->self_id() : self_id, "");
     self["self"] = self["reachable"] = self["ready"] = true;
     self["behind"] = 0;
     self["lag_seconds"] = 0;

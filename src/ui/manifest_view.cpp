@@ -135,8 +135,10 @@ std::string manifest_json(const registry::Contents& contents, const std::string&
     out["base"] = parsed.kind == oci::ManifestKind::image && parsed.layers.size() > 1
                       ? base_json(contents.base(repo, digest, parsed.layer_digests(), may_pull))
                       : json(nullptr);
-    const auto signature = contents.signature(repo, digest);
-    out["signature"] = contents.attachment(digest, parsed) ? json(nullptr) : json(signature.state);
+    // An attachment is not judged: no state, no detail.
+    const auto signature =
+        contents.attachment(digest, parsed) ? registry::SignatureRead{} : contents.signature(repo, digest);
+    out["signature"] = signature.state.empty() ? json(nullptr) : json(signature.state);
     out["signature_detail"] = signature.detail.empty() ? json(nullptr) : json(signature.detail);
     out["immutable_tags"] = contents.immutable_tags(repo) ? out["tags"] : json::array();
     out["raw_truncated"] = record->bytes.size() > max_raw_bytes;

@@ -28,6 +28,10 @@ void require_same_origin(const FormSource& source) {
     const auto host = scheme_end == std::string::npos ? std::string() : source.origin.substr(scheme_end + 3);
     if (host.empty() || (host != source.host && host != source.forwarded_host))
         throw Error(ErrorCode::denied, "a sign-in from another origin is refused");
+    // Over TLS, a page served without it is another origin (behind a proxy that ends TLS, the
+    // request is plain and the page may be either).
+    if (source.secure && !source.origin.starts_with("https://"))
+        throw Error(ErrorCode::denied, "a sign-in from a page without TLS is refused");
 }
 
 SignInAnswer sign_in(const auth::Authorizer* authorizer, const Sessions& sessions, const FormSource& source,

@@ -72,8 +72,8 @@ std::string retention_json(registry::Retention* retention, const std::string& re
 
 // {"self","replicas":[...],"problems":[...]}: every replica as it says it is (the peer API's status,
 // as replication last heard it), this one's change log and backups, and what is wrong, in plain
-// words. peers and backups may be null.
-std::string cluster_json(const storage::LogStats& change_log, const replication::PeerService* peers,
-                         const storage::BackupJob* backups);
+// words. self_id: this replica's id; peers and backups may be null.
+std::string cluster_json(const std::string& self_id, const storage::LogStats& change_log,
+                         const replication::PeerService* peers, const storage::BackupJob* backups);
 
 }  // namespace berth::ui
