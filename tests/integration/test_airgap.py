@@ -147,6 +147,39 @@ class AirGap(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertCarried(b, "site")
 
+    def test_import_and_export_answer_a_token_realm(self):
+        """--url speaks the token flow: a registry that challenges with Bearer gets a token from its
+        realm for the credentials given, as docker does; wrong credentials change nothing."""
+        def configure(b):
+            bt.gen_ec_key(os.path.join(b.tmp, "token.key"))
+            return {"auth": {"htpasswd": "htpasswd",
+                             "token": {"signing_key": "token.key", "issuer": "berth", "service": "berth"},
+                             "rules": [{"repository": "site/**", "principals": ["user:ci"],
+                                        "actions": ["pull", "push"]}]}}
+        b = bt.serve(self.addCleanup, configure, passwords={"ci": "ci-pw"})
+        self.assertTrue(b.get("/v2/").header("WWW-Authenticate").startswith("Bearer realm="))
+        url = f"http://127.0.0.1:{b.port}"
+        wrong, right = os.path.join(b.tmp, "wrong"), os.path.join(b.tmp, "right")
+        for path, password in ((wrong, "nope"), (right, "ci-pw")):
+            with open(path, "w") as f:
+                f.write(password + "\n")
+        r = bt.run_cli("import", "--url", url, "--username", "ci", "--password-file", wrong,
+                       "--repository-prefix", "site", self.archive, timeout=120)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertEqual(b.get("/v2/site/airgap/two/tags/list", headers=bt.basic_auth("ci", "ci-pw")).status, 404)
+        r = bt.run_cli("import", "--url", url, "--username", "ci", "--password-file", right,
+                       "--repository-prefix", "site", self.archive, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn('"target":"/auth/token?', b.stderr().replace(" ", ""))  # the realm was asked
+        r = b.get("/v2/site/airgap/two/manifests/2.0", headers={**bt.basic_auth("ci", "ci-pw"), "Accept": ACCEPT})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.header("Docker-Content-Digest"), self.two["digest"])
+        out = os.path.join(b.tmp, "out.tar")
+        r = bt.run_cli("export", "--url", url, "--username", "ci", "--password-file", right,
+                       "site/airgap/two:2.0", "--to", out, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertGreater(os.path.getsize(out), 9000)
+
     def test_images_sharing_a_base_upload_it_once(self):
         # two repositories' images on one base layer: the second gets it by a cross-repository mount
         layout = os.path.join(self.tmp, "shared")
