@@ -1,4 +1,4 @@
-"""One berth process for a test: the binary (env BERTH_BIN, default /work/main/build/berth) started on
+"""One berth process for a test: the binary (env BERTH_BIN, default build/berth of this checkout) started on
 a free loopback port with a temporary root, waited for until GET /v2/ answers, spoken to over
 HTTP, stopped, killed and restarted on the same root; and poll(), the one way tests wait.
 
@@ -21,7 +21,7 @@ from berthimage import OCI_MANIFEST, make_image, sha256_digest
 
 __all__ = ["BIN", "READY_TIMEOUT", "wait_for_binary", "run_cli", "free_port", "poll", "Berth"]
 
-BIN = os.environ.get("BERTH_BIN", "/work/main/build/berth")
+BIN = os.environ.get("BERTH_BIN", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "berth"))
 READY_TIMEOUT = 20  # seconds berth may take to answer GET /v2/
 
 
