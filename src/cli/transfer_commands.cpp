@@ -22,7 +22,8 @@ namespace berth::cli {
 namespace {
 
 constexpr const char* import_help =
-    R"(Usage: berth import (--root DIR [--config FILE] | --url URL [--username U --password-file F] [--ca-file F])
+    R"(Usage: berth import (--root DIR [--config FILE] | --url URL [--username U --password-file F] [--ca-file F]
+                                                        [--token-realm URL]...)
                     SOURCE... [--repository R] [--repository-prefix P] [--parallel N]
 
 Loads every image a SOURCE carries into a registry: an OCI image layout
@@ -34,7 +35,8 @@ bare tag takes its repository from --repository; signatures and SBOMs go into
 their subject's repository. Blobs are streamed, hashed and deduplicated:
 --root writes the store directly (the server stopped, or a fresh replica; the
 change log lets peers replicate it), --url goes through the registry API with
---parallel uploads (default 4). With --root, the server's policies (immutable
+--parallel uploads (default 4); its credentials go to a token realm on --url's
+own origin, or under a --token-realm URL. With --root, the server's policies (immutable
 tags, approved bases), quotas and limits apply as to a push: those of --config,
 else of the configuration file the server last started with. Run it again
 after a crash: it does only what is missing. A corrupt or missing blob, or one
@@ -42,7 +44,7 @@ a policy or quota refuses, fails its image; the others load.
 )";
 
 constexpr const char* export_help =
-    R"(Usage: berth export (--root DIR | --url URL [--username U --password-file F] [--ca-file F])
+    R"(Usage: berth export (--root DIR | --url URL [--username U --password-file F] [--ca-file F] [--token-realm URL]...)
                     REPOSITORY[:TAG|@DIGEST]... --to DIR|FILE.tar [--since TIME]
 
 Writes the images, their indexes' children and their referrers (signatures,
@@ -61,6 +63,8 @@ transfer::Endpoint endpoint_of(const Arguments& arguments) {
     if (endpoint.root.empty() == endpoint.url.empty()) throw UsageError("give one of --root DIR and --url URL");
     endpoint.username = arguments.value("--username").value_or("");
     endpoint.ca_file = arguments.value("--ca-file").value_or("");
+    if (auto realms = arguments.values.find("--token-realm"); realms != arguments.values.end())
+        endpoint.token_realms = realms->second;
     if (auto file = arguments.value("--password-file")) {
         std::ifstream in(*file);
         if (!in || !std::getline(in, endpoint.password)) throw UsageError("cannot read a password from " + *file);
@@ -152,7 +156,7 @@ std::chrono::system_clock::time_point parse_time(const std::string& text) {
 int import(const std::vector<std::string>& args) {
     auto arguments = parse_arguments(args,
                                      {"--root", "--config", "--url", "--username", "--password-file", "--ca-file",
-                                      "--repository", "--repository-prefix", "--parallel"},
+                                      "--token-realm", "--repository", "--repository-prefix", "--parallel"},
                                      {});
     if (arguments.help) {
         std::cout << import_help;
@@ -187,8 +191,9 @@ int import(const std::vector<std::string>& args) {
 }
 
 int export_images(const std::vector<std::string>& args) {
-    auto arguments =
-        parse_arguments(args, {"--root", "--url", "--username", "--password-file", "--ca-file", "--to", "--since"}, {});
+    auto arguments = parse_arguments(
+        args, {"--root", "--url", "--username", "--password-file", "--ca-file", "--token-realm", "--to", "--since"},
+        {});
     if (arguments.help) {
         std::cout << export_help;
         return 0;

@@ -1,6 +1,5 @@
 // /v2/ and /v2/_catalog (a page at a time, filtered to what the caller may pull); what no route answers.
 #include <nlohmann/json.hpp>
-#include "berth/auth/authorizer.hpp"
 #include "berth/oci/paths.hpp"
 #include "berth/registry/registry.hpp"
 #include "cursors.hpp"
@@ -26,16 +25,15 @@ Plan plan_catalog(Context& context, Request& request) {
     if (request.method != Method::get && request.method != Method::head) not_allowed();
     auto& registry = context.services.registry;
     const auto& cursors = context.cursors;
-    const auto* authorizer = context.services.access.authorizer;
+    // A token's access list when it carries one, else the rules (a scoped token sees its scope).
+    const auto may_pull = may_pull_of(context, request);
     const auto max_page = registry.options().max_page;
     const auto n = std::min(page_size(request.target.query).value_or(max_page), max_page);
     auto page = read_visible<std::string>(
         cursors, cursors.open(request.target.query.get("last").value_or("")), n, max_names_read,
         [&](const std::string& after, std::size_t limit) { return registry.catalog(limit, after); },
         [](const std::string& name) { return name; },
-        [&](const std::string& name) {
-            return !authorizer || !authorizer->enabled() || authorizer->may_pull(request.principal, name);
-        });
+        [&](const std::string& name) { return !may_pull || may_pull(name); });
     auto response = json_response(200, nlohmann::json{{"repositories", page.items}}.dump());
     if (page.next) response.set("Link", next_link(oci::path::catalog(), n, *page.next));
     return immediate(std::move(response));

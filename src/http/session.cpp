@@ -120,13 +120,13 @@ private:
             return reject(400, oci::ErrorCode::bad_request, "malformed request");
         }
         begin_request();
-        if (!context_.client_limits.allow_request(record_.peer))
-            return reject(429, oci::ErrorCode::too_many_requests, "request rate limit exceeded");
         auto& head = parser_->get();
-        keep_alive_ = head.keep_alive();
-        party_.clear();
         record_.method = std::string(head.method_string());
         record_.target = std::string(head.target().substr(0, 1024));
+        if (!context_.client_limits.allow_request(record_.peer))
+            return reject(429, oci::ErrorCode::too_many_requests, "request rate limit exceeded");
+        keep_alive_ = head.keep_alive();
+        party_.clear();
         std::optional<std::uint64_t> length;
         if (auto known = parser_->content_length()) length = *known;
         auto request = request_from_head(head, length, !parser_->is_done(), record_.peer, tls);
@@ -406,9 +406,15 @@ private:
         });
     }
 
-    // Answers a request whose head could not be used, then closes.
+    // Answers a request whose head could not be used, then closes. Nothing of the connection's
+    // previous request is said of it (log, metrics).
     void reject(int status, oci::ErrorCode code, const char* message) {
-        begin_request();
+        if (!record_.open()) {
+            begin_request();
+            record_.method.clear();
+            record_.target.clear();
+        }
+        request_ = Request{};
         keep_alive_ = false;
         auto response = error_response(code, message);
         response.status = status;

@@ -94,10 +94,12 @@ std::vector<std::string> Contents::referrers(const std::string& repo, const std:
     return parts_.meta.referrers(repo, digest);
 }
 
-std::optional<std::string> Contents::image_config(const oci::Descriptor& config, std::size_t max_bytes) const {
+std::optional<std::string> Contents::image_config(const std::string& repo, const oci::Descriptor& config,
+                                                  std::size_t max_bytes) const {
     if (!oci::media_type::image_config(config.media_type) || config.size <= 0 ||
         static_cast<std::uint64_t>(config.size) > max_bytes)
         return std::nullopt;
+    if (!parts_.meta.has_link(repo, config.digest.str())) return std::nullopt;
     return parts_.blobs.read(config.digest, max_bytes);
 }
 

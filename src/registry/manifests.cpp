@@ -118,6 +118,8 @@ void Registry::admit_manifest(
     const std::function<void(storage::MetaStore::Batch&, const storage::Stamp&)>& under_lock) {
     const Entry entry{what.repo, what.digest, what.parsed, what.tags};
     enforce(PolicyPoint::before_write, entry);
+    precheck_quotas(what, bytes);
+    enforce(PolicyPoint::claim, entry);
     const auto digest_text = what.digest.str();
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();

@@ -71,9 +71,12 @@ Registry::PolicyGate::~PolicyGate() = default;
 void Registry::enforce(PolicyPoint point, const Entry& entry) {
     const auto* policy = policy_for(options_.policies, entry.repo);
     if (!policy) return;
-    for (auto& rule : policy->rules)
-        point == PolicyPoint::before_write ? rule->before_write(*policy, entry, *gate_.enforcement)
-                                           : rule->under_write_lock(*policy, entry, *gate_.enforcement);
+    auto& with = *gate_.enforcement;
+    for (auto& rule : policy->rules) switch (point) {
+            case PolicyPoint::before_write: rule->before_write(*policy, entry, with); break;
+            case PolicyPoint::claim: rule->claim(*policy, entry, with); break;
+            case PolicyPoint::under_write_lock: rule->under_write_lock(*policy, entry, with); break;
+        }
 }
 
 void Registry::enforce(const ManifestRead& read) {

@@ -26,8 +26,9 @@ const char* outcome_name(TagClaim::Outcome outcome) {
 
 class ImmutableTags final : public PolicyRule {
 public:
-    // Before the write lock, since it waits on the peers: a majority promise for each new tag.
-    void before_write(const Policy& policy, const Entry& entry, PolicyEnforcement& with) const override {
+    // Before the write lock, since it waits on the peers, and after every check that could refuse
+    // the push: a majority promise for each new tag.
+    void claim(const Policy& policy, const Entry& entry, PolicyEnforcement& with) const override {
         const auto digest = entry.digest.str();
         for (auto& tag : entry.tags) {
             // A tag held here already is judged under the write lock.

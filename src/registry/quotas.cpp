@@ -44,4 +44,16 @@ void Registry::enforce_quotas(const storage::MetaStore::Batch& batch) {
     throw oci::Error(oci::ErrorCode::denied, over->message(), over->ns);
 }
 
+// Only where peers will be asked to promise a tag: elsewhere the check under the lock refuses as
+// early as it matters. The draft holds the manifest and its tags, not the links the push renews.
+void Registry::precheck_quotas(const Admission& what, const std::string& bytes) {
+    const auto* policy = policy_for(options_.policies, what.repo);
+    if (!policy || !policy->keeps_tags() || !has_quota(what.repo) || (!peers_ && !options_.detached)) return;
+    storage::MetaStore::Batch draft;
+    const auto draft_stamp = stamp();
+    draft.record_manifest(what.repo, what.digest, what.parsed, bytes, draft_stamp);
+    for (auto& tag : what.tags) draft.record_tag(what.repo, tag, what.digest.str(), draft_stamp);
+    enforce_quotas(draft);
+}
+
 }  // namespace berth::registry

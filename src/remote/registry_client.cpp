@@ -147,15 +147,18 @@ std::string RegistryClient::authorization(const std::string& scope) {
 
 // Not a string prefix: an entry names a scheme, host and port exactly and a path the realm is at
 // or below, so "https://auth.docker.io" lets no "https://auth.docker.io.evil.example" through,
-// nor "http://h:80" a "http://h:8080".
+// nor "http://h:80" a "http://h:8080". Without entries any realm will do, but never one without
+// TLS for a registry reached with it: the credentials would cross the network in the clear.
 bool RegistryClient::realm_allowed(const std::string& realm) const {
-    if (config_.token_realms.empty()) return true;
     Location asked;
     try {
         asked = parse_location(realm);
     } catch (const std::invalid_argument&) {
         return false;
     }
+    if (config_.token_realms.empty())
+        return asked.url.tls ||
+               std::none_of(config_.urls.begin(), config_.urls.end(), [](const net::Url& url) { return url.tls; });
     const auto path = asked.target.substr(0, asked.target.find('?'));
     return std::any_of(config_.token_realms.begin(), config_.token_realms.end(), [&](const std::string& entry) {
         const auto allowed = parse_location(entry);  // the configuration checked it
@@ -167,7 +170,9 @@ bool RegistryClient::realm_allowed(const std::string& realm) const {
     });
 }
 
-bool RegistryClient::answer_challenge(const std::string& text, const std::string& scope, Clock::time_point deadline) {
+bool RegistryClient::answer_challenge(const std::string& text, const std::string& scope, Clock::time_point until) {
+    // A token is a few hundred bytes: its realm answers within a minute, whatever the request allows.
+    const auto deadline = std::min(until, Clock::now() + std::chrono::minutes(1));
     auto challenge = parse_challenge(text);
     if (challenge.scheme == "basic") {
         std::lock_guard lock(mutex_);
@@ -208,10 +213,17 @@ Opened RegistryClient::open_at(Address& address, const std::string& method, cons
     std::string target = address.prefix + path;
     bool same_host = true, challenged = false;
     for (int hop = 0;; ++hop) {
-        net::RequestHead head{method,          target,
-                              config_.headers, body ? body->length : std::nullopt,
-                              body != nullptr, head_timeout(deadline, config_.answer_timeout)};
-        head.headers.insert(head.headers.end(), headers.begin(), headers.end());
+        net::RequestHead head{method,
+                              target,
+                              {},
+                              body ? body->length : std::nullopt,
+                              body != nullptr,
+                              head_timeout(deadline, config_.answer_timeout)};
+        // Credentials are for the registry, never for whatever it redirects to (spec main): neither
+        // the configured headers nor a caller's own Authorization leave its host.
+        if (same_host) head.headers = config_.headers;
+        for (auto& header : headers)
+            if (same_host || !boost::iequals(header.first, "authorization")) head.headers.push_back(header);
         if (same_host)
             if (auto credentials = authorization(scope); !credentials.empty())
                 head.headers.emplace_back("Authorization", std::move(credentials));

@@ -7,6 +7,7 @@ namespace berth::transfer {
 namespace {
 
 constexpr std::size_t max_answer_bytes = 64 << 20;
+constexpr std::uint64_t min_bytes_per_second = 1 << 20;
 
 remote::Config config_of(const Endpoint& endpoint) {
     remote::Config config;
@@ -14,10 +15,16 @@ remote::Config config_of(const Endpoint& endpoint) {
     config.tls.ca_file = endpoint.ca_file;
     config.username = endpoint.username;
     config.password = endpoint.password;
+    // The credentials go to a token realm on the registry's own origin unless --token-realm names another.
+    config.token_realms = endpoint.token_realms;
+    if (config.token_realms.empty()) {
+        const auto& url = config.urls.front();
+        config.token_realms = {std::string(url.tls ? "https://" : "http://") + url.address.str() + "/"};
+    }
     config.max_concurrent = 64;  // the commands' own --parallel bounds them
     // A whole blob goes in one request, and its answer comes once the registry has hashed and
     // stored it: an import waits as long as that takes, not an upstream's fetch deadline.
-    config.fetch_timeout = std::chrono::hours(24);
+    config.fetch_timeout = std::chrono::hours(6);
     config.answer_timeout = std::chrono::minutes(10);
     return config;
 }
@@ -60,9 +67,15 @@ int ApiClient::receive(const std::string& path, const std::string& scope,
     auto opened = registry_.open("GET", path, scope, {}, registry_.deadline());
     const int status = opened.head->status;
     size = opened.head->content_length.value_or(0);
+    // A body that trickles is given up on: a minute, and then as long as 1 MiB/s needs for its size.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1) +
+                          std::chrono::seconds(size / min_bytes_per_second);
     std::vector<char> buffer(1 << 20);
-    for (std::size_t n; (n = opened.exchange->read_body(buffer)) > 0;)
+    for (std::size_t n; (n = opened.exchange->read_body(buffer)) > 0;) {
         if (status == 200) sink(buffer.data(), n);
+        if (std::chrono::steady_clock::now() > deadline)
+            throw net::Error(net::Error::Kind::timeout, "GET " + path + " sent its body too slowly");
+    }
     return status;
 }
 

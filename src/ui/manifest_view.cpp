@@ -27,10 +27,10 @@ json history_of(const json& entries) {
 }
 
 // A config descriptor, and what an image's config blob says (when stored here and not too big).
-json config_of(const registry::Contents& contents, const oci::Descriptor& descriptor) {
+json config_of(const registry::Contents& contents, const std::string& repo, const oci::Descriptor& descriptor) {
     json config = {
         {"digest", descriptor.digest.str()}, {"mediaType", descriptor.media_type}, {"size", descriptor.size}};
-    auto text = contents.image_config(descriptor, max_config_bytes);
+    auto text = contents.image_config(repo, descriptor, max_config_bytes);
     if (!text) return config;
     auto c = oci::parse_json(*text);
     auto inner = member(c, "config");
@@ -126,7 +126,7 @@ std::string manifest_json(const registry::Contents& contents, const std::string&
                 {"platforms", platforms_of(doc)},
                 {"platforms_total", parsed.manifests.size()}};
     add_layers(out, parsed);
-    out["config"] = parsed.config ? config_of(contents, *parsed.config) : json(nullptr);
+    out["config"] = parsed.config ? config_of(contents, repo, *parsed.config) : json(nullptr);
     add_referrers(out, contents.referrers(repo, digest_text));
     out["subject"] = parsed.subject ? json{{"digest", parsed.subject->digest.str()},
                                            {"mediaType", parsed.subject->media_type},

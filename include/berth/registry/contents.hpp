@@ -89,8 +89,10 @@ public:
     // The referrers' descriptors as stored (JSON objects the pushers' manifests gave).
     std::vector<std::string> referrers(const std::string& repo, const std::string& digest) const;
 
-    // An image's config blob when stored here, of an image config's media type, at most max_bytes.
-    std::optional<std::string> image_config(const oci::Descriptor& config, std::size_t max_bytes) const;
+    // An image's config blob when repo holds it (linked there: a digest alone never opens another
+    // repository's bytes), of an image config's media type, at most max_bytes.
+    std::optional<std::string> image_config(const std::string& repo, const oci::Descriptor& config,
+                                            std::size_t max_bytes) const;
     SignatureRead signature(const std::string& repo, const oci::Digest& digest) const;
     bool attachment(const oci::Digest& digest, const oci::ParsedManifest& parsed) const;
     // The base of an image of these layers, preferring one the caller may pull and a tag names.

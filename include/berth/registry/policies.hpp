@@ -51,8 +51,11 @@ struct Removal {
 class PolicyRule {
 public:
     virtual ~PolicyRule() = default;
-    // Before the write lock, where waiting on peers is allowed.
+    // Before the write lock: checks that refuse.
     virtual void before_write(const Policy&, const Entry&, PolicyEnforcement&) const {}
+    // Then, once every rule's check and the quotas passed, what peers must promise (waiting on them
+    // is allowed here): a promise for a push refused afterwards would stay given.
+    virtual void claim(const Policy&, const Entry&, PolicyEnforcement&) const {}
     // Under the write lock: the store as the commit will find it.
     virtual void under_write_lock(const Policy&, const Entry&, PolicyEnforcement&) const {}
     virtual void read(const Policy&, const ManifestRead&, PolicyEnforcement&) const {}

@@ -215,8 +215,10 @@ private:
     void enforce_quotas(const storage::MetaStore::Batch& batch);
     // policy_checks.cpp: every rule of the policy over a repository, at each point a manifest
     // passes (registry/policies.hpp); a rule refuses by throwing.
-    enum class PolicyPoint { before_write, under_write_lock };
+    enum class PolicyPoint { before_write, claim, under_write_lock };
     void enforce(PolicyPoint point, const Entry& entry);
+    // The quotas a push would meet under the lock, asked before peers promise its tags.
+    void precheck_quotas(const Admission& what, const std::string& bytes);
     void enforce(const ManifestRead& read);
     void enforce(const Removal& removal);
     // A mirrored repository's signature (the upstream's .sig tag and its payloads), stored here

@@ -22,6 +22,9 @@ struct Endpoint {
     std::string url;                 // or a registry's API: http[s]://host[:port]
     std::string username, password;  // Basic credentials for url
     std::string ca_file;             // for https url; empty: the system's
+    // Where a Bearer challenge may send the credentials for a token: URLs the realm must be at or
+    // under. Empty: url's own scheme, host and port only.
+    std::vector<std::string> token_realms;
 };
 
 // Counted as the work goes, for a terminal's progress line.
