@@ -25,15 +25,14 @@ Plan plan_catalog(Context& context, Request& request) {
     if (request.method != Method::get && request.method != Method::head) not_allowed();
     auto& registry = context.services.registry;
     const auto& cursors = context.cursors;
-    // A token's access list when it carries one, else the rules (a scoped token sees its scope).
-    const auto may_pull = may_pull_of(context, request);
+    const auto may_list = may_list_of(context, request);
     const auto max_page = registry.options().max_page;
     const auto n = std::min(page_size(request.target.query).value_or(max_page), max_page);
     auto page = read_visible<std::string>(
         cursors, cursors.open(request.target.query.get("last").value_or("")), n, max_names_read,
         [&](const std::string& after, std::size_t limit) { return registry.catalog(limit, after); },
         [](const std::string& name) { return name; },
-        [&](const std::string& name) { return !may_pull || may_pull(name); });
+        [&](const std::string& name) { return !may_list || may_list(name); });
     auto response = json_response(200, nlohmann::json{{"repositories", page.items}}.dump());
     if (page.next) response.set("Link", next_link(oci::path::catalog(), n, *page.next));
     return immediate(std::move(response));

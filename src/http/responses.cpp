@@ -78,4 +78,12 @@ std::function<bool(const std::string& repo)> may_pull_of(const Context& context,
     };
 }
 
+std::function<bool(const std::string& repo)> may_list_of(const Context& context, const Request& request) {
+    const auto* authorizer = context.services.access.authorizer;
+    if (!authorizer || !authorizer->enabled()) return nullptr;
+    return [authorizer, principal = request.principal](const std::string& repo) {
+        return authorizer->may_pull(principal, repo);
+    };
+}
+
 }  // namespace berth::http

@@ -41,7 +41,7 @@ UsageAnswer usage_answer(registry::Registry& registry, const std::function<bool(
 Plan plan_usage(Context& context, Request& request) {
     if (request.method != Method::get && request.method != Method::head) not_allowed();
     const auto& query = request.target.query;
-    auto answer = usage_answer(context.services.registry, may_pull_of(context, request), context.cursors,
+    auto answer = usage_answer(context.services.registry, may_list_of(context, request), context.cursors,
                                page_size(query), query.get("last").value_or(""));
     auto response = json_response(200, answer.body);
     if (answer.next)

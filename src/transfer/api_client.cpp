@@ -68,8 +68,8 @@ int ApiClient::receive(const std::string& path, const std::string& scope,
     const int status = opened.head->status;
     size = opened.head->content_length.value_or(0);
     // A body that trickles is given up on: a minute, and then as long as 1 MiB/s needs for its size.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1) +
-                          std::chrono::seconds(size / min_bytes_per_second);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::minutes(1) + std::chrono::seconds(size / min_bytes_per_second);
     std::vector<char> buffer(1 << 20);
     for (std::size_t n; (n = opened.exchange->read_body(buffer)) > 0;) {
         if (status == 200) sink(buffer.data(), n);
