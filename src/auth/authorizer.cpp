@@ -328,14 +328,18 @@ Decision Authorizer::check(std::string_view authorization, const std::vector<Nee
     return decision;
 }
 
-bool Authorizer::may_pull(const Principal& principal, const std::string& repository) const {
-    return !enabled() || impl_->rules_grant(principal, {repository, Action::pull, false});
-}
-
 bool Authorizer::may_pull(const Decision& caller, const std::string& repository) const {
     if (!enabled()) return true;
     const Need need{repository, Action::pull, false};
     return caller.token ? caller.token->grants(need) : impl_->rules_grant(caller.principal, need);
+}
+
+bool Authorizer::may_list(const Decision& caller, const std::string& repository) const {
+    if (may_pull(caller, repository)) return true;
+    // "No rules" lets every signed-in user pull everything, which a token never means: its issuer
+    // decided its access list.
+    return caller.token && !impl_->options.rules.empty() &&
+           impl_->rules_grant(caller.principal, {repository, Action::pull, false});
 }
 
 bool Authorizer::uses_directory() const { return impl_->ldap != nullptr; }

@@ -67,13 +67,19 @@ std::string next_link(const std::string& path, std::size_t n, const std::string&
 
 registry::Asker asker_of(bool from_peer) { return from_peer ? registry::Asker::replica : registry::Asker::client; }
 
-std::function<bool(const std::string& repo)> may_pull_of(const Context& context, const Request& request) {
-    const auto* authorizer = context.services.access.authorizer;
-    if (!authorizer || !authorizer->enabled()) return nullptr;
+namespace {
+auth::Decision caller_of(const Request& request) {
     auth::Decision caller;
     caller.principal = request.principal;
     caller.token = request.token;
-    return [authorizer, caller = std::move(caller)](const std::string& repo) {
+    return caller;
+}
+}  // namespace
+
+std::function<bool(const std::string& repo)> may_pull_of(const Context& context, const Request& request) {
+    const auto* authorizer = context.services.access.authorizer;
+    if (!authorizer || !authorizer->enabled()) return nullptr;
+    return [authorizer, caller = caller_of(request)](const std::string& repo) {
         return authorizer->may_pull(caller, repo);
     };
 }
@@ -81,8 +87,8 @@ std::function<bool(const std::string& repo)> may_pull_of(const Context& context,
 std::function<bool(const std::string& repo)> may_list_of(const Context& context, const Request& request) {
     const auto* authorizer = context.services.access.authorizer;
     if (!authorizer || !authorizer->enabled()) return nullptr;
-    return [authorizer, principal = request.principal](const std::string& repo) {
-        return authorizer->may_pull(principal, repo);
+    return [authorizer, caller = caller_of(request)](const std::string& repo) {
+        return authorizer->may_list(caller, repo);
     };
 }
 

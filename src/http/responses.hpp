@@ -28,8 +28,8 @@ registry::Asker asker_of(bool from_peer);
 // What a request's caller may pull (null: everything, when nobody is asked): its token's access
 // list when it presented one, else the rules for its principal.
 std::function<bool(const std::string& repo)> may_pull_of(const Context& context, const Request& request);
-// What a request's caller may see named in a listing reached through the registry:catalog:* grant
-// (/v2/_catalog, /_berth/v1/usage): the rules for its principal, since the grant is to list them.
+// What a request's caller may see named in a listing behind the registry:catalog:* grant
+// (/v2/_catalog, /_berth/v1/usage): Authorizer::may_list.
 std::function<bool(const std::string& repo)> may_list_of(const Context& context, const Request& request);
 // A page of namespace usage as JSON ({"namespaces":[...],"next"}), filtered to the namespaces
 // whose every repository the caller may pull (may_pull null: all); GET /_berth/v1/usage and the

@@ -288,11 +288,13 @@ class TokenScopedUi(unittest.TestCase):
         cls.viewer = bt.bearer(cls.token("viewer", [("public/app", ["pull"])]))
 
     @classmethod
-    def token(cls, sub, access):
+    def token(cls, sub, access, catalog=False):
         now = int(time.time())
         claims = {"iss": "ext-issuer", "sub": sub, "aud": "berth", "iat": now, "nbf": now - 1, "exp": now + 900,
                   "jti": os.urandom(8).hex(),
                   "access": [{"type": "repository", "name": name, "actions": actions} for name, actions in access]}
+        if catalog:
+            claims["access"].append({"type": "registry", "name": "catalog", "actions": ["*"]})
         return bt.make_jwt(claims, cls.key, "RS256")
 
     def test_9_a_token_scoped_to_public_app_sees_only_public_app(self):
@@ -321,6 +323,18 @@ class TokenScopedUi(unittest.TestCase):
                         if method == "GET":
                             self.assertEqual(r.error_codes(), ["NAME_UNKNOWN"], r)
                         self.assertNotIn(self.digests[repo].encode(), r.body)
+
+    def test_9_a_catalog_grant_lists_only_what_the_token_may_pull(self):
+        """With no rules, a token's access list is all there is: its registry:catalog:* grant lists
+        the repositories it may pull, not every name ("no rules" opens all only to Basic users)."""
+        lister = bt.bearer(self.token("viewer", [("public/app", ["pull"])], catalog=True))
+        r = self.b.get("/v2/_catalog", headers=lister)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json(), {"repositories": ["public/app"]})
+        r = self.b.get("/_berth/v1/usage", headers=lister)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([x["namespace"] for x in r.json()["namespaces"]], ["public"], r)
+        self.assertEqual(self.b.get("/v2/_catalog", headers=self.viewer).status, 401, "no catalog grant, no listing")
 
 
 # --------------------------------------------------------------------------- finding 16 (cluster)

@@ -57,10 +57,13 @@ public:
     // secure: whether the request came over TLS.
     Decision check(std::string_view authorization, const std::vector<Need>& needs, std::string_view host,
                    bool secure) const;
-    // May principal pull from repository? (filters the catalog)
-    bool may_pull(const Principal& principal, const std::string& repository) const;
-    // The same for a caller as check() found it: by its token's access list when it has one.
+    // May a caller, as check() found it, pull from repository? By its token's access list when it
+    // has one, else by the rules.
     bool may_pull(const Decision& caller, const std::string& repository) const;
+    // May a listing behind the registry:catalog:* grant (the catalog, usage) name repository to
+    // the caller? What it may pull, and for a token also what the rules give its subject by name
+    // (the grant is to list those); with no rules a token's access list is all there is.
+    bool may_list(const Decision& caller, const std::string& repository) const;
     // Whether a Basic login may ask a directory (auth.ldap): such logins wait on the ldap party.
     bool uses_directory() const;
     // What a web UI session remembers of the credential it came from, and whether that still
