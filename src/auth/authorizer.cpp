@@ -148,31 +148,43 @@ struct Authorizer::Impl {
     std::unique_ptr<LdapDirectory> ldap;
     std::unique_ptr<TrustedIssuers> issuers;
     std::shared_ptr<JwtKey> signing_key;
-    std::vector<std::shared_ptr<JwtKey>> verify_keys;
+    std::vector<std::shared_ptr<JwtKey>> verify_keys;  // token.verify_keys: other token servers'
 
+    struct Verified {
+        json claims;
+        long long expires;
+        bool issued_here;  // signed with signing_key, by this registry's token endpoint
+    };
     // Verified tokens, so each is checked cryptographically once.
     mutable std::mutex cache_mutex;
-    mutable std::unordered_map<std::string, std::pair<json, long long>> verified;  // token -> (claims, exp)
+    mutable std::unordered_map<std::string, Verified> verified;
 
-    std::optional<json> claims_of(const std::string& token) const {
+    bool takes_tokens() const { return signing_key || !verify_keys.empty(); }
+
+    std::optional<Verified> claims_of(const std::string& token) const {
         const auto now = std::chrono::system_clock::now();
         const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
         {
             std::lock_guard lock(cache_mutex);
             auto it = verified.find(token);
             if (it != verified.end()) {
-                if (it->second.second >= now_s) return it->second.first;
+                if (it->second.expires >= now_s) return it->second;
                 verified.erase(it);
                 return std::nullopt;
             }
         }
         std::string error;
-        auto claims = verify_jwt(token, verify_keys, {options.token_issuer, {options.token_service}, now}, error);
+        const TokenCheck check{options.token_issuer, {options.token_service}, now};
+        std::optional<json> claims;
+        const bool issued_here = signing_key && (claims = verify_jwt(token, {signing_key}, check, error));
+        if (!issued_here && !verify_keys.empty()) claims = verify_jwt(token, verify_keys, check, error);
         if (!claims) return std::nullopt;
+        Verified out{std::move(*claims), 0, issued_here};
+        out.expires = out.claims["exp"].get<long long>();
         std::lock_guard lock(cache_mutex);
         if (verified.size() > 10000) verified.clear();
-        verified[token] = {*claims, (*claims)["exp"].get<long long>()};
-        return claims;
+        verified[token] = out;
+        return out;
     }
 
     bool rules_grant(const Principal& principal, const Need& need) const {
@@ -245,7 +257,6 @@ Authorizer::Authorizer(Options options) : impl_(std::make_unique<Impl>()) {
     if (!o.htpasswd_file.empty()) impl_->htpasswd = std::make_unique<Htpasswd>(o.htpasswd_file);
     if (!o.token_signing_key_file.empty()) {
         impl_->signing_key = JwtKey::load_private(o.token_signing_key_file);
-        impl_->verify_keys.push_back(impl_->signing_key);
     }
     for (auto& file : o.token_verify_key_files) impl_->verify_keys.push_back(JwtKey::load_public(file));
     if (!o.oidc.empty()) impl_->issuers = std::make_unique<TrustedIssuers>(o.oidc, o.issuer_keys_dir);
@@ -292,20 +303,21 @@ Decision Authorizer::check(std::string_view authorization, const std::vector<Nee
         decision.principal = std::move(*login.principal);
         decision.expires = login.expires;
     }
-    std::optional<json> claims;
+    std::optional<Impl::Verified> verified;
     if (credentials.kind == Kind::bearer) {
-        if (impl_->verify_keys.empty() && !impl_->issuers) return refuse(401, "bearer tokens are not accepted here");
+        if (!impl_->takes_tokens() && !impl_->issuers) return refuse(401, "bearer tokens are not accepted here");
         // This registry's own tokens carry their access; an issuer's token is an identity the rules judge.
         // A trusted issuer's token is not tried against this registry's own keys first: that
         // failed signature check would repeat on every request it makes.
         const auto peeked = peek_jwt(credentials.token);
         const bool foreign = impl_->issuers && peeked && peeked->issuer != impl_->options.token_issuer;
-        if (!impl_->verify_keys.empty() && !foreign) claims = impl_->claims_of(credentials.token);
-        if (claims) {
+        if (impl_->takes_tokens() && !foreign) verified = impl_->claims_of(credentials.token);
+        if (verified) {
             impl_->count(LoginMethod::token, true);
-            decision.principal = principal_of(*claims);
-            decision.token = access_of(*claims);
-            decision.expires = (*claims)["exp"].get<long long>();
+            decision.principal = principal_of(verified->claims);
+            decision.token = access_of(verified->claims);
+            decision.token->issued_here = verified->issued_here;
+            decision.expires = verified->expires;
         } else {
             std::string error = "invalid or expired token";
             auto identity = impl_->issuers ? impl_->issuers->verify(credentials.token, error) : std::nullopt;
@@ -318,11 +330,11 @@ Decision Authorizer::check(std::string_view authorization, const std::vector<Nee
     for (auto& need : needs) {
         bool granted = decision.token ? decision.token->grants(need) : impl_->rules_grant(decision.principal, need);
         if (granted) continue;
-        if (claims) return refuse(401, "token does not grant this access", true);
+        if (verified) return refuse(401, "token does not grant this access", true);
         if (decision.principal.anonymous()) return refuse(401, "authentication required");
         return refuse(403, "access denied");
     }
-    if (needs.empty() && decision.principal.anonymous() && !claims)
+    if (needs.empty() && decision.principal.anonymous() && !verified)
         return refuse(401, "authentication required");  // GET /v2/ tells clients to sign in
     decision.allowed = true;
     return decision;
@@ -336,9 +348,9 @@ bool Authorizer::may_pull(const Decision& caller, const std::string& repository)
 
 bool Authorizer::may_list(const Decision& caller, const std::string& repository) const {
     if (may_pull(caller, repository)) return true;
-    // "No rules" lets every signed-in user pull everything, which a token never means: its issuer
-    // decided its access list.
-    return caller.token && !impl_->options.rules.empty() &&
+    // This registry's token endpoint granted the catalog from these rules; another token server's
+    // subject is no principal here, its access list all it has.
+    return caller.token && caller.token->issued_here &&
            impl_->rules_grant(caller.principal, {repository, Action::pull, false});
 }
 

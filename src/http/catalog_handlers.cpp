@@ -29,7 +29,7 @@ Plan plan_catalog(Context& context, Request& request) {
     const auto max_page = registry.options().max_page;
     const auto n = std::min(page_size(request.target.query).value_or(max_page), max_page);
     auto page = read_visible<std::string>(
-        cursors, cursors.open(request.target.query.get("last").value_or("")), n, max_names_read,
+        cursors, request.target.query.get("last").value_or(""), n, max_names_read,
         [&](const std::string& after, std::size_t limit) { return registry.catalog(limit, after); },
         [](const std::string& name) { return name; },
         [&](const std::string& name) { return !may_list || may_list(name); });

@@ -42,7 +42,7 @@ std::string Cursors::next(const std::string& text, bool visible) const {
 }
 
 std::string Cursors::open(const std::string& last) const {
-    if (!last.starts_with("~")) return last;
+    if (!sealed(last)) return last;
     const auto raw = last.size() <= max_sealed ? oci::base64url_decode(last.substr(1)) : std::nullopt;
     if (!raw || raw->size() < nonce_bytes + tag_bytes)
         throw oci::Error(oci::ErrorCode::bad_request, "last is no cursor this registry gave");

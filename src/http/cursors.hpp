@@ -22,15 +22,17 @@ public:
     std::string next(const std::string& name, bool visible) const;
     // The name a `last` parameter stands for; throws 400 for a sealed one this cluster did not seal.
     std::string open(const std::string& last) const;
+    static bool sealed(const std::string& last) { return last.starts_with("~"); }
 
 private:
     std::string key_;
 };
 
-// A page of items the caller may see, read on past hidden ones. read(after, limit) gives a page of
-// the items after `after` in order: {items, more}; key(item) is an item's name, visible(item) whether
-// the caller may see it. At most budget items are read; `next` is where the following page starts (a
-// visible name, or a sealed one where the budget ran out on a hidden one).
+// A page of items the caller may see, read on past hidden ones, after `last` (the request's
+// parameter, opened here). read(after, limit) gives a page of the items after `after` in order:
+// {items, more}; key(item) is an item's name, visible(item) whether the caller may see it. At most
+// budget items are read; `next` is where the following page starts (a visible name, or a sealed one
+// where the budget ran out on a hidden one, or where a page read nothing after a sealed `last`).
 template <typename Item>
 struct VisiblePage {
     std::vector<Item> items;
@@ -38,11 +40,12 @@ struct VisiblePage {
 };
 
 template <typename Item, typename Read, typename Key, typename Visible>
-VisiblePage<Item> read_visible(const Cursors& cursors, const std::string& after, std::size_t n, std::size_t budget,
+VisiblePage<Item> read_visible(const Cursors& cursors, const std::string& last, std::size_t n, std::size_t budget,
                                Read read, Key key, Visible visible) {
     VisiblePage<Item> page;
-    std::string position = after;
-    bool position_visible = true, more = true;
+    std::string position = cursors.open(last);
+    // A `last` the caller wrote is theirs to see again; one sealed stays sealed (n=0 reads nothing).
+    bool position_visible = !Cursors::sealed(last), more = true;
     for (std::size_t read_count = 0; more && page.items.size() < n && read_count < budget;) {
         auto chunk = read(position, std::min<std::size_t>(budget - read_count, 1000));
         more = chunk.more;

@@ -15,7 +15,7 @@ UsageAnswer usage_answer(registry::Registry& registry, const std::function<bool(
     // A namespace's figures count every repository it holds: shown only to a caller who may see
     // them all, so no count says that a hidden repository exists.
     auto page = read_visible<registry::NamespaceReport>(
-        cursors, cursors.open(last), limit, max_namespaces_read,
+        cursors, last, limit, max_namespaces_read,
         [&](const std::string& after, std::size_t want) { return registry.usage(want, after); },
         [](const registry::NamespaceReport& item) { return item.ns; },
         [&](const registry::NamespaceReport& item) {

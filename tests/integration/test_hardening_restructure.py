@@ -31,7 +31,9 @@ tests/lib/fakehttp.py servers.
    finding, that a token with registry:catalog:* beside alice/app lists alice/secret too, is kept as
    designed: the catalog grant is the grant to list the names alice's rules let her pull (as
    test_auth.test_catalog_filtered holds), and a job that must not see them is not given it; the
-   same for /_berth/v1/usage, the other listing behind that grant.
+   same for /_berth/v1/usage, the other listing behind that grant. That holds for berth's own
+   tokens only: another token server's (token.verify_keys) subject named alice lists what its
+   access list grants (alice/app), and usage shows no namespace it cannot see whole.
 7. `berth export --url` gives up on a blob body that trickles (1 byte every 2 s): it fails, saying
    the body came too slowly, within 90 s (the allowance is a minute plus a second a MiB). Opt-in,
    BERTH_SLOW_TESTS=1: it takes a minute, past what this file may take otherwise.
@@ -429,8 +431,10 @@ class CatalogNeedsItsOwnGrant(unittest.TestCase):
     def test_a_token_for_one_repository(self):
         def configure(b):
             bt.gen_ec_key(os.path.join(b.tmp, "token.key"))
+            bt.public_key(bt.gen_rsa_key(os.path.join(b.tmp, "other.key")), os.path.join(b.tmp, "other.pub"))
             return {"log": {"access": False}, "auth": {
-                "htpasswd": "htpasswd", "token": {"signing_key": "token.key", "issuer": "berth", "service": "berth"},
+                "htpasswd": "htpasswd", "token": {"signing_key": "token.key", "verify_keys": ["other.pub"],
+                                                  "issuer": "berth", "service": "berth"},
                 "rules": [{"repository": "alice/**", "principals": ["user:alice"], "actions": ["pull", "push"]}]}}
         b = bt.serve(self.addCleanup, configure, passwords={"alice": "alice-pw"})
         for repo in ("alice/app", "alice/secret"):
@@ -453,6 +457,15 @@ class CatalogNeedsItsOwnGrant(unittest.TestCase):
                          "the guard: the catalog grant lists what alice may pull")
         usage = b.get("/_berth/v1/usage", headers=both)
         self.assertEqual([x["namespace"] for x in usage.json()["namespaces"]], ["alice"], usage)
+        # Another token server's (token.verify_keys, the same issuer name) subject "alice" is no
+        # principal here: its catalog grant lists what its own access list grants, not alice's rules.
+        now = int(time.time())
+        claims = {"iss": "berth", "sub": "alice", "aud": "berth", "iat": now, "nbf": now - 1, "exp": now + 300,
+                  "access": [{"type": "registry", "name": "catalog", "actions": ["*"]},
+                             {"type": "repository", "name": "alice/app", "actions": ["pull"]}]}
+        other = bt.bearer(bt.make_jwt(claims, os.path.join(b.tmp, "other.key"), "RS256"))
+        self.assertEqual(b.get("/v2/_catalog", headers=other).json(), {"repositories": ["alice/app"]})
+        self.assertEqual(b.get("/_berth/v1/usage", headers=other).json()["namespaces"], [])
 
 
 # --------------------------------------------------------------------------- finding 7

@@ -245,6 +245,35 @@ class Paging(unittest.TestCase):
         self.assertEqual(sorted(found), sorted(f"{repo}@{digest}" for repo, digest in self.derived.items()))
         self.assertEqual(len(found), len(set(found)))
 
+    def test_15e_a_sealed_cursor_stays_sealed_on_an_empty_page(self):
+        """A lineage cursor sealed over bob/hidden, given as last= to a listing asked for n=0
+        (nothing read, so the page ends where it began): the next page starts at a cursor, not
+        at the name it stands for (helper review of e6a469d)."""
+        sealed = None
+        path = "/_berth/v1/lineage?repository=public/base&reference=1&n=1"
+        for _ in range(200):
+            doc = self.b.get(path, headers=auth("alice")).json()
+            last = query_of(doc["next"], "last") if doc["next"] else None
+            if last and last.startswith("~"):
+                sealed = last
+                break
+            if not doc["next"]:
+                break
+            path = doc["next"]
+        self.assertTrue(sealed, "the guard: alice's lineage pages hold a sealed cursor")
+        quoted = urllib.parse.quote(sealed, safe="")
+        for who in ("alice", None):
+            for path in (f"/v2/_catalog?n=0&last={quoted}", f"/_berth/v1/usage?n=0&last={quoted}",
+                         f"/ui/api/namespaces?n=0&last={quoted}"):
+                if who is None and not path.startswith("/ui/"):
+                    continue
+                for method in ("GET", "HEAD"):
+                    with self.subTest(who=who, path=path, method=method):
+                        r = self.b.request(method, path, headers=auth(who))
+                        self.assertEqual(r.status, 200, r)
+                        self.assertNotIn(b"bob/", r.body, r)
+                        self.assertNotIn("bob", urllib.parse.unquote(r.header("Link") or ""), r)
+
     def test_16a_cross_site_sign_in_is_refused(self):
         host = f"127.0.0.1:{self.b.port}"
         for headers in ({"Sec-Fetch-Site": "cross-site"},

@@ -34,6 +34,7 @@ struct TokenAccess {
         std::vector<std::string> actions;
     };
     std::vector<Entry> entries;
+    bool issued_here = false;  // by this registry's token endpoint (auth.token.signing_key)
     bool grants(const Need& need) const;
 };
 
@@ -61,8 +62,9 @@ public:
     // has one, else by the rules.
     bool may_pull(const Decision& caller, const std::string& repository) const;
     // May a listing behind the registry:catalog:* grant (the catalog, usage) name repository to
-    // the caller? What it may pull, and for a token also what the rules give its subject by name
-    // (the grant is to list those); with no rules a token's access list is all there is.
+    // the caller? What it may pull, and for a token of this registry's own endpoint also what the
+    // rules give its subject (the grant is to list those); another token server's token lists
+    // what its access list grants.
     bool may_list(const Decision& caller, const std::string& repository) const;
     // Whether a Basic login may ask a directory (auth.ldap): such logins wait on the ldap party.
     bool uses_directory() const;
