@@ -496,7 +496,7 @@ class SealedCursorsHaveOneLength(unittest.TestCase):
             {"repository": "${user}/**", "principals": ["authenticated"], "actions": ["pull", "push"]}]},
             "ui": {"enabled": True}, "log": {"access": False}}
         b.ready_statuses = (401,)
-        cls.b = b.start()
+        cls.b = b.start(timeout=180)  # opening 10,005 repositories takes a Debug ASan build a while
 
     def test_catalog_usage_and_namespaces(self):
         bob = bt.basic_auth("bob", "bob-pw")
