@@ -104,19 +104,6 @@ class DockerSave:
         os.symlink(target, full)
 
 
-def oci_layout(path, named):
-    """An OCI image layout: {ref name (REPO:TAG): image from bt.make_image}."""
-    entries = []
-    for name, img in named.items():
-        for digest, data in list(img["blobs"].items()) + [(img["digest"], img["manifest"])]:
-            write(os.path.join(path, "blobs", "sha256", digest[7:]), data)
-        entries.append({"mediaType": bt.OCI_MANIFEST, "digest": img["digest"], "size": len(img["manifest"]),
-                        "annotations": {"org.opencontainers.image.ref.name": name}})
-    write(os.path.join(path, "oci-layout"), b'{"imageLayoutVersion": "1.0.0"}')
-    write(os.path.join(path, "index.json"), json.dumps({"schemaVersion": 2, "manifests": entries}).encode())
-    return path
-
-
 def output(r):
     return f"exit {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}"
 
@@ -373,7 +360,7 @@ class ImportCannotMoveImmutableTags(unittest.TestCase):
         first = b.push_image("pinned/app", "1")
         b.stop()
         config = b.config_path()
-        moving = oci_layout(os.path.join(b.tmp, "moving"), {"pinned/app:1": bt.make_image()})
+        moving = bt.oci_layout(os.path.join(b.tmp, "moving"), {"pinned/app:1": bt.make_image()})
         docker = DockerSave(os.path.join(b.tmp, "moving-docker"))
         docker.add("pinned/app:1", [a_layer()])
         for carrier in (moving, docker.path):
@@ -384,7 +371,7 @@ class ImportCannotMoveImmutableTags(unittest.TestCase):
                     self.assertNotEqual(r.returncode, 0, output(r))
         # --config is understood: a new tag in the same repository loads
         third = bt.make_image()
-        fresh = oci_layout(os.path.join(b.tmp, "fresh"), {"pinned/app:2": third})
+        fresh = bt.oci_layout(os.path.join(b.tmp, "fresh"), {"pinned/app:2": third})
         r = bt.run_cli("import", "--root", b.root, "--config", config, fresh, timeout=60)
         self.assertEqual(r.returncode, 0, output(r))
         b.restart()

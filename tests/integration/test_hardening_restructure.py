@@ -155,19 +155,6 @@ class ClaimsComeLast(bt.ServerTest):
 # --------------------------------------------------------------------------- finding 2
 
 
-def oci_layout(directory, reference):
-    """An OCI layout of one new image named `reference`; returns the image."""
-    img = bt.make_image((2000,))
-    os.makedirs(os.path.join(directory, "blobs", "sha256"))
-    for digest, data in [*img["blobs"].items(), (img["digest"], img["manifest"])]:
-        with open(os.path.join(directory, "blobs", "sha256", digest.split(":")[1]), "wb") as f:
-            f.write(data)
-    write(os.path.join(directory, "index.json"), json.dumps({"schemaVersion": 2, "manifests": [
-        {"mediaType": bt.OCI_MANIFEST, "digest": img["digest"], "size": len(img["manifest"]),
-         "annotations": {"org.opencontainers.image.ref.name": reference}}]}))
-    return img
-
-
 class CommandsAskOnlyTheirOwnRealm(unittest.TestCase):
     """berth with auth.token, its challenge naming a realm on another port: a fake that passes the
     request on to berth's own /auth/token, so a token it hands out is berth's."""
@@ -206,7 +193,8 @@ class CommandsAskOnlyTheirOwnRealm(unittest.TestCase):
         return self.realm.seen()[self.before:]
 
     def test_a_realm_on_another_port_is_not_asked(self):
-        img = oci_layout(os.path.join(self.tmp, "layout"), "site/refused:v1")
+        img = bt.make_image((2000,))
+        bt.oci_layout(os.path.join(self.tmp, "layout"), {"site/refused:v1": img})
         r = self.cli("import", os.path.join(self.tmp, "layout"))
         self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
         r2 = self.cli("export", "site/pushed:v1", "--to", os.path.join(self.tmp, "out"))
@@ -217,7 +205,8 @@ class CommandsAskOnlyTheirOwnRealm(unittest.TestCase):
         self.assertEqual(self.b.get(f"/v2/site/refused/manifests/{img['digest']}", headers=ci).status, 404)
 
     def test_a_realm_named_by_token_realm_is_asked(self):
-        img = oci_layout(os.path.join(self.tmp, "layout"), "site/app:v1")
+        img = bt.make_image((2000,))
+        bt.oci_layout(os.path.join(self.tmp, "layout"), {"site/app:v1": img})
         r = self.cli("import", os.path.join(self.tmp, "layout"), realm=f"{self.realm.url}/")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         asked = self.asked()

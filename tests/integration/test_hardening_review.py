@@ -600,19 +600,6 @@ class CheaperHashesWaitAsLong(unittest.TestCase):
 POLICY = {"policies": [{"repositories": ["prod/**"], "immutable_tags": True}]}
 
 
-def oci_layout(directory, reference):
-    """An OCI layout of one new image named `reference`; returns the image."""
-    img = bt.make_image((2000,))
-    os.makedirs(os.path.join(directory, "blobs", "sha256"))
-    for digest, data in [*img["blobs"].items(), (img["digest"], img["manifest"])]:
-        with open(os.path.join(directory, "blobs", "sha256", digest.split(":")[1]), "wb") as f:
-            f.write(data)
-    with open(os.path.join(directory, "index.json"), "w") as f:
-        json.dump({"schemaVersion": 2, "manifests": [{"mediaType": bt.OCI_MANIFEST, "digest": img["digest"],
-                   "size": len(img["manifest"]), "annotations": {"org.opencontainers.image.ref.name": reference}}]}, f)
-    return img
-
-
 class ImportIntoAStoppedReplica(unittest.TestCase):
     def test_new_immutable_tag_into_a_replica_with_peers_fails(self):
         cluster = bt.Cluster(n=2, config=dict(POLICY, log={"access": False}))
@@ -623,7 +610,7 @@ class ImportIntoAStoppedReplica(unittest.TestCase):
         stopped = cluster[1]
         stopped.stop()
         layout = os.path.join(stopped.tmp, "layout")
-        oci_layout(layout, "prod/app:v2")
+        bt.oci_layout(layout, {"prod/app:v2": bt.make_image((2000,))})
         r = bt.run_cli("import", "--root", stopped.root, layout, timeout=120)
         self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("FAILED prod/app:v2", r.stdout)
@@ -642,7 +629,8 @@ class ImportIntoAStoppedReplica(unittest.TestCase):
         b.start()
         b.stop()  # the store remembers the configuration, policies and all
         layout = os.path.join(b.tmp, "layout")
-        img = oci_layout(layout, "prod/app:v2")
+        img = bt.make_image((2000,))
+        bt.oci_layout(layout, {"prod/app:v2": img})
         r = bt.run_cli("import", "--root", b.root, layout, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("loaded prod/app:v2", r.stdout)

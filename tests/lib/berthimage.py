@@ -10,7 +10,7 @@ import os
 import random
 import subprocess
 
-__all__ = ["OCI_MANIFEST", "OCI_CONFIG", "OCI_LAYER", "sha256_digest", "make_image", "image_of", "tree", "blob_files",
+__all__ = ["OCI_MANIFEST", "OCI_CONFIG", "OCI_LAYER", "sha256_digest", "make_image", "image_of", "oci_layout", "tree", "blob_files",
            "evict_from_page_cache", "on_tmpfs", "COLD_BYTES", "file_sha256"]
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -51,6 +51,25 @@ def image_of(layers, arch="amd64", nonce=None):
 
 
 # --------------------------------------------------------------------------- blob files on disk
+
+
+def oci_layout(path, named):
+    """Writes an OCI image layout at path (for berth import): {ref name (REPO:TAG): image from
+    make_image}. Returns path."""
+    entries = []
+    for name, img in named.items():
+        for digest, data in [*img["blobs"].items(), (img["digest"], img["manifest"])]:
+            blob = os.path.join(path, "blobs", "sha256", digest.split(":")[1])
+            os.makedirs(os.path.dirname(blob), exist_ok=True)
+            with open(blob, "wb") as f:
+                f.write(data)
+        entries.append({"mediaType": OCI_MANIFEST, "digest": img["digest"], "size": len(img["manifest"]),
+                        "annotations": {"org.opencontainers.image.ref.name": name}})
+    with open(os.path.join(path, "oci-layout"), "w") as f:
+        f.write('{"imageLayoutVersion": "1.0.0"}')
+    with open(os.path.join(path, "index.json"), "w") as f:
+        json.dump({"schemaVersion": 2, "manifests": entries}, f)
+    return path
 
 
 def tree(root):
