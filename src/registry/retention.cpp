@@ -233,7 +233,7 @@ void Retention::delete_tags(Round& round, const std::string& repo, const Retenti
         for (auto& d : doomed) went.push_back(&d);
     } else if (!doomed.empty()) {
         auto lock = meta_.lock_writes();
-        storage::MetaStore::Batch batch;
+        storage::MetaStore::Batch batch("retention");
         const storage::Stamp stamp{clock_.now(), replica_id_};
         for (auto& d : doomed) {
             auto current = meta_.tag(repo, d.tag);

@@ -119,7 +119,7 @@ std::vector<std::size_t> tombstone(Graph& g, storage::MetaStore& meta, storage::
     std::vector<std::size_t> committed;
     auto lock = meta.lock_writes();
     keep_listed_since(g, meta, sweep.repo, seen);
-    storage::MetaStore::Batch batch;
+    storage::MetaStore::Batch batch("retention");
     const storage::Stamp stamp{clock.now(), replica_id};
     for (auto n : chunk) {
         auto& node = g.nodes[n];

@@ -98,8 +98,11 @@ ApplyResult Applier::apply(const Event& event, const std::vector<PeerClient*>& s
     switch (event.type) {
         case Event::Type::link:
         case Event::Type::unlink: return apply_link(event, sources);
-        case Event::Type::manifest:
-            return apply_manifest(event.repo, event.digest, event.stamp, std::move(content), sources);
+        case Event::Type::manifest: {
+            auto result = apply_manifest(event.repo, event.digest, event.stamp, std::move(content), sources);
+            if (result == ApplyResult::skipped) keep_overtaken_push(event);
+            return result;
+        }
         case Event::Type::tag: return apply_tag(event, sources);
         case Event::Type::manifest_deleted:
         case Event::Type::tag_deleted: return apply_deletion(event);
@@ -200,7 +203,10 @@ ApplyResult Applier::apply_tag(const Event& event, const std::vector<PeerClient*
         auto local = meta_.tag(event.repo, event.tag);
         return local && local->stamp >= event.stamp;
     };
-    if (newer_here()) return ApplyResult::skipped;
+    if (newer_here()) {
+        keep_overtaken_tag(event);
+        return ApplyResult::skipped;
+    }
     auto manifest = meta_.manifest(event.repo, event.digest);
     if (!manifest || manifest->deleted) {
         auto result = apply_manifest(event.repo, event.digest, event.stamp, std::nullopt, sources);
@@ -209,16 +215,42 @@ ApplyResult Applier::apply_tag(const Event& event, const std::vector<PeerClient*
         if (!manifest || manifest->deleted) return ApplyResult::skipped;  // deleted here later than this tag
     }
     auto lock = meta_.lock_writes();
-    if (newer_here()) return ApplyResult::skipped;
+    if (newer_here()) {
+        lock.unlock();
+        keep_overtaken_tag(event);
+        return ApplyResult::skipped;
+    }
     storage::MetaStore::Batch batch;
     batch.record_tag(event.repo, event.tag, event.digest, event.stamp);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     return ApplyResult::applied;
 }
 
+// A tag move that a newer one overtook on its way here was still acknowledged where it was made:
+// this replica's log keeps it (once), so whichever replica tells receivers of changes tells it.
+void Applier::keep_overtaken_tag(const Event& event) {
+    auto lock = meta_.lock_writes();
+    auto local = meta_.tag(event.repo, event.tag);
+    if (!local || local->stamp == event.stamp) return;  // this very move is here
+    if (auto named = meta_.tag_named_at(event.repo, event.tag, event.digest); named && *named >= event.stamp.clock)
+        return;  // logged here already, or named again since
+    storage::MetaStore::Batch batch;
+    batch.record_overtaken_tag(event.repo, event.tag, event.digest, event.stamp);
+    meta_.commit(batch, storage::MetaStore::Durability::deferred);
+}
+
+void Applier::keep_overtaken_push(const Event& event) {
+    auto lock = meta_.lock_writes();
+    auto local = meta_.manifest(event.repo, event.digest);
+    if (!local || !local->deleted || local->stamp <= event.stamp || local->pushed >= event.stamp.clock) return;
+    storage::MetaStore::Batch batch;
+    batch.record_overtaken_manifest(event.repo, event.digest, *local, event.stamp);
+    meta_.commit(batch, storage::MetaStore::Durability::deferred);
+}
+
 ApplyResult Applier::apply_deletion(const Event& event) {
     auto lock = meta_.lock_writes();
-    storage::MetaStore::Batch batch;
+    storage::MetaStore::Batch batch(event.cause);
     if (event.type == Event::Type::tag_deleted) {
         auto local = meta_.tag(event.repo, event.tag);
         if (local && local->stamp >= event.stamp) return ApplyResult::skipped;

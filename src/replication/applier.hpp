@@ -74,6 +74,8 @@ private:
     ApplyResult apply_link(const storage::Event& event, const std::vector<PeerClient*>& sources);
     ApplyResult apply_tag(const storage::Event& event, const std::vector<PeerClient*>& sources);
     ApplyResult apply_deletion(const storage::Event& event);
+    void keep_overtaken_tag(const storage::Event& event);
+    void keep_overtaken_push(const storage::Event& event);
     ApplyResult apply_links(std::vector<storage::StateRecord*>& records, const std::vector<PeerClient*>& sources,
                             unsigned parallelism, const std::atomic<bool>* stop);
     ApplyResult apply_manifests(std::vector<storage::StateRecord*>& records, const std::vector<PeerClient*>& sources,

@@ -52,6 +52,7 @@ void Replicator::Impl::follow(Peer& peer) {
 
 bool Replicator::Impl::follow_page(Peer& peer, bool& first_contact) {
     const auto asked_after = peer.cursor;
+    const auto asked_ms = now_ms();
     auto response = peer.client.request("GET", protocol::log_target(asked_after, 500), {}, std::chrono::seconds(3));
     const bool compacted = response.status == 410;
     if (response.status != 200 && !compacted)
@@ -84,6 +85,10 @@ bool Replicator::Impl::follow_page(Peer& peer, bool& first_contact) {
     note_contact(peer, page.head, page.filling);
     if (page.filling) {
         // An empty peer copying the others: nothing to wait for or take from it yet.
+        {
+            std::lock_guard lock(mutex);
+            peer.heard_ms = asked_ms;
+        }
         sleep_for(std::chrono::seconds(1));
         return true;
     }
@@ -102,6 +107,10 @@ bool Replicator::Impl::follow_page(Peer& peer, bool& first_contact) {
         return true;
     }
     const bool stalled = !apply_entries(peer, page.entries);
+    if (!stalled && peer.cursor >= page.head) {
+        std::lock_guard lock(mutex);
+        peer.heard_ms = asked_ms;
+    }
     if (stalled) sleep_for(std::chrono::seconds(1));
     else if (peer.cursor >= page.head) sleep_for(options.poll_interval);
     return true;

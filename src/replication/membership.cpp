@@ -41,6 +41,17 @@ std::optional<std::string> Replicator::owner_of(std::string_view key) const {
     return owner;
 }
 
+bool Replicator::leads(std::string_view key) const {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->ready_locked()) return false;
+    const auto mine = rendezvous_score(impl_->self_id, key);
+    for (auto& peer : impl_->peers) {
+        if (peer->self || !peer->reachable || peer->id.empty() || !peer->incompatible.empty()) continue;
+        if (peer->status && peer->status->ready && rendezvous_score(peer->id, key) > mine) return false;
+    }
+    return true;
+}
+
 // A client of the moment for any replica's address: the peers' own clients are their followers'.
 std::unique_ptr<net::Exchange> Replicator::open_peer(const std::string& address, net::RequestHead head) const {
     PeerClient peer(impl_->http, address, impl_->options.tls, impl_->options.secret, impl_->self_id);
@@ -50,6 +61,22 @@ std::unique_ptr<net::Exchange> Replicator::open_peer(const std::string& address,
 net::Response Replicator::ask_peer(const std::string& address, net::RequestHead head, std::size_t limit) const {
     PeerClient peer(impl_->http, address, impl_->options.tls, impl_->options.secret, impl_->self_id);
     return peer.ask(std::move(head), limit);
+}
+
+std::vector<std::string> Replicator::peer_addresses() const {
+    std::lock_guard lock(impl_->mutex);
+    std::vector<std::string> out;
+    for (auto& peer : impl_->peers)
+        if (!peer->self) out.push_back(peer->client.address());
+    return out;
+}
+
+std::uint64_t Replicator::heard_until_ms() const {
+    std::lock_guard lock(impl_->mutex);
+    auto until = now_ms();
+    for (auto& peer : impl_->peers)
+        if (!peer->self && peer->reachable && peer->incompatible.empty()) until = std::min(until, peer->heard_ms);
+    return until;
 }
 
 std::optional<std::string> Replicator::address_of(const std::string& replica_id) const {

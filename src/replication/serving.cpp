@@ -105,9 +105,13 @@ std::uint64_t log_compaction_point(const storage::MetaStore& meta, const LogRete
     return std::min(through, head);
 }
 
-void compact_log(storage::MetaStore& meta, const LogRetention& retention, Replicator* replicator) {
-    std::vector<std::uint64_t> cursors;
-    if (replicator) cursors = replicator->peer_cursors();
+void compact_log(storage::MetaStore& meta, const LogRetention& retention, Replicator* replicator,
+                 const std::vector<std::uint64_t>& readers) {
+    std::vector<std::uint64_t> cursors = readers;
+    if (replicator) {
+        auto peers = replicator->peer_cursors();
+        cursors.insert(cursors.end(), peers.begin(), peers.end());
+    }
     const auto through = log_compaction_point(meta, retention, cursors, now_ms());
     if (through < meta.log_first()) return;
     meta.compact_log(through);

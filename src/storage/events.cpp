@@ -17,6 +17,7 @@ std::string Event::json() const {
                           {"origin", stamp.replica}};
     if (!digest.empty()) out["digest"] = digest;
     if (!tag.empty()) out["tag"] = tag;
+    if (!cause.empty()) out["cause"] = cause;
     return out.dump();
 }
 
@@ -37,6 +38,7 @@ std::optional<Event> Event::parse(const std::string& text) {
         event.stamp = {j.at("clock").get<std::uint64_t>(), j.at("origin").get<std::string>()};
         event.digest = j.value("digest", "");
         event.tag = j.value("tag", "");
+        event.cause = j.value("cause", "");
         return event;
     } catch (const nlohmann::json::exception&) {
         return std::nullopt;

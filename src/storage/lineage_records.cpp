@@ -104,6 +104,13 @@ std::vector<std::string> MetaStore::indexes_listing(const std::string& repo, con
     return out;
 }
 
+std::optional<std::uint64_t> MetaStore::tag_named_at(const std::string& repo, const std::string& tag,
+                                                     const std::string& digest) const {
+    auto clock = impl_->get(cf_lineage, lineage_key::history(repo, tag, digest));
+    if (!clock) return std::nullopt;
+    return std::stoull(*clock);
+}
+
 std::vector<std::string> MetaStore::tag_history(const std::string& repo, const std::string& tag) const {
     std::vector<std::pair<std::uint64_t, std::string>> named;
     impl_->scan(cf_lineage, lineage_key::history(repo, tag, ""), "", [&](std::string_view digest, auto clock) {

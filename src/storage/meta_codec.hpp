@@ -57,13 +57,13 @@ inline TagRecord decode_tag(std::string_view v) {
 
 // Header JSON, a NUL, then the manifest bytes untouched.
 inline std::string encode(const ManifestRecord& r) {
-    std::string out = json{
-        {"t", r.media_type},
-        {"sub", r.subject},
-        {"ref", r.referrer_json},
-        {"s", stamp_json(r.stamp)},
-        {"del",
-         r.deleted}}.dump();
+    json header = {{"t", r.media_type},
+                   {"sub", r.subject},
+                   {"ref", r.referrer_json},
+                   {"s", stamp_json(r.stamp)},
+                   {"del", r.deleted}};
+    if (r.pushed) header["p"] = r.pushed;
+    std::string out = header.dump();
     out += '\0';
     out += r.bytes;
     return out;
@@ -74,6 +74,7 @@ inline ManifestRecord decode_manifest(const std::string& v) {
     ManifestRecord r{
         j.at("t").get<std::string>(), j.at("sub").get<std::string>(), j.at("ref").get<std::string>(), v.substr(nul + 1),
         stamp_of(j.at("s")),          j.at("del").get<bool>()};
+    r.pushed = j.value("p", std::uint64_t{0});
     return r;
 }
 

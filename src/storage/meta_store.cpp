@@ -11,13 +11,14 @@
 namespace berth::storage {
 
 MetaStore::Batch::Batch() : impl_(std::make_unique<Impl>()) {}
+MetaStore::Batch::Batch(std::string cause) : impl_(std::make_unique<Impl>()) { impl_->cause = std::move(cause); }
 MetaStore::Batch::~Batch() = default;
 MetaStore::Batch::Batch(Batch&&) noexcept = default;
 
 void MetaStore::Batch::record_manifest(const std::string& repo, const oci::Digest& digest,
                                        const oci::ParsedManifest& parsed, std::string bytes, const Stamp& stamp) {
     const auto digest_text = digest.str();
-    ManifestRecord record{parsed.media_type, {}, {}, std::move(bytes), stamp, false};
+    ManifestRecord record{parsed.media_type, {}, {}, std::move(bytes), stamp, false, stamp.clock};
     if (parsed.subject) {
         record.subject = parsed.subject->digest.str();
         record.referrer_json = oci::referrer_descriptor_json(parsed, digest, record.bytes.size());
@@ -34,6 +35,7 @@ void MetaStore::Batch::tombstone_manifest(const std::string& repo, const std::st
     tombstone.stamp = stamp;
     tombstone.deleted = true;
     if (current) {
+        tombstone.pushed = current->deleted ? current->pushed : current->stamp.clock;
         tombstone.media_type = current->media_type;
         tombstone.subject = current->subject;
         if (!current->subject.empty()) impl_->put_referrer(repo, current->subject, digest, std::nullopt);
@@ -56,6 +58,18 @@ void MetaStore::Batch::record_tag(const std::string& repo, const std::string& ta
     if (digest.empty()) impl_->ops.push_back({cf_pulls, key(repo, tag), std::nullopt});
     else impl_->note_tag(repo, tag, digest, stamp.clock);
     impl_->log({digest.empty() ? Event::Type::tag_deleted : Event::Type::tag, repo, digest, tag, stamp});
+}
+void MetaStore::Batch::record_overtaken_manifest(const std::string& repo, const std::string& digest,
+                                                 const ManifestRecord& tombstone, const Stamp& push) {
+    auto record = tombstone;
+    record.pushed = push.clock;
+    impl_->put_manifest(repo, digest, record);
+    impl_->log({Event::Type::manifest, repo, digest, {}, push});
+}
+void MetaStore::Batch::record_overtaken_tag(const std::string& repo, const std::string& tag, const std::string& digest,
+                                            const Stamp& stamp) {
+    impl_->note_tag(repo, tag, digest, stamp.clock);
+    impl_->log({Event::Type::tag, repo, digest, tag, stamp});
 }
 void MetaStore::Batch::record_link(const std::string& repo, const std::string& digest, const Stamp& stamp, bool deleted,
                                    std::uint64_t size) {

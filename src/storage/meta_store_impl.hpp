@@ -47,6 +47,7 @@ struct MetaStore::Batch::Impl {
     std::vector<LinkWrite> links;
     std::vector<std::string> events;  // as the log stores them
     std::vector<Event> logged;
+    std::string cause;  // Batch(cause)
 
     void add_repository(const std::string& repo) { ops.push_back({cf_repos, repo, ""}); }
     void put_manifest(const std::string& repo, const std::string& digest, const ManifestRecord& r) {
@@ -61,6 +62,7 @@ struct MetaStore::Batch::Impl {
     void note_tag(const std::string& repo, const std::string& tag, const std::string& digest, std::uint64_t clock);
     void log(Event event) {
         add_repository(event.repo);
+        event.cause = cause;
         events.push_back(event.json());
         logged.push_back(std::move(event));
     }

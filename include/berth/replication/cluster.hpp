@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "berth/net/client.hpp"
 
@@ -19,6 +20,10 @@ public:
     // the whole cluster (rendezvous hashing over the replicas reachable now);
     // nullopt when that is this one.
     virtual std::optional<std::string> owner_of(std::string_view key) const = 0;
+    // Whether this replica is the one rendezvous hashing names for key among the ready replicas it
+    // reaches (peers by their last status): for work one replica does at a time, which a replica
+    // still catching up must not take (notification delivery). False while this one is not ready.
+    virtual bool leads(std::string_view key) const = 0;
     // HOST:PORT of the replica with that id, when known.
     virtual std::optional<std::string> address_of(const std::string& replica_id) const = 0;
     // A request to the replica at HOST:PORT, authenticated as this replica: the cluster's secret
@@ -27,6 +32,12 @@ public:
     virtual std::unique_ptr<net::Exchange> open_peer(const std::string& address, net::RequestHead head) const = 0;
     // The same with the whole answer, at most limit bytes.
     virtual net::Response ask_peer(const std::string& address, net::RequestHead head, std::size_t limit) const = 0;
+    // HOST:PORT of every other replica, reachable or not.
+    virtual std::vector<std::string> peer_addresses() const = 0;
+    // Wall-clock ms (since the epoch) before which every change a reachable peer made is here: the
+    // oldest of the moments each reachable peer's log was last asked for and read to its head; 0
+    // while a reachable peer's log has not been read to its head since this replica started.
+    virtual std::uint64_t heard_until_ms() const = 0;
 };
 
 }  // namespace berth::replication

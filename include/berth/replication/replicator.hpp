@@ -61,8 +61,11 @@ public:
     const std::string& self_id() const override;
     std::optional<std::string> owner_of(std::string_view key) const override;
     std::optional<std::string> address_of(const std::string& replica_id) const override;
+    bool leads(std::string_view key) const override;
     std::unique_ptr<net::Exchange> open_peer(const std::string& address, net::RequestHead head) const override;
     net::Response ask_peer(const std::string& address, net::RequestHead head, std::size_t limit) const override;
+    std::vector<std::string> peer_addresses() const override;
+    std::uint64_t heard_until_ms() const override;
     std::string derived_key(std::string_view purpose) const override;
 
     // Follower
@@ -111,7 +114,9 @@ private:
 // more than the cap, past which a peer that stopped reading re-bootstraps.
 std::uint64_t log_compaction_point(const storage::MetaStore& meta, const LogRetention& retention,
                                    const std::vector<std::uint64_t>& peer_cursors, std::uint64_t now_ms);
-// Compacts to that point; replicator may be null (no peers).
-void compact_log(storage::MetaStore& meta, const LogRetention& retention, Replicator* replicator);
+// Compacts to that point; replicator may be null (no peers). readers: the last sequence each of
+// this replica's other readers of its log has read (notification endpoints), kept like peers'.
+void compact_log(storage::MetaStore& meta, const LogRetention& retention, Replicator* replicator,
+                 const std::vector<std::uint64_t>& readers = {});
 
 }  // namespace berth::replication

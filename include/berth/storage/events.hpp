@@ -15,6 +15,9 @@ struct Event {
     std::string digest;  // empty for tag_deleted
     std::string tag;     // tag and tag_deleted only
     Stamp stamp;         // stamp.replica is the origin
+    // Why the change was made, when not by a client: "retention". Replicas keep it as they apply the
+    // event, so whichever replica tells receivers of the change tells why.
+    std::string cause = {};
 
     std::string json() const;
     // nullopt for anything that is not a well-formed event.

@@ -11,6 +11,9 @@
 //     fetch-<16 hex>                       a blob being copied from a peer, committed once its
 //                                          digest is verified
 //   quarantine/<alg>-<hex>                 a blob whose bytes scrub found not to match its digest
+//   notifications/<endpoint>.dead          events that could not reach an endpoint within its max_age,
+//                                          one CloudEvent (JSON) per line, the newest last; moved to
+//                                          <endpoint>.dead.1 (replacing it) at 16 MiB
 //   issuer-keys/<16 hex>.json              the last key set fetched from a trusted issuer's discovery
 //                                          (auth.oidc discovery_url), by a hash of its issuer URL:
 //                                          used while the issuer is out of reach, restarts included
@@ -35,6 +38,13 @@
 //                                          peer_addresses         "<HOST:PORT>\n..." the replicas this one was
 //                                                                 configured with, for `berth restore` to see
 //                                                                 whether any of them still runs
+//                                          notify/<endpoint>      how far events reached an endpoint, replicated
+//                                                                 among replicas by merging (notify/progress.hpp):
+//                                                                 {"g":replay generation,"f":floor clock,
+//                                                                  "o":{"<origin>":clock},"d":disabled at,
+//                                                                  "dr":why,"e":enabled at}
+//                                          notify-scan/<endpoint> this replica's own: the log sequence before
+//                                                                 which every entry has reached the endpoint
 //                                          lineage_indexed        "1" once `lineage` holds every manifest and
 //                                                                 tag (a store from before it is indexed at
 //                                                                 start-up)
@@ -109,6 +119,7 @@ inline std::filesystem::path scratch_dir(const std::filesystem::path& root) { re
 inline std::filesystem::path quarantine_dir(const std::filesystem::path& root) { return root / "quarantine"; }
 inline std::filesystem::path meta_dir(const std::filesystem::path& root) { return root / "meta"; }
 inline std::filesystem::path issuer_keys_dir(const std::filesystem::path& root) { return root / "issuer-keys"; }
+inline std::filesystem::path notifications_dir(const std::filesystem::path& root) { return root / "notifications"; }
 
 // A backup target's parts (the tree above).
 namespace backup {
@@ -171,6 +182,8 @@ inline constexpr const char* peer_cursors = "peer_cursors";
 inline constexpr const char* usage_counted = "usage_counted";
 inline constexpr const char* lineage_indexed = "lineage_indexed";
 inline constexpr const char* peer_addresses = "peer_addresses";
+inline std::string notify_progress(const std::string& endpoint) { return "notify/" + endpoint; }
+inline std::string notify_scan(const std::string& endpoint) { return "notify-scan/" + endpoint; }
 // The configuration file the server last started with ("" for none): `berth import --root` applies
 // its policies and quotas when not given --config.
 inline constexpr const char* config_file = "config_file";

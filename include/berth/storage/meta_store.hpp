@@ -77,6 +77,8 @@ public:
     class Batch {
     public:
         Batch();
+        // cause: what its events say caused them (Event::cause), when not a client.
+        explicit Batch(std::string cause);
         ~Batch();
         Batch(Batch&&) noexcept;
         // The replicated changes, the one place each is written: its records,
@@ -92,6 +94,16 @@ public:
                                 const Stamp& stamp);
         // A tag; an empty digest is its tombstone.
         void record_tag(const std::string& repo, const std::string& tag, const std::string& digest, const Stamp& stamp);
+        // A manifest's push that its delete overtook on the way here: the tombstone stays, notes the
+        // push (ManifestRecord::pushed), and the push is logged, once, as record_overtaken_tag says.
+        void record_overtaken_manifest(const std::string& repo, const std::string& digest,
+                                       const ManifestRecord& tombstone, const Stamp& push);
+        // A tag's move that a newer one overtook before it arrived here: not applied, but kept in the
+        // tag's history and logged, so this replica's log (what it tells receivers of changes, and
+        // its peers) holds every acknowledged move. Written once per replica: tag_named_at then
+        // knows it.
+        void record_overtaken_tag(const std::string& repo, const std::string& tag, const std::string& digest,
+                                  const Stamp& stamp);
         // A repository's link to a blob, or its tombstone. size: the blob's
         // bytes, which its namespace's usage counts from its first live link
         // there on; an unlink takes away what was counted (its size is unused).
@@ -232,6 +244,9 @@ public:
                                       std::size_t limit) const;
     // Live indexes of repo that list child.
     std::vector<std::string> indexes_listing(const std::string& repo, const std::string& child) const;
+    // When the tag last named digest here (hybrid clock), if it ever did.
+    std::optional<std::uint64_t> tag_named_at(const std::string& repo, const std::string& tag,
+                                              const std::string& digest) const;
     // Every digest a tag named since this replica held it, oldest first.
     std::vector<std::string> tag_history(const std::string& repo, const std::string& tag) const;
     // Every tag that ever named digest here.

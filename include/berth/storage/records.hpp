@@ -25,6 +25,9 @@ struct ManifestRecord {
     std::string bytes;          // exactly as pushed; empty for a tombstone
     Stamp stamp;
     bool deleted = false;
+    // The clock of the newest push of it that this replica logged; a tombstone keeps it, so a push
+    // that reaches this replica after its delete is logged once (Batch::record_overtaken_manifest).
+    std::uint64_t pushed = 0;
 };
 
 // A repository's claim on a blob; unlinking leaves a tombstone.
