@@ -1,5 +1,6 @@
 #include "berth/auth/authorizer.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -344,6 +345,12 @@ bool Authorizer::may_pull(const Decision& caller, const std::string& repository)
     if (!enabled()) return true;
     const Need need{repository, Action::pull, false};
     return caller.token ? caller.token->grants(need) : impl_->rules_grant(caller.principal, need);
+}
+
+bool Authorizer::is_one_of(const Decision& caller, const std::vector<std::string>& selectors) const {
+    if (!enabled()) return true;
+    return std::any_of(selectors.begin(), selectors.end(),
+                       [&](const std::string& selector) { return member(impl_->options, caller.principal, selector); });
 }
 
 bool Authorizer::may_list(const Decision& caller, const std::string& repository) const {

@@ -6,8 +6,6 @@
 
 namespace berth::auth {
 
-namespace {
-
 bool member(const Options& options, const Principal& principal, const std::string& selector) {
     if (selector == "anonymous") return principal.anonymous();
     if (selector == "authenticated") return !principal.anonymous();
@@ -22,6 +20,8 @@ bool member(const Options& options, const Principal& principal, const std::strin
     }
     return false;
 }
+
+namespace {
 
 void expand(std::string& pattern, std::string_view variable, const std::string& value) {
     for (auto at = pattern.find(variable); at != std::string::npos; at = pattern.find(variable, at + value.size()))

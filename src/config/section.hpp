@@ -66,6 +66,15 @@ public:
         }
     }
 
+    // A number of hours above 0, fractions allowed, to the second.
+    void hours(const char* key, std::chrono::seconds& out, double max) {
+        if (auto* v = find(key)) {
+            if (!v->is_number() || v->get<double>() * 3600 < 1 || v->get<double>() > max)
+                throw ConfigError(where(key) + " must be a number of hours from 1/3600 to " + std::to_string(int(max)));
+            out = std::chrono::seconds(std::llround(v->get<double>() * 3600));
+        }
+    }
+
     void seconds(const char* key, std::chrono::seconds& out) {
         std::uint64_t value = static_cast<std::uint64_t>(out.count());
         number(key, value, 365ull * 24 * 3600);
@@ -141,5 +150,6 @@ void read_auth(Section& s, Reading& r);            // auth_config.cpp
 void read_policies(const json& list, Reading& r);  // policy_config.cpp
 void read_backup(Section& s, Reading& r);          // backup_config.cpp
 void read_ui(Section& s, Reading& r);              // ui_config.cpp
+void read_notifications(Section& s, Reading& r);   // notify_config.cpp
 
 }  // namespace berth::config

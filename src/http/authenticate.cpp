@@ -102,7 +102,7 @@ std::optional<Response> ui_caller(Context& context, Request& request) {
 
 std::optional<Response> backup_caller(const Context& context, const Request& request) {
     const auto& secret = context.options.backup_secret;
-    if (!context.services.backups || secret.empty())
+    if (!context.services.operations.backups || secret.empty())
         throw Error(ErrorCode::unsupported, "this server takes no backups on request (backup.secret_file)");
     if (oci::equal_secrets(request.authorization, "Bearer " + secret)) return std::nullopt;
     auto response = error_response(ErrorCode::unauthorized, "the backup secret is required");

@@ -56,7 +56,7 @@ std::string backup_json(const storage::BackupStatus& s) {
 // Backups the server takes into its configured target: POST starts one (202; 409 while one runs),
 // GET says how the last one went. Its caller presented the backup secret (Auth::backup).
 Plan plan_backup(Context& context, Request& request) {
-    auto& backups = *context.services.backups;
+    auto& backups = *context.services.operations.backups;
     if (request.method == Method::post) {
         const bool started = backups.start();
         return immediate(json_response(started ? 202 : 409, backup_json(backups.status())));

@@ -67,14 +67,12 @@ std::string next_link(const std::string& path, std::size_t n, const std::string&
 
 registry::Asker asker_of(bool from_peer) { return from_peer ? registry::Asker::replica : registry::Asker::client; }
 
-namespace {
 auth::Decision caller_of(const Request& request) {
     auth::Decision caller;
     caller.principal = request.principal;
     caller.token = request.token;
     return caller;
 }
-}  // namespace
 
 std::function<bool(const std::string& repo)> may_pull_of(const Context& context, const Request& request) {
     const auto* authorizer = context.services.access.authorizer;

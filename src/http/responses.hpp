@@ -23,6 +23,8 @@ void audit(const Request& request, const char* action, const std::string& refere
 std::optional<std::size_t> page_size(const Query& query);
 // A Link header to the page after `last` of a listing at `path` (oci/paths.hpp).
 std::string next_link(const std::string& path, std::size_t n, const std::string& last);
+// The request's caller as the authorizer found it.
+auth::Decision caller_of(const Request& request);
 // A peer reading through on behalf of its client fetches itself rather than delegate again.
 registry::Asker asker_of(bool from_peer);
 // What a request's caller may pull (null: everything, when nobody is asked): its token's access

@@ -7,37 +7,40 @@
 namespace berth::http {
 
 // The handlers, by the file they live in.
-Plan plan_base(Context&, Request&);             // catalog_handlers.cpp
-Plan plan_catalog(Context&, Request&);          // catalog_handlers.cpp
-Plan plan_tags(Context&, Request&);             // tag_handlers.cpp
-Plan plan_upload_start(Context&, Request&);     // upload_handlers.cpp
-Plan plan_upload(Context&, Request&);           // upload_handlers.cpp (forward.cpp: to the session's owner)
-Plan plan_manifest(Context&, Request&);         // manifest_handlers.cpp
-Plan plan_blob(Context&, Request&);             // blob_handlers.cpp
-Plan plan_referrers(Context&, Request&);        // referrer_handlers.cpp
-Plan plan_healthz(Context&, Request&);          // operation_handlers.cpp
-Plan plan_readyz(Context&, Request&);           // operation_handlers.cpp
-Plan plan_metrics(Context&, Request&);          // operation_handlers.cpp
-Plan plan_token(Context&, Request&);            // token_handlers.cpp (the node agent relays it)
-Plan plan_usage(Context&, Request&);            // usage_handlers.cpp
-Plan plan_lineage(Context&, Request&);          // lineage_handlers.cpp
-Plan plan_backup(Context&, Request&);           // operation_handlers.cpp
-Plan plan_access(Context&, Request&);           // agent_handlers.cpp: the node agent's question
-Plan plan_peer(Context&, Request&);             // peer_handlers.cpp: replication/protocol.hpp's operations
-Plan plan_ui_enter(Context&, Request&);         // ui_handlers.cpp
-Plan plan_ui_login(Context&, Request&);         // ui_handlers.cpp
-Plan plan_ui_logout(Context&, Request&);        // ui_handlers.cpp
-Plan plan_ui_file(Context&, Request&);          // ui_handlers.cpp
-Plan plan_ui_whoami(Context&, Request&);        // ui_handlers.cpp
-Plan plan_ui_repositories(Context&, Request&);  // ui_handlers.cpp
-Plan plan_ui_repository(Context&, Request&);    // ui_handlers.cpp
-Plan plan_ui_manifest(Context&, Request&);      // ui_handlers.cpp
-Plan plan_ui_mirrors(Context&, Request&);       // ui_handlers.cpp
-Plan plan_ui_namespaces(Context&, Request&);    // ui_handlers.cpp
-Plan plan_ui_retention(Context&, Request&);     // ui_handlers.cpp
-Plan plan_ui_cluster(Context&, Request&);       // ui_handlers.cpp
-Plan plan_ui_no_view(Context&, Request&);       // ui_handlers.cpp
-Plan plan_unknown(Context&, Request&);          // catalog_handlers.cpp
+Plan plan_base(Context&, Request&);                   // catalog_handlers.cpp
+Plan plan_catalog(Context&, Request&);                // catalog_handlers.cpp
+Plan plan_tags(Context&, Request&);                   // tag_handlers.cpp
+Plan plan_upload_start(Context&, Request&);           // upload_handlers.cpp
+Plan plan_upload(Context&, Request&);                 // upload_handlers.cpp (forward.cpp: to the session's owner)
+Plan plan_manifest(Context&, Request&);               // manifest_handlers.cpp
+Plan plan_blob(Context&, Request&);                   // blob_handlers.cpp
+Plan plan_referrers(Context&, Request&);              // referrer_handlers.cpp
+Plan plan_healthz(Context&, Request&);                // operation_handlers.cpp
+Plan plan_readyz(Context&, Request&);                 // operation_handlers.cpp
+Plan plan_metrics(Context&, Request&);                // operation_handlers.cpp
+Plan plan_token(Context&, Request&);                  // token_handlers.cpp (the node agent relays it)
+Plan plan_usage(Context&, Request&);                  // usage_handlers.cpp
+Plan plan_lineage(Context&, Request&);                // lineage_handlers.cpp
+Plan plan_backup(Context&, Request&);                 // operation_handlers.cpp
+Plan plan_access(Context&, Request&);                 // agent_handlers.cpp: the node agent's question
+Plan plan_notify_progress(Context&, Request&);        // notification_handlers.cpp: what replicas tell each other
+Plan plan_notifications(Context&, Request&);          // notification_handlers.cpp
+Plan plan_notification_endpoint(Context&, Request&);  // notification_handlers.cpp
+Plan plan_peer(Context&, Request&);                   // peer_handlers.cpp: replication/protocol.hpp's operations
+Plan plan_ui_enter(Context&, Request&);               // ui_handlers.cpp
+Plan plan_ui_login(Context&, Request&);               // ui_handlers.cpp
+Plan plan_ui_logout(Context&, Request&);              // ui_handlers.cpp
+Plan plan_ui_file(Context&, Request&);                // ui_handlers.cpp
+Plan plan_ui_whoami(Context&, Request&);              // ui_handlers.cpp
+Plan plan_ui_repositories(Context&, Request&);        // ui_handlers.cpp
+Plan plan_ui_repository(Context&, Request&);          // ui_handlers.cpp
+Plan plan_ui_manifest(Context&, Request&);            // ui_handlers.cpp
+Plan plan_ui_mirrors(Context&, Request&);             // ui_handlers.cpp
+Plan plan_ui_namespaces(Context&, Request&);          // ui_handlers.cpp
+Plan plan_ui_retention(Context&, Request&);           // ui_handlers.cpp
+Plan plan_ui_cluster(Context&, Request&);             // ui_handlers.cpp
+Plan plan_ui_no_view(Context&, Request&);             // ui_handlers.cpp
+Plan plan_unknown(Context&, Request&);                // catalog_handlers.cpp
 
 namespace {
 
@@ -65,6 +68,9 @@ Route{"/_berth/v1/usage",                 "usage",          registry, N::pull, N
 Route{"/_berth/v1/lineage",               "lineage",        registry, N::pull, N::pull, N::pull, P::none,      0,         plan_lineage},
 Route{"/_berth/v1/backup",                "backup",         backup,   N::none, N::none, N::none, P::none,      0,         plan_backup},
 Route{"/_berth/v1/access",                "access",         registry, N::pull, N::pull, N::pull, P::none,      Q,         plan_access, "repository"},
+Route{"/_berth/v1/notifications/progress", "notify_progress", peer,  N::none, N::none, N::none, P::none,      0,         plan_notify_progress},
+Route{"/_berth/v1/notifications",         "notifications",  registry, N::none, N::none, N::none, P::none,      0,         plan_notifications},
+Route{"/_berth/v1/notifications/{rest}",  "notification",   registry, N::none, N::none, N::none, P::none,      0,         plan_notification_endpoint},
 Route{"/_berth/v1/{rest}",                "peer",           peer,     N::none, N::none, N::none, P::none,      0,         plan_peer},
 Route{"/ui",                              "ui",             none,     N::none, N::none, N::none, P::none,      U,         plan_ui_enter},
 Route{"/ui/login",                        "ui",             none,     N::none, N::none, N::none, P::none,      U,         plan_ui_login},

@@ -163,7 +163,7 @@ Plan plan_ui_retention(Context& context, Request& request) {
     return view(request, [&] {
         const auto repo = repository_of(context, request);
         context.services.registry.contents().require_repository(repo);
-        return ui::retention_json(context.services.retention, repo);
+        return ui::retention_json(context.services.operations.retention, repo);
     });
 }
 
@@ -172,7 +172,7 @@ Plan plan_ui_cluster(Context& context, Request& request) {
         require_signed_in(context, request, "the cluster");
         const auto& registry = context.services.registry;
         return ui::cluster_json(registry.options().replica_id, registry.change_log(), context.services.peers,
-                                context.services.backups);
+                                context.services.operations.backups);
     });
 }
 

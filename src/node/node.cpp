@@ -13,6 +13,7 @@
 #include "berth/http/server.hpp"
 #include "berth/net/resolve.hpp"
 #include "berth/node/scheduler.hpp"
+#include "berth/notify/notifications.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/observe/metrics.hpp"
 #include "berth/proxy/proxy.hpp"
@@ -114,6 +115,7 @@ private:
     registry::Retention retention_;
     registry::MaintenanceStats maintenance_;
     std::unique_ptr<auth::Authorizer> authorizer_;
+    std::unique_ptr<notify::Notifications> notifications_;
     observe::MetricsRegistry metrics_;
     http::Server server_;
     Scheduler scheduler_;
@@ -156,13 +158,21 @@ Node::Node(config::Config config)
                                       return config_.auth.enabled() ? std::make_unique<auth::Authorizer>(config_.auth)
                                                                     : nullptr;
                                   })),
+      notifications_(config_.notifications.enabled()
+                         ? std::make_unique<notify::Notifications>(
+                               config_.notifications, meta_, clock_, storage::layout::notifications_dir(config_.root),
+                               replicator_.get(),
+                               [this](const std::string& repo) {
+                                   auto mirrored = proxy::mirrored_name(config_.proxy, repo);
+                                   return mirrored ? config_.proxy.upstreams[mirrored->first].host : std::string();
+                               })
+                         : nullptr),
       server_(server_options(config_.server),
               http::Services{registry_,
                              {authorizer_.get(), proxy_ ? proxy_->agent_access() : nullptr},
                              replicator_.get(),
                              &metrics_,
-                             backups_.get(),
-                             &retention_},
+                             {backups_.get(), &retention_, notifications_.get()}},
               metrics_),
       scheduler_(metrics_) {
     as_config_error("listen: cannot listen on " + config_.server.host + ":" + std::to_string(config_.server.port), [&] {
@@ -184,6 +194,7 @@ void Node::write_metrics(observe::MetricsWriter& out) {
     if (verifier_) verifier_->write_metrics(out);
     if (authorizer_) authorizer_->write_metrics(out);
     if (backups_) backups_->write_metrics(out);
+    if (notifications_) notifications_->write_metrics(out);
 }
 
 void Node::schedule_storage_jobs() {
@@ -220,7 +231,9 @@ void Node::schedule_storage_jobs() {
     scheduler_.every("log_compaction",
                      std::clamp<std::chrono::seconds>(window / 4, std::chrono::seconds(1), std::chrono::seconds(60)),
                      [this] {
-                         replication::compact_log(meta_, config_.replication.log_retention, replicator_.get());
+                         std::vector<std::uint64_t> readers;
+                         if (notifications_) readers.push_back(notifications_->needed_from() - 1);
+                         replication::compact_log(meta_, config_.replication.log_retention, replicator_.get(), readers);
                          // What a burst freed (pages of a bootstrap, large manifests, dropped cache
                          // halves) goes back to the system instead of staying in malloc's arenas.
                          malloc_trim(0);
@@ -256,9 +269,11 @@ int Node::run() {
     observe::log("info", "starting",
                  {{"version", BERTH_VERSION}, {"root", config_.root.string()}, {"replica_id", replica_id_}});
     if (replicator_) replicator_->start();
+    if (notifications_) notifications_->start();
     scheduler_.start();
     server_.run();
     scheduler_.stop();
+    if (notifications_) notifications_->stop();
     if (replicator_) replicator_->stop();
     pulls_.flush();
     return 0;

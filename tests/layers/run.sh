@@ -35,6 +35,9 @@ expect no transfer berth/replication/replicator.hpp
 expect no registry berth/transfer/transfer.hpp
 expect yes transfer berth/registry/registry.hpp
 expect yes transfer berth/net/client.hpp
+expect no notify berth/http/server.hpp
+expect no replication berth/notify/notifications.hpp
+expect yes http berth/notify/notifications.hpp
 # Private headers of another layer (no layer sees src/).
 expect no http replication/applier.hpp
 expect no http registry/upload_table.hpp

@@ -66,6 +66,9 @@ public:
     // rules give its subject (the grant is to list those); another token server's token lists
     // what its access list grants.
     bool may_list(const Decision& caller, const std::string& repository) const;
+    // Whether the caller is one of the principals selectors name (as rules name them); true with
+    // authentication off.
+    bool is_one_of(const Decision& caller, const std::vector<std::string>& selectors) const;
     // Whether a Basic login may ask a directory (auth.ldap): such logins wait on the ldap party.
     bool uses_directory() const;
     // What a web UI session remembers of the credential it came from, and whether that still

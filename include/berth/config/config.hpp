@@ -7,6 +7,7 @@
 
 #include "berth/auth/options.hpp"
 #include "berth/http/server.hpp"
+#include "berth/notify/options.hpp"
 #include "berth/proxy/options.hpp"
 #include "berth/registry/maintenance.hpp"
 #include "berth/registry/options.hpp"
@@ -36,6 +37,7 @@ struct Config {
     // cache.memory_bytes: manifests, tags and pages of tag lists kept decoded in memory.
     std::uint64_t metadata_cache_bytes = storage::MetaStore::default_cache_bytes;
     storage::BackupOptions backup;  // backups the server takes (docs/backup.md)
+    notify::Options notifications;  // endpoints that hear of changes (docs/events.md)
     // The keys of the policies that require signatures (policies[].require_signature).
     std::vector<trust::SignatureRule> signature_rules;
 };

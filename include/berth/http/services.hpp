@@ -17,6 +17,9 @@ class DelegatedAccess;
 namespace berth::observe {
 class MetricsRegistry;
 }
+namespace berth::notify {
+class Notifications;
+}
 
 namespace berth::http {
 
@@ -26,13 +29,19 @@ struct Access {
     auth::DelegatedAccess* delegated = nullptr;    // the node agent's door: the replicas decide who reads
 };
 
+// The jobs operators watch and start.
+struct Operations {
+    storage::BackupJob* backups = nullptr;           // null: the server takes no backups (config `backup`)
+    registry::Retention* retention = nullptr;        // the web UI's retention page; null: no policies here
+    notify::Notifications* notifications = nullptr;  // null: no endpoints (config `notifications`)
+};
+
 struct Services {
     registry::Registry& registry;
     Access access;
     replication::PeerService* peers = nullptr;          // null without peers
     const observe::MetricsRegistry* metrics = nullptr;  // what GET /metrics writes
-    storage::BackupJob* backups = nullptr;              // null: the server takes no backups (config `backup`)
-    registry::Retention* retention = nullptr;           // the web UI's retention page; null: no policies here
+    Operations operations;
 };
 
 }  // namespace berth::http

@@ -36,6 +36,17 @@
     M(scrub_runs_total, counter, "Scrub passes finished.")                                                             \
     M(scrub_last_checked_bytes, gauge, "Bytes re-hashed by the last scrub pass.")                                      \
     M(scrub_corrupt_total, counter, "Corrupt blobs and manifests found by scrubbing.")                                 \
+    /* notifications (notify/notifications) */                                                                         \
+    M(notify_delivered_total, counter, "Events delivered to each endpoint by this replica.")                           \
+    M(notify_failed_total, counter, "Deliveries to each endpoint that failed (each is retried).")                      \
+    M(notify_retried_total, counter, "Deliveries to each endpoint that were attempts after a failure.")                \
+    M(notify_dead_lettered_total, counter,                                                                             \
+      "Events that never reached each endpoint within its max_age, or that "                                           \
+      "the change log dropped before they did.")                                                                       \
+    M(notify_lag_events, gauge, "Changes each endpoint has not heard of yet (counted within a window of the log).")    \
+    M(notify_lag_seconds, gauge, "Age of the oldest change each endpoint has not heard of (0: none).")                 \
+    M(notify_disabled, gauge, "1 while an endpoint is disabled by a 410 answer.")                                      \
+    M(notify_delivering, gauge, "1 on the replica delivering for each endpoint.")                                      \
     /* backups (storage/backup) */                                                                                     \
     M(backups_total, counter, "Backups the server took, by result.")                                                   \
     M(backup_last_success_timestamp_seconds, gauge, "When the last backup that succeeded ended (0: none yet).")        \

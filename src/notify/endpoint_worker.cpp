@@ -1,0 +1,307 @@
+// One endpoint's delivery (endpoint_worker.hpp).
+//
+// Order: a change is sent only once every reachable peer's log has been read past its stamp (plus
+// the settle time), so changes decided elsewhere earlier are here to be sorted before it; then
+// changes go in stamp order. Progress is per origin replica (each replica's changes reach every
+// log in the order it made them), and moves past a stamp only once all of that stamp's events are
+// out (a push's manifest and its tags share one).
+#include "endpoint_worker.hpp"
+
+#include <algorithm>
+#include <random>
+
+#include "berth/notify/notifications.hpp"
+#include <nlohmann/json.hpp>
+
+#include "berth/observe/log.hpp"
+#include "berth/oci/names.hpp"
+#include "berth/replication/cluster.hpp"
+#include "berth/storage/hybrid_clock.hpp"
+#include "berth/storage/layout.hpp"
+#include "berth/storage/meta_store.hpp"
+
+namespace berth::notify {
+namespace {
+
+using namespace std::chrono_literals;
+namespace setting = storage::layout::setting;
+
+constexpr std::size_t window = 1000;  // log entries read per pass
+// A peer whose log has not been read to its head for this long no longer holds events back: it is
+// stalled or gone, and its changes will be sent when they arrive, out of order if need be.
+constexpr std::uint64_t max_hold_ms = 30000;
+
+std::uint64_t wall_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::chrono::milliseconds backoff(unsigned attempts) {
+    static thread_local std::mt19937 random{std::random_device{}()};
+    const auto base = std::min<std::uint64_t>(60000, 500ull << std::min(attempts, 7u));
+    std::uniform_int_distribution<std::uint64_t> jitter(base / 2, base + base / 2);
+    return std::chrono::milliseconds(jitter(random));
+}
+
+}  // namespace
+
+EndpointWorker::EndpointWorker(const Endpoint& endpoint, Shared& shared, const std::filesystem::path& dir)
+    : endpoint_(endpoint), shared_(shared), sink_(make_sink(endpoint_)), dead_(dir / (endpoint.name + ".dead")) {
+    if (auto text = shared_.meta.setting(setting::notify_progress(endpoint_.name)))
+        if (auto saved = parse_progress(*text)) progress_ = std::move(*saved);
+    if (auto text = shared_.meta.setting(setting::notify_scan(endpoint_.name))) scan_ = std::stoull("0" + *text);
+}
+
+void EndpointWorker::start() {
+    thread_ = std::thread([this] { run(); });
+}
+
+void EndpointWorker::join() {
+    wake();
+    if (thread_.joinable()) thread_.join();
+}
+
+void EndpointWorker::wake() {
+    std::lock_guard lock(mutex_);
+    woken_ = true;
+    wake_.notify_all();
+}
+
+void EndpointWorker::run() {
+    while (!shared_.stopping) {
+        std::chrono::milliseconds wait = 1000ms;
+        try {
+            wait = step();
+        } catch (const std::exception& error) {
+            observe::log("error", "notifications: endpoint pass failed",
+                         {{"endpoint", endpoint_.name}, {"error", error.what()}});
+        }
+        std::unique_lock lock(mutex_);
+        wake_.wait_for(lock, wait, [this] { return woken_ || shared_.stopping; });
+        woken_ = false;
+    }
+}
+
+Progress EndpointWorker::progress() const {
+    std::lock_guard lock(mutex_);
+    return progress_;
+}
+
+void EndpointWorker::save_locked() {
+    shared_.meta.put_setting(setting::notify_progress(endpoint_.name), encode_progress(progress_));
+}
+
+void EndpointWorker::merge(const Progress& other) {
+    std::lock_guard lock(mutex_);
+    auto merged = progress_;
+    merged.merge(other);
+    if (merged == progress_) return;
+    if (merged.generation != progress_.generation) scan_ = 0;  // a replay: read the log again
+    progress_ = std::move(merged);
+    save_locked();
+}
+
+void EndpointWorker::replay(std::uint64_t since_ms) {
+    {
+        std::lock_guard lock(mutex_);
+        progress_.generation = shared_.clock.now();
+        progress_.floor = since_ms ? (since_ms << 16) - 1 : 0;
+        progress_.origins.clear();
+        sent_in_group_.clear();
+        scan_ = 0;
+        save_locked();
+    }
+    wake();
+}
+
+void EndpointWorker::enable() {
+    {
+        std::lock_guard lock(mutex_);
+        progress_.enabled = shared_.clock.now();
+        attempts_ = 0;
+        save_locked();
+    }
+    wake();
+}
+
+std::uint64_t EndpointWorker::scan() const {
+    std::lock_guard lock(mutex_);
+    return scan_;
+}
+
+EndpointStatus EndpointWorker::status() const {
+    std::lock_guard lock(mutex_);
+    EndpointStatus s;
+    s.name = endpoint_.name;
+    s.delivering = delivering_;
+    s.disabled = progress_.is_disabled();
+    s.disabled_reason = s.disabled ? progress_.disabled_reason : "";
+    s.lag_events = lag_events_;
+    s.lag_seconds = oldest_lag_ms_ ? std::max<double>(0, double(wall_ms()) - double(oldest_lag_ms_)) / 1000 : 0;
+    s.last_error = last_error_;
+    s.delivered = delivered_;
+    s.failed = failed_;
+    s.retried = retried_;
+    s.dead_lettered = dead_lettered_;
+    return s;
+}
+
+bool EndpointWorker::matches(const Notice& notice) const {
+    if (!endpoint_.wants(notice.action)) return false;
+    if (endpoint_.repositories.empty()) return true;
+    return std::any_of(endpoint_.repositories.begin(), endpoint_.repositories.end(),
+                       [&](const std::string& glob) { return oci::glob_match(glob, notice.repository); });
+}
+
+void EndpointWorker::pass(const storage::Stamp& stamp) {
+    std::lock_guard lock(mutex_);
+    progress_.pass(stamp);
+    sent_in_group_.clear();
+    save_locked();
+}
+
+// The notices after scan_ that progress does not cover yet, in log order; scan_to: how far the log
+// is behind us (up to the first of them).
+std::vector<EndpointWorker::Pending> EndpointWorker::uncovered(const Progress& progress, std::uint64_t& scan_to) {
+    auto& meta = shared_.meta;
+    if (const auto first = meta.log_first(); scan_to + 1 < first) {
+        // Compacted away before this endpoint heard of it: counted, never silently gone.
+        const auto lost = first - 1 - scan_to;
+        observe::log("error", "notifications: the change log dropped events an endpoint had not heard of",
+                     {{"endpoint", endpoint_.name}, {"events", lost}});
+        std::lock_guard lock(mutex_);
+        dead_lettered_ += lost;
+        scan_to = first - 1;
+    }
+    std::vector<Pending> out;
+    for (auto& entry : meta.read_log(scan_to, window)) {
+        auto event = storage::Event::parse(entry.event);
+        if (!event || !noticed(*event) || progress.covers(event->stamp)) {
+            if (out.empty()) scan_to = entry.sequence;
+            continue;
+        }
+        out.push_back({sequence_of(*event), std::move(*event)});
+    }
+    return out;
+}
+
+void EndpointWorker::note_lag(const std::vector<Pending>& pending) {
+    std::lock_guard lock(mutex_);
+    lag_events_ = 0;
+    oldest_lag_ms_ = 0;
+    for (auto& p : pending) {
+        if (progress_.covers(p.event.stamp)) continue;
+        ++lag_events_;
+        const auto ms = storage::HybridClock::physical_ms(p.event.stamp.clock);
+        oldest_lag_ms_ = oldest_lag_ms_ ? std::min(oldest_lag_ms_, ms) : ms;
+    }
+}
+
+std::uint64_t EndpointWorker::settled_before() const {
+    const auto now = wall_ms();
+    // Alone, this replica's log is in stamp order already: nothing to wait for.
+    if (!shared_.cluster) return now;
+    // A peer not read to its head since this replica started (it is catching up) holds everything:
+    // what it has not told yet may be older than anything here.
+    auto heard = shared_.cluster->heard_until_ms();
+    if (heard == 0) return 0;
+    heard = std::max(heard, now - max_hold_ms);
+    const auto settle = static_cast<std::uint64_t>(shared_.settle.count());
+    return heard > settle ? heard - settle : 0;
+}
+
+std::chrono::milliseconds EndpointWorker::step() {
+    const auto progress = this->progress();
+    std::uint64_t scan_to = scan();
+    auto pending = uncovered(progress, scan_to);
+    const bool mine = shared_.heard_peers && !progress.is_disabled() &&
+                      (!shared_.cluster || shared_.cluster->leads("notify/" + endpoint_.name));
+    {
+        std::lock_guard lock(mutex_);
+        if (scan_to != scan_ && progress.generation == progress_.generation) {
+            scan_ = scan_to;
+            shared_.meta.put_setting(setting::notify_scan(endpoint_.name), std::to_string(scan_));
+        }
+        delivering_ = mine;
+    }
+    note_lag(pending);
+    if (!mine) return 250ms;
+    const auto settled = settled_before();
+    std::vector<Pending*> settled_ones;
+    for (auto& p : pending)
+        if (storage::HybridClock::physical_ms(p.event.stamp.clock) <= settled) settled_ones.push_back(&p);
+    std::sort(settled_ones.begin(), settled_ones.end(),
+              [](const Pending* a, const Pending* b) { return a->sequence < b->sequence; });
+    std::vector<Notice> ready;
+    for (auto* p : settled_ones)
+        if (auto notice = notice_of(p->event, shared_.meta, shared_.mirror_host(p->event.repo)))
+            ready.push_back(std::move(*notice));
+    std::chrono::milliseconds wait = pending.size() > settled_ones.size() ? 50ms : 100ms;
+    for (std::size_t i = 0; i < ready.size() && !shared_.stopping;) {
+        std::size_t end = i;
+        while (end < ready.size() && ready[end].stamp == ready[i].stamp) ++end;
+        std::vector<Notice> group(std::make_move_iterator(ready.begin() + i),
+                                  std::make_move_iterator(ready.begin() + end));
+        if (!deliver_group(group, wait)) break;
+        pass(group.front().stamp);
+        i = end;
+    }
+    note_lag(pending);
+    return pending.size() >= window && wait <= 100ms ? 0ms : wait;
+}
+
+bool EndpointWorker::deliver_group(std::vector<Notice>& group, std::chrono::milliseconds& wait) {
+    std::vector<Notice> wanted;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& n : group)
+            if (matches(n) && !sent_in_group_.count(n.id)) wanted.push_back(n);
+    }
+    for (std::size_t i = 0; i < wanted.size();) {
+        const auto count = std::min(endpoint_.max_batch, wanted.size() - i);
+        std::vector<Notice> batch(wanted.begin() + i, wanted.begin() + i + count);
+        const auto outcome = sink_->deliver(batch);
+        std::lock_guard lock(mutex_);
+        if (attempts_) ++retried_;
+        if (outcome.kind == Outcome::Kind::delivered) {
+            delivered_ += count;
+            attempts_ = 0;
+            for (auto& n : batch) sent_in_group_.insert(n.id);
+            i += count;
+            continue;
+        }
+        last_error_ = outcome.detail;
+        if (outcome.kind == Outcome::Kind::gone) {
+            progress_.disabled = shared_.clock.now();
+            progress_.disabled_reason = "the receiver answered 410 Gone";
+            delivering_ = false;
+            save_locked();
+            observe::log("error", "notifications: endpoint disabled by a 410 answer; re-enable it to resume",
+                         {{"endpoint", endpoint_.name}});
+            wait = 1000ms;
+            return false;
+        }
+        ++failed_;
+        const auto age_ms = wall_ms() - std::min(wall_ms(), batch.front().time_ms);
+        if (age_ms > static_cast<std::uint64_t>(std::chrono::milliseconds(endpoint_.max_age).count())) {
+            std::vector<std::string> lines;
+            for (auto& n : batch) lines.push_back(cloudevent_json(n));
+            dead_.add(lines);
+            dead_lettered_ += count;
+            for (auto& n : batch) sent_in_group_.insert(n.id);
+            observe::log("error", "notifications: events dead-lettered after max_age",
+                         {{"endpoint", endpoint_.name}, {"events", count}, {"error", outcome.detail}});
+            i += count;
+            continue;
+        }
+        wait = outcome.retry_after ? std::chrono::duration_cast<std::chrono::milliseconds>(*outcome.retry_after)
+                                   : backoff(attempts_);
+        ++attempts_;
+        observe::log("warning", "notifications: delivery failed; retrying",
+                     {{"endpoint", endpoint_.name}, {"error", outcome.detail}, {"retry_ms", wait.count()}});
+        return false;
+    }
+    return true;
+}
+
+}  // namespace berth::notify

@@ -1,0 +1,87 @@
+#pragma once
+// One endpoint's delivery: its thread reads the change log from its own position, and on the
+// replica that delivers for it sends what has settled, in stamp order, moving its Progress on.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "berth/notify/notifications.hpp"
+#include "dead_letters.hpp"
+#include "notice.hpp"
+#include "progress.hpp"
+#include "webhook.hpp"
+
+namespace berth::notify {
+
+// What every endpoint's worker shares, owned by Notifications.
+struct Shared {
+    storage::MetaStore& meta;
+    storage::HybridClock& clock;
+    replication::Cluster* cluster;  // null without peers
+    std::function<std::string(const std::string&)> mirror_host;
+    std::chrono::milliseconds settle;
+    std::atomic<bool> stopping{false};
+    std::atomic<bool> heard_peers{false};  // after the first round of asking peers for their progress
+};
+
+class EndpointWorker {
+public:
+    EndpointWorker(const Endpoint& endpoint, Shared& shared, const std::filesystem::path& dir);
+    void start();
+    void join();
+    void wake();
+
+    const Endpoint& endpoint() const { return endpoint_; }
+    Progress progress() const;
+    // A peer's word: kept when it is news.
+    void merge(const Progress& other);
+    void replay(std::uint64_t since_ms);
+    void enable();
+    EndpointStatus status() const;
+    std::uint64_t scan() const;
+    const DeadLetters& dead_letters() const { return dead_; }
+
+private:
+    struct Pending {
+        std::string sequence;  // sequence_of(event)
+        storage::Event event;
+    };
+    void run();
+    // One pass over the log; returns how long to wait before the next.
+    std::chrono::milliseconds step();
+    std::vector<Pending> uncovered(const Progress& progress, std::uint64_t& scan_to);
+    std::uint64_t settled_before() const;
+    void note_lag(const std::vector<Pending>& pending);
+    // Sends one stamp's notices; false when they could not all go.
+    bool deliver_group(std::vector<Notice>& group, std::chrono::milliseconds& wait);
+    bool matches(const Notice& notice) const;
+    void save_locked();
+    void pass(const storage::Stamp& stamp);
+
+    const Endpoint endpoint_;
+    Shared& shared_;
+    std::unique_ptr<Sink> sink_;
+    DeadLetters dead_;
+    std::thread thread_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    bool woken_ = false;
+    Progress progress_;
+    std::uint64_t scan_ = 0;
+    std::set<std::string> sent_in_group_;  // ids of the stamp being sent that reached the receiver
+    unsigned attempts_ = 0;                // failures in a row
+    bool delivering_ = false;
+    std::uint64_t lag_events_ = 0, oldest_lag_ms_ = 0;
+    std::string last_error_;
+    std::uint64_t delivered_ = 0, failed_ = 0, retried_ = 0, dead_lettered_ = 0;
+};
+
+}  // namespace berth::notify

@@ -1,0 +1,48 @@
+#pragma once
+// What an event tells a receiver, read from one change-log event and the manifest it names, and
+// its two wire formats. Everything here is the same on every replica that holds the change: the
+// id and the sequence come from the change's stamp, never from a replica's own log position.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "berth/notify/options.hpp"
+#include "berth/storage/events.hpp"
+
+namespace berth::storage {
+class MetaStore;
+}
+
+namespace berth::notify {
+
+struct Notice {
+    std::string id;        // hex of SHA-256 over the change's stamp, kind, repository and key
+    std::string sequence;  // sortable as a string, in the order the changes were decided
+    Action action = Action::push;
+    std::string repository, tag, digest;
+    std::string upstream;  // mirrors: the upstream registry (containerd's ?ns=)
+    std::string media_type, artifact_type, subject;
+    std::uint64_t size = 0;     // of the manifest; 0 when it is gone
+    std::string replica;        // that accepted the change
+    std::uint64_t time_ms = 0;  // when it was decided (the stamp's physical time)
+    storage::Stamp stamp;
+};
+
+// Whether receivers hear of an event, and where it goes in the order they hear them, without
+// reading anything more.
+bool noticed(const storage::Event& event);
+std::string sequence_of(const storage::Event& event);
+
+// The events a receiver hears of: manifests stored, tags set, tags and manifests deleted. Links
+// are not (a blob alone is not an image). mirror_host: the upstream a repository mirrors, or "".
+std::optional<Notice> notice_of(const storage::Event& event, const storage::MetaStore& meta,
+                                const std::string& mirror_host);
+
+const char* action_name(Action action);
+// CloudEvents 1.0, structured mode (one object) or batched mode (an array).
+std::string cloudevent_json(const Notice& notice);
+std::string cloudevents_batch_json(const std::vector<Notice>& notices);
+// Distribution's envelope, {"events":[...]}, as its notifications document it.
+std::string distribution_json(const std::vector<Notice>& notices);
+}  // namespace berth::notify

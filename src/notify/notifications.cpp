@@ -1,0 +1,148 @@
+// Notifications (notifications.hpp): the endpoints' workers, and the round in which replicas tell
+// each other how far each endpoint got.
+#include "berth/notify/notifications.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "berth/observe/log.hpp"
+#include "berth/replication/cluster.hpp"
+#include "endpoint_worker.hpp"
+
+namespace berth::notify {
+namespace {
+
+constexpr std::size_t max_progress_answer = 1 << 20;
+constexpr auto gossip_period = std::chrono::milliseconds(250);
+
+}  // namespace
+
+// The notifications' own paths on the peer protocol (beside replication/protocol.hpp's).
+const char* const progress_target = "/_berth/v1/notifications/progress";
+
+struct Notifications::Impl {
+    Impl(Options o, storage::MetaStore& meta, storage::HybridClock& clock, replication::Cluster* cluster,
+         std::function<std::string(const std::string&)> mirror_host)
+        : options(std::move(o)), shared{meta, clock, cluster, std::move(mirror_host), options.settle} {}
+
+    EndpointWorker* find(const std::string& name) const {
+        for (auto& worker : workers)
+            if (worker->endpoint().name == name) return worker.get();
+        return nullptr;
+    }
+    void gossip();
+
+    Options options;
+    Shared shared;
+    std::vector<std::unique_ptr<EndpointWorker>> workers;
+    std::thread gossip_thread;
+    std::mutex gossip_mutex;
+    std::condition_variable gossip_wake;
+};
+
+// Four times a second, every peer's word on every endpoint, merged: the replica that takes over an
+// endpoint starts from what its predecessor last told. A peer that does not answer is asked again.
+void Notifications::Impl::gossip() {
+    while (!shared.stopping) {
+        for (auto& address : shared.cluster->peer_addresses()) {
+            if (shared.stopping) break;
+            try {
+                auto answer =
+                    shared.cluster->ask_peer(address, {"GET", progress_target, {}, {}, false, {}}, max_progress_answer);
+                if (answer.status != 200) continue;
+                for (auto& [name, progress] : parse_progress_map(answer.body))
+                    if (auto* worker = find(name)) worker->merge(progress);
+            } catch (const std::exception&) {
+                // Unreachable now: its word comes at a later round, or another replica's does.
+            }
+        }
+        shared.heard_peers = true;
+        std::unique_lock lock(gossip_mutex);
+        gossip_wake.wait_for(lock, gossip_period, [this] { return shared.stopping.load(); });
+    }
+}
+
+Notifications::Notifications(Options options, storage::MetaStore& meta, storage::HybridClock& clock,
+                             std::filesystem::path dir, replication::Cluster* cluster,
+                             std::function<std::string(const std::string&)> mirror_host)
+    : impl_(std::make_unique<Impl>(std::move(options), meta, clock, cluster, std::move(mirror_host))) {
+    for (auto& endpoint : impl_->options.endpoints)
+        impl_->workers.push_back(std::make_unique<EndpointWorker>(endpoint, impl_->shared, dir));
+}
+
+Notifications::~Notifications() { stop(); }
+
+void Notifications::start() {
+    if (impl_->shared.cluster) impl_->gossip_thread = std::thread([this] { impl_->gossip(); });
+    else impl_->shared.heard_peers = true;
+    for (auto& worker : impl_->workers) worker->start();
+}
+
+void Notifications::stop() {
+    impl_->shared.stopping = true;
+    {
+        std::lock_guard lock(impl_->gossip_mutex);
+        impl_->gossip_wake.notify_all();
+    }
+    if (impl_->gossip_thread.joinable()) impl_->gossip_thread.join();
+    for (auto& worker : impl_->workers) worker->join();
+}
+
+const Options& Notifications::options() const { return impl_->options; }
+
+std::vector<EndpointStatus> Notifications::status() const {
+    std::vector<EndpointStatus> out;
+    for (auto& worker : impl_->workers) out.push_back(worker->status());
+    return out;
+}
+
+std::optional<std::vector<std::string>> Notifications::dead_letters(const std::string& name, std::size_t skip,
+                                                                    std::size_t limit) const {
+    auto* worker = impl_->find(name);
+    if (!worker) return std::nullopt;
+    return worker->dead_letters().list(skip, limit);
+}
+
+bool Notifications::replay(const std::string& name, std::uint64_t since_ms) {
+    auto* worker = impl_->find(name);
+    if (worker) worker->replay(since_ms);
+    return worker != nullptr;
+}
+
+bool Notifications::enable(const std::string& name) {
+    auto* worker = impl_->find(name);
+    if (worker) worker->enable();
+    return worker != nullptr;
+}
+
+std::string Notifications::progress_text() const {
+    std::map<std::string, Progress> all;
+    for (auto& worker : impl_->workers) all[worker->endpoint().name] = worker->progress();
+    return encode_progress_map(all);
+}
+
+std::uint64_t Notifications::needed_from() const {
+    std::uint64_t oldest = UINT64_MAX;
+    for (auto& worker : impl_->workers) oldest = std::min(oldest, worker->scan() + 1);
+    return oldest;
+}
+
+void Notifications::write_metrics(observe::MetricsWriter& out) const {
+    using observe::Metric;
+    for (auto& worker : impl_->workers) {
+        const auto s = worker->status();
+        const observe::Labels endpoint = {{"endpoint", s.name}};
+        out.add(Metric::notify_delivered_total, endpoint, double(s.delivered));
+        out.add(Metric::notify_failed_total, endpoint, double(s.failed));
+        out.add(Metric::notify_retried_total, endpoint, double(s.retried));
+        out.add(Metric::notify_dead_lettered_total, endpoint, double(s.dead_lettered));
+        out.add(Metric::notify_lag_events, endpoint, double(s.lag_events));
+        out.add(Metric::notify_lag_seconds, endpoint, s.lag_seconds);
+        out.add(Metric::notify_disabled, endpoint, s.disabled ? 1 : 0);
+        out.add(Metric::notify_delivering, endpoint, s.delivering ? 1 : 0);
+    }
+}
+
+}  // namespace berth::notify
