@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Events are never lost, under faults of the replicas and of the receiver.
+
+Three replicas (write quorum) tell one receiver, a small HTTP server on loopback that records
+every delivery, of pushes, tag moves and deletes sent to random replicas. Through the run:
+
+- the replica delivering is killed with SIGKILL and later restarted;
+- another replica is frozen with SIGSTOP and thawed;
+- the receiver is down (its port closed), then answers 500, then hangs past the endpoint's
+  timeout, then recovers.
+
+At the end, polled until it holds or the deadline passes:
+- every acknowledged change is in the receiver's record: each pushed manifest's "push", each tag
+  set's "tag" (repository, tag and digest), each deleted manifest's "delete";
+- duplicates share their id, and one id always names the same change;
+- each repository's events, first delivery of each id, are in stamp ("sequence") order;
+- no event names a manifest that no client tried to push.
+"""
+
+import http.server
+import json
+import os
+import random
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import berthtest as bt  # noqa: E402
+from berthcluster import Cluster  # noqa: E402
+
+REPOS = ["team/api", "team/web"]
+TAGS = ["stable", "v1", "v2"]
+
+
+class Receiver:
+    """Records every POST; its mode says how it answers: ok, error (500), hang (never answers
+    within the endpoint's timeout). down() closes its port; up() opens the same port again."""
+
+    def __init__(self):
+        self.mode = "ok"
+        self.record = []  # parsed CloudEvents, in arrival order
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+        self.port = bt.free_port()
+        self.server = None
+        self.up()
+
+    def up(self):
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                mode = receiver.mode
+                if mode == "hang":
+                    receiver.release.wait(5)
+                    return
+                if mode == "ok":
+                    with receiver.lock:
+                        receiver.record.append(json.loads(body))
+                self.send_response(200 if mode == "ok" else 500)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def down(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def close(self):
+        self.release.set()
+        self.down()
+
+    def events(self):
+        with self.lock:
+            return list(self.record)
+
+
+class NotificationFaultsTest(unittest.TestCase):
+    def setUp(self):
+        self.rng = random.Random(int(os.environ.get("BERTH_SEED", "36")))
+        self.receiver = Receiver()
+        self.addCleanup(self.receiver.close)
+        endpoint = {"name": "audit", "url": f"http://127.0.0.1:{self.receiver.port}/events",
+                    "timeout_seconds": 1}
+        self.cluster = Cluster(3, write_quorum="quorum", config={"notifications": {"endpoints": [endpoint]}})
+        self.addCleanup(self.cluster.cleanup)
+        self.cluster.start()
+        self.expected = set()  # (action, repository, tag or "", digest)
+        self.tried = set()     # every digest a client tried to push
+        self.live = {repo: [] for repo in REPOS}  # digests pushed and not deleted
+
+    def alive(self):
+        return [r for r in self.cluster if r.alive() and not r.frozen]
+
+    def deliverer(self):
+        for r in self.alive():
+            state = r.get("/_berth/v1/notifications").json()["endpoints"][0]
+            if state["delivering"]:
+                return r
+        return None
+
+    def failures(self):
+        return sum(r.get("/_berth/v1/notifications").json()["endpoints"][0]["failed"] for r in self.alive())
+
+    def await_failures(self):
+        """Until the replica delivering has failed to deliver once more than now."""
+        before = self.failures()
+        try:
+            bt.poll(lambda: self.failures() > before, 30, 0.1, "a delivery failing")
+        except AssertionError:
+            for r in self.alive():
+                print(r.replica_id, r.get("/_berth/v1/notifications").json(), r.status()["peers"], file=sys.stderr)
+            raise
+
+    def change(self, n):
+        """n random changes through random live replicas; only acknowledged ones are expected."""
+        for _ in range(n):
+            replica = self.rng.choice(self.alive())
+            repo = self.rng.choice(REPOS)
+            if self.live[repo] and self.rng.random() < 0.25:
+                digest = self.live[repo].pop(self.rng.randrange(len(self.live[repo])))
+                r = replica.request("DELETE", f"/v2/{repo}/manifests/{digest}")
+                if r.status == 202:
+                    self.expected.add(("delete", repo, "", digest))
+                continue
+            tag = self.rng.choice(TAGS)
+            img = bt.make_image((256,), rng=self.rng)
+            self.tried.add(img["digest"])
+            try:
+                for data in img["blobs"].values():
+                    replica.push_blob(repo, data)
+            except AssertionError:
+                continue
+            r = replica.put_manifest(repo, tag, img["manifest"])
+            if r.status == 201:
+                self.expected.add(("push", repo, "", img["digest"]))
+                self.expected.add(("tag", repo, tag, img["digest"]))
+                self.live[repo].append(img["digest"])
+
+    def test_every_acknowledged_change_reaches_the_receiver_once_per_id_in_order(self):
+        self.change(12)
+        bt.poll(lambda: len(self.receiver.events()) > 0, 15, 0.1, "a first delivery")
+
+        # The replica delivering dies; the others take over from what it told them.
+        first = bt.poll(self.deliverer, 10, 0.1, "a replica delivering")
+        first.kill()
+        self.change(10)
+        bt.poll(lambda: self.deliverer() not in (None, first), 15, 0.1, "another replica taking over")
+
+        # The receiver is down, then failing, while a replica is frozen, then hangs: each phase
+        # lasts until the replica delivering has met it.
+        self.receiver.down()
+        self.change(6)
+        self.await_failures()
+        frozen = self.rng.choice(self.alive())
+        frozen.freeze()
+        others = [r for r in self.alive() if r is not frozen]
+        bt.poll(lambda: all(not p["reachable"] for r in others for p in r.status()["peers"]
+                            if p["id"] == frozen.replica_id), 30, 0.1, "the frozen replica seen as unreachable")
+        first.restart()
+        self.receiver.up()
+        self.receiver.mode = "error"
+        self.change(6)
+        self.await_failures()
+        frozen.thaw()
+        self.receiver.mode = "hang"
+        self.change(6)
+        self.await_failures()
+        self.receiver.release.set()
+        self.receiver.mode = "ok"
+        self.change(6)
+        self.cluster.wait_caught_up(60)
+
+        def delivered():
+            got = set()
+            for e in self.receiver.events():
+                d = e["data"]
+                got.add((d["action"], d["repository"], d.get("tag", "") if d["action"] == "tag" else "",
+                         d.get("digest", "")))
+            return self.expected <= got
+        try:
+            bt.poll(delivered, 90, 0.2, "every acknowledged change at the receiver")
+        except AssertionError:
+            got = {(e["data"]["action"], e["data"]["repository"], e["data"].get("digest", ""))
+                   for e in self.receiver.events()}
+            missing = sorted(x for x in self.expected if (x[0], x[1], x[3]) not in got)
+            print("missing:", missing[:10], file=sys.stderr)
+            deleted = {x[3] for x in self.expected if x[0] == "delete"}
+            for m in missing:
+                heads = [r.head(f"/v2/{m[1]}/manifests/{m[3]}").status for r in self.alive()]
+                log = []
+                for r in self.alive():
+                    entries = r.peer_request("GET", "log?after=0&limit=2000").json()["entries"]
+                    log.append([e["event"] for e in entries if m[3] in e["event"]])
+                print("DEBUG", m[3][:19], "deleted" if m[3] in deleted else "live", heads, log, file=sys.stderr)
+            for r in self.alive():
+                print(r.replica_id, r.get("/_berth/v1/notifications").json(), file=sys.stderr)
+            print(self.cluster.dump_logs(), file=sys.stderr)
+            raise
+
+        events = self.receiver.events()
+        by_id = {}
+        for e in events:
+            change = (e["type"], e["data"]["repository"], e["data"].get("tag"), e["data"].get("digest"),
+                      e["sequence"])
+            self.assertEqual(by_id.setdefault(e["id"], change), change, f"id {e['id']} names two changes")
+            digest = e["data"].get("digest")
+            if e["type"] == "io.berth.push":
+                self.assertIn(digest, self.tried, "an event names a manifest nobody pushed")
+        first_seen, order = set(), {}
+        for e in events:
+            if e["id"] in first_seen:
+                continue
+            first_seen.add(e["id"])
+            order.setdefault(e["data"]["repository"], []).append(e["sequence"])
+        for repo, sequences in order.items():
+            self.assertEqual(sequences, sorted(sequences), f"{repo}'s events out of stamp order")
+        duplicates = len(events) - len(first_seen)
+        print(f"changes acknowledged: {len(self.expected)}, deliveries: {len(events)}, "
+              f"duplicates (same id): {duplicates}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
