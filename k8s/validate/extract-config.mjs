@@ -1,5 +1,6 @@
 // Prints berth's config.json from the ConfigMap in k8s/configmap.yaml (or the
-// file given), with replication.secret_file and backup.secret_file replaced
+// file given), with replication.secret_file, backup.secret_file and the
+// notification endpoints' secret_file replaced
 // (and backup.target moved beside it) when a second argument is given:
 // node extract-config.mjs [configmap.yaml] [secret-file]
 import { readFileSync } from "node:fs";
@@ -23,4 +24,6 @@ if (secretFile && config.backup) {
     config.backup.secret_file = secretFile;
     config.backup.target = join(dirname(secretFile), "backups");
 }
+for (const endpoint of (secretFile && config.notifications?.endpoints) || [])
+    if (endpoint.secret_file) endpoint.secret_file = secretFile;
 process.stdout.write(JSON.stringify(config, null, 2) + "\n");
