@@ -20,7 +20,7 @@ net::ClientOptions client_options(const Endpoint& endpoint) {
     options.connect_timeout = std::min(timeout, std::chrono::milliseconds(5000));
     options.header_timeout = timeout;
     options.idle_timeout = timeout;
-    options.max_idle_per_origin = 0;  // every answer's connection is closed unread (see deliver)
+    options.max_idle_per_origin = 1;  // one connection, kept while answers come without a body
     return options;
 }
 
@@ -72,12 +72,17 @@ Outcome Webhook::deliver(const std::vector<Notice>& notices) {
     Outcome out;
     try {
         // The answer's body is never read: its status is the whole answer, and a receiver that
-        // sends a gigabyte or drips one byte a minute costs nothing once the head is in.
+        // sends a gigabyte or drips one byte a minute costs nothing once the head is in. An answer
+        // without a body (204, Content-Length: 0) is complete, and its connection is kept.
         auto exchange = client_.open(origin_, std::move(head));
         exchange->write(body);
         exchange->end_request();
         const auto& answer = exchange->read_head();
         out.status = answer.status;
+        if (answer.status == 204 || answer.content_length == std::optional<std::uint64_t>(0)) {
+            char end;
+            exchange->read_body({&end, 1});
+        }
         if (answer.status >= 200 && answer.status < 300) {
             out.kind = Outcome::Kind::delivered;
             return out;

@@ -1,0 +1,127 @@
+// notify/: what receivers are told (ids, sequences, formats), the progress replicas merge, and the
+// overtaken changes a replica's log keeps so that it can tell them.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "berth/oci/digest.hpp"
+#include "berth/oci/manifest.hpp"
+#include "berth/storage/meta_store.hpp"
+#include "notify/notice.hpp"
+#include "notify/progress.hpp"
+#include "notify/webhook.hpp"
+#include "temp_dir.hpp"
+
+using namespace berth;
+using notify::Progress;
+using storage::Event;
+
+namespace {
+
+Event tag_event(std::uint64_t clock, std::string origin, std::string tag,
+                std::string digest = "sha256:" + std::string(64, 'a')) {
+    return {Event::Type::tag, "team/app", std::move(digest), std::move(tag), {clock, std::move(origin)}};
+}
+
+}  // namespace
+
+TEST_CASE("an event's id and sequence come from the change alone") {
+    TempDir dir;
+    storage::MetaStore meta(dir.path() / "meta");
+    const auto a = notify::notice_of(tag_event(100 << 16, "berth-0", "v1"), meta, "");
+    const auto again = notify::notice_of(tag_event(100 << 16, "berth-0", "v1"), meta, "");
+    const auto other_tag = notify::notice_of(tag_event(100 << 16, "berth-0", "v2"), meta, "");
+    const auto later = notify::notice_of(tag_event(101 << 16, "berth-0", "v1"), meta, "");
+    REQUIRE(a);
+    CHECK(a->id == again->id);
+    CHECK(a->id.size() == 32);
+    CHECK(a->id != other_tag->id);
+    CHECK(a->id != later->id);
+    CHECK(a->sequence < later->sequence);
+    CHECK(a->action == notify::Action::tag);
+    // A push and its tag share a stamp: the manifest sorts first.
+    const Event push{Event::Type::manifest, "team/app", "sha256:" + std::string(64, 'a'), "", {100 << 16, "berth-0"}};
+    CHECK(notify::sequence_of(push) < a->sequence);
+    // Links are not told.
+    CHECK_FALSE(notify::noticed({Event::Type::link, "team/app", "sha256:" + std::string(64, 'a'), "", {1, "x"}}));
+    // A retention's delete says so, a mirror's push too.
+    Event gone{Event::Type::tag_deleted, "team/app", "", "v1", {5, "x"}, "retention"};
+    CHECK(notify::notice_of(gone, meta, "")->action == notify::Action::retention);
+    CHECK(notify::notice_of(push, meta, "docker.io")->action == notify::Action::mirror);
+}
+
+TEST_CASE("the formats say what the receivers' schemas expect") {
+    TempDir dir;
+    storage::MetaStore meta(dir.path() / "meta");
+    const auto n = *notify::notice_of(tag_event(100 << 16, "berth-0", "v1"), meta, "");
+    const auto ce = nlohmann::json::parse(notify::cloudevent_json(n));
+    CHECK(ce["specversion"] == "1.0");
+    CHECK(ce["type"] == "io.berth.tag");
+    CHECK(ce["subject"] == "team/app:v1");
+    CHECK(ce["sequence"] == n.sequence);
+    const auto batch = nlohmann::json::parse(notify::cloudevents_batch_json({n, n}));
+    CHECK(batch.is_array());
+    CHECK(batch.size() == 2);
+    const auto distribution = nlohmann::json::parse(notify::distribution_json({n}));
+    CHECK(distribution["events"][0]["action"] == "push");
+    CHECK(distribution["events"][0]["target"]["tag"] == "v1");
+    CHECK(distribution["events"][0]["id"] == n.id);
+}
+
+TEST_CASE("a signature is HMAC-SHA256 over the time and the body") {
+    // RFC 4231 test case 2 uses key "Jefe"; here the message is "<t>.<body>".
+    CHECK(notify::signature("Jefe", 1, "what do ya want for nothing?").starts_with("t=1,sha256="));
+    CHECK(notify::signature("k", 1, "b") != notify::signature("k", 2, "b"));
+    CHECK(notify::signature("k", 1, "b") != notify::signature("k", 1, "c"));
+}
+
+TEST_CASE("progress merges to the furthest, and a replay wins over older progress") {
+    Progress a, b;
+    a.pass({10, "berth-0"});
+    b.pass({20, "berth-0"});
+    b.pass({5, "berth-1"});
+    a.merge(b);
+    CHECK(a.covers({20, "berth-0"}));
+    CHECK_FALSE(a.covers({21, "berth-0"}));
+    CHECK(a.covers({5, "berth-1"}));
+    CHECK_FALSE(a.covers({6, "berth-1"}));
+    Progress replay;
+    replay.generation = 7;
+    replay.floor = 3;
+    a.merge(replay);
+    CHECK(a.generation == 7);
+    CHECK_FALSE(a.covers({20, "berth-0"}));
+    CHECK(a.covers({3, "berth-2"}));
+    // Older progress after a replay changes nothing.
+    a.merge(b);
+    CHECK_FALSE(a.covers({20, "berth-0"}));
+    // Disabling and enabling: the later one holds.
+    Progress off;
+    off.disabled = 9;
+    a.merge(off);
+    CHECK(a.is_disabled());
+    Progress on;
+    on.enabled = 10;
+    a.merge(on);
+    CHECK_FALSE(a.is_disabled());
+    CHECK(notify::parse_progress(notify::encode_progress(a)) == a);
+    CHECK(notify::parse_progress_map("[1,2]").empty());
+    CHECK(notify::parse_progress_map(R"({"x":{"g":"no"}})").empty());
+}
+
+TEST_CASE("a tag move a newer one overtook is logged once, and its tag still names the newer") {
+    TempDir dir;
+    storage::MetaStore meta(dir.path() / "meta");
+    const auto digest = "sha256:" + std::string(64, 'b');
+    storage::MetaStore::Batch newer;
+    newer.record_tag("team/app", "v1", digest, {200, "berth-1"});
+    meta.commit(newer);
+    CHECK_FALSE(meta.tag_named_at("team/app", "v1", "sha256:" + std::string(64, 'c')));
+    storage::MetaStore::Batch overtaken;
+    overtaken.record_overtaken_tag("team/app", "v1", "sha256:" + std::string(64, 'c'), {100, "berth-0"});
+    meta.commit(overtaken);
+    CHECK(meta.tag("team/app", "v1")->digest == digest);
+    CHECK(meta.tag_named_at("team/app", "v1", "sha256:" + std::string(64, 'c')) == 100u);
+    auto log = meta.read_log(0, 10);
+    REQUIRE(log.size() == 2);
+    CHECK(Event::parse(log[1].event)->stamp.clock == 100);
+}
