@@ -1,5 +1,6 @@
 // /_berth/v1/notifications: the endpoints' state, their dead letters, replay and re-enabling, for
 // operators (notifications.operators); and the progress replicas tell each other (notify/).
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "berth/auth/authorizer.hpp"
@@ -98,7 +99,14 @@ Plan plan_notification_endpoint(Context& context, Request& request) {
     if (what == "replay") {
         if (!query.get(notify::replay_since))
             throw Error(ErrorCode::bad_request, "replay needs ?since= (Unix seconds)");
-        known = notifications.replay(name, number_param(query, notify::replay_since, 0) * 1000);
+        const auto since = number_param(query, notify::replay_since, 0);
+        const auto now =
+            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        // A time ahead of now (milliseconds given for seconds, say) would mark everything sent.
+        if (since > static_cast<std::uint64_t>(now) + 60)
+            throw Error(ErrorCode::bad_request, "since must be a time in the past, in Unix seconds");
+        known = notifications.replay(name, since * 1000);
     } else if (what == "enable") {
         known = notifications.enable(name);
     } else {

@@ -53,6 +53,7 @@ EndpointWorker::EndpointWorker(const Endpoint& endpoint, Shared& shared, const s
 }
 
 void EndpointWorker::start() {
+    started_ = std::chrono::steady_clock::now();
     thread_ = std::thread([this] { run(); });
 }
 
@@ -92,11 +93,24 @@ void EndpointWorker::save_locked() {
 }
 
 void EndpointWorker::merge(const Progress& other) {
+    // A peer whose clock is far ahead (or that says what no clock could) would mark everything
+    // sent or the endpoint disabled for good: its word is not taken.
+    const auto limit = (wall_ms() + 3600 * 1000) << 16;
+    bool believable =
+        other.generation <= limit && other.floor <= limit && other.disabled <= limit && other.enabled <= limit;
+    for (auto& [origin, clock] : other.origins) believable = believable && clock <= limit;
+    if (!believable) {
+        observe::log("warning", "notifications: a peer's progress is stamped an hour or more ahead; ignored",
+                     {{"endpoint", endpoint_.name}});
+        return;
+    }
     std::lock_guard lock(mutex_);
     auto merged = progress_;
     merged.merge(other);
     if (merged == progress_) return;
-    if (merged.generation != progress_.generation) scan_ = 0;  // a replay: read the log again
+    // A replay: read the log again from what it still holds (what compaction took was never lost
+    // to this replay).
+    if (merged.generation != progress_.generation) scan_ = shared_.meta.log_first() - 1;
     progress_ = std::move(merged);
     save_locked();
 }
@@ -108,7 +122,7 @@ void EndpointWorker::replay(std::uint64_t since_ms) {
         progress_.floor = since_ms ? (since_ms << 16) - 1 : 0;
         progress_.origins.clear();
         sent_in_group_.clear();
-        scan_ = 0;
+        scan_ = shared_.meta.log_first() - 1;
         save_locked();
     }
     wake();
@@ -204,7 +218,7 @@ std::uint64_t EndpointWorker::settled_before() const {
     // A peer not read to its head since this replica started (it is catching up) holds everything:
     // what it has not told yet may be older than anything here.
     auto heard = shared_.cluster->heard_until_ms();
-    if (heard == 0) return 0;
+    if (heard == 0 && std::chrono::steady_clock::now() - started_ < std::chrono::milliseconds(max_hold_ms)) return 0;
     heard = std::max(heard, now - max_hold_ms);
     const auto settle = static_cast<std::uint64_t>(shared_.settle.count());
     return heard > settle ? heard - settle : 0;
@@ -230,12 +244,14 @@ std::chrono::milliseconds EndpointWorker::step() {
     std::vector<Pending*> settled_ones;
     for (auto& p : pending)
         if (storage::HybridClock::physical_ms(p.event.stamp.clock) <= settled) settled_ones.push_back(&p);
-    std::sort(settled_ones.begin(), settled_ones.end(),
-              [](const Pending* a, const Pending* b) { return a->sequence < b->sequence; });
+    // By stamp, then the order within one (sequence_of's rank and key): the stamp compared as a
+    // stamp, so that replica ids that prefix each other never split one stamp's events.
+    std::sort(settled_ones.begin(), settled_ones.end(), [](const Pending* a, const Pending* b) {
+        return std::tie(a->event.stamp, a->sequence) < std::tie(b->event.stamp, b->sequence);
+    });
     std::vector<Notice> ready;
     for (auto* p : settled_ones)
-        if (auto notice = notice_of(p->event, shared_.meta, shared_.mirror_host(p->event.repo)))
-            ready.push_back(std::move(*notice));
+        if (auto notice = notice_of(p->event, shared_.mirror_host(p->event.repo))) ready.push_back(std::move(*notice));
     std::chrono::milliseconds wait = pending.size() > settled_ones.size() ? 50ms : 100ms;
     for (std::size_t i = 0; i < ready.size() && !shared_.stopping;) {
         std::size_t end = i;
@@ -250,6 +266,7 @@ std::chrono::milliseconds EndpointWorker::step() {
     return pending.size() >= window && wait <= 100ms ? 0ms : wait;
 }
 
+// Only what this endpoint wants of a stamp is described (reads its manifest) and sent.
 bool EndpointWorker::deliver_group(std::vector<Notice>& group, std::chrono::milliseconds& wait) {
     std::vector<Notice> wanted;
     {
@@ -257,44 +274,38 @@ bool EndpointWorker::deliver_group(std::vector<Notice>& group, std::chrono::mill
         for (auto& n : group)
             if (matches(n) && !sent_in_group_.count(n.id)) wanted.push_back(n);
     }
+    for (auto& n : wanted) describe(n, shared_.meta);
     for (std::size_t i = 0; i < wanted.size();) {
         const auto count = std::min(endpoint_.max_batch, wanted.size() - i);
         std::vector<Notice> batch(wanted.begin() + i, wanted.begin() + i + count);
         const auto outcome = sink_->deliver(batch);
-        std::lock_guard lock(mutex_);
-        if (attempts_) ++retried_;
         if (outcome.kind == Outcome::Kind::delivered) {
+            std::lock_guard lock(mutex_);
+            if (attempts_) ++retried_;
             delivered_ += count;
             attempts_ = 0;
             for (auto& n : batch) sent_in_group_.insert(n.id);
             i += count;
             continue;
         }
-        last_error_ = outcome.detail;
         if (outcome.kind == Outcome::Kind::gone) {
-            progress_.disabled = shared_.clock.now();
-            progress_.disabled_reason = "the receiver answered 410 Gone";
-            delivering_ = false;
-            save_locked();
-            observe::log("error", "notifications: endpoint disabled by a 410 answer; re-enable it to resume",
-                         {{"endpoint", endpoint_.name}});
+            disable(outcome.detail);
             wait = 1000ms;
             return false;
         }
-        ++failed_;
         const auto age_ms = wall_ms() - std::min(wall_ms(), batch.front().time_ms);
-        if (age_ms > static_cast<std::uint64_t>(std::chrono::milliseconds(endpoint_.max_age).count())) {
-            std::vector<std::string> lines;
-            for (auto& n : batch) lines.push_back(cloudevent_json(n));
-            dead_.add(lines);
-            dead_lettered_ += count;
-            for (auto& n : batch) sent_in_group_.insert(n.id);
-            observe::log("error", "notifications: events dead-lettered after max_age",
-                         {{"endpoint", endpoint_.name}, {"events", count}, {"error", outcome.detail}});
+        const bool too_old = age_ms > static_cast<std::uint64_t>(std::chrono::milliseconds(endpoint_.max_age).count());
+        if (outcome.kind == Outcome::Kind::refused || too_old) {
+            dead_letter(batch, outcome, too_old ? "max_age passed" : "the receiver refused them");
             i += count;
             continue;
         }
-        wait = outcome.retry_after ? std::chrono::duration_cast<std::chrono::milliseconds>(*outcome.retry_after)
+        std::lock_guard lock(mutex_);
+        if (attempts_) ++retried_;
+        ++failed_;
+        last_error_ = outcome.detail;
+        // A receiver's Retry-After of 0 is no reason to spin: a second at least.
+        wait = outcome.retry_after ? std::max<std::chrono::milliseconds>(*outcome.retry_after, 1000ms)
                                    : backoff(attempts_);
         ++attempts_;
         observe::log("warning", "notifications: delivery failed; retrying",
@@ -302,6 +313,33 @@ bool EndpointWorker::deliver_group(std::vector<Notice>& group, std::chrono::mill
         return false;
     }
     return true;
+}
+
+void EndpointWorker::disable(const std::string& why) {
+    std::lock_guard lock(mutex_);
+    ++failed_;
+    last_error_ = why;
+    progress_.disabled = shared_.clock.now();
+    progress_.disabled_reason = "the receiver answered 410 Gone";
+    delivering_ = false;
+    save_locked();
+    observe::log("error", "notifications: endpoint disabled by a 410 answer; re-enable it to resume",
+                 {{"endpoint", endpoint_.name}});
+}
+
+void EndpointWorker::dead_letter(const std::vector<Notice>& batch, const Outcome& outcome, const char* why) {
+    std::vector<std::string> lines;
+    for (auto& n : batch) lines.push_back(cloudevent_json(n));
+    dead_.add(lines);  // the disk write outside the lock that status() and /metrics take
+    std::lock_guard lock(mutex_);
+    if (attempts_) ++retried_;
+    ++failed_;
+    attempts_ = 0;
+    last_error_ = outcome.detail;
+    dead_lettered_ += batch.size();
+    for (auto& n : batch) sent_in_group_.insert(n.id);
+    observe::log("error", std::string("notifications: events dead-lettered: ") + why,
+                 {{"endpoint", endpoint_.name}, {"events", batch.size()}, {"error", outcome.detail}});
 }
 
 }  // namespace berth::notify

@@ -62,6 +62,8 @@ private:
     // Sends one stamp's notices; false when they could not all go.
     bool deliver_group(std::vector<Notice>& group, std::chrono::milliseconds& wait);
     bool matches(const Notice& notice) const;
+    void disable(const std::string& why);
+    void dead_letter(const std::vector<Notice>& batch, const Outcome& outcome, const char* why);
     void save_locked();
     void pass(const storage::Stamp& stamp);
 
@@ -70,6 +72,7 @@ private:
     std::unique_ptr<Sink> sink_;
     DeadLetters dead_;
     std::thread thread_;
+    std::chrono::steady_clock::time_point started_;
 
     mutable std::mutex mutex_;
     std::condition_variable wake_;

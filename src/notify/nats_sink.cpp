@@ -15,10 +15,13 @@ std::string status_text(natsStatus status) {
     return std::string(natsStatus_GetText(status)) + (last && *last ? std::string(": ") + last : "");
 }
 
-// {repository} as subject tokens: '/' separates tokens, and '.' (which would) becomes '_'.
+// {repository} as subject tokens: '/' separates tokens; '.' (which would too) becomes "_d" and '_'
+// becomes "__", so that no two repositories share a subject. Names are [a-z0-9._-/] (oci/names), so
+// nothing else needs escaping: no wildcard or white space reaches a subject.
 std::string subject_of(const std::string& pattern, const Notice& notice) {
     std::string repository;
-    for (char c : notice.repository) repository += c == '/' ? '.' : c == '.' ? '_' : c;
+    for (char c : notice.repository)
+        repository += c == '/' ? "." : c == '.' ? "_d" : c == '_' ? "__" : std::string(1, c);
     std::string out = pattern;
     for (auto [name, value] :
          {std::pair<std::string, std::string>{"{repository}", repository}, {"{action}", action_name(notice.action)}})
@@ -71,6 +74,9 @@ private:
         const bool tls = endpoint_.url.starts_with("tls://");
         if (status == NATS_OK) status = natsOptions_SetURL(options, endpoint_.url.c_str());
         if (status == NATS_OK) status = natsOptions_SetTimeout(options, timeout);
+        // A server that stops reading must not hold a publish (and so the endpoint, and the
+        // shutdown that waits for it) forever: writes give up after the endpoint's timeout too.
+        if (status == NATS_OK) status = natsOptions_SetWriteDeadline(options, timeout);
         // Reconnecting in the background would queue publishes past our timeout: the endpoint's
         // backoff retries instead.
         if (status == NATS_OK) status = natsOptions_SetAllowReconnect(options, false);

@@ -88,8 +88,7 @@ std::string sequence_of(const storage::Event& event) {
     return std::string(clock) + "-" + event.stamp.replica + "-" + std::to_string(rank_of(event.type)) + "-" + key;
 }
 
-std::optional<Notice> notice_of(const storage::Event& event, const storage::MetaStore& meta,
-                                const std::string& mirror_host) {
+std::optional<Notice> notice_of(const storage::Event& event, const std::string& mirror_host) {
     const int rank = rank_of(event.type);
     if (!rank) return std::nullopt;
     Notice n;
@@ -112,19 +111,22 @@ std::optional<Notice> notice_of(const storage::Event& event, const storage::Meta
     SHA256(reinterpret_cast<const unsigned char*>(identity.data()), identity.size(), hash);
     n.id = oci::hex({reinterpret_cast<const char*>(hash), 16});
     n.sequence = sequence_of(event);
-    // What the manifest is, while this replica holds it (a deleted one's bytes are gone).
-    if (!event.digest.empty())
-        if (auto record = meta.manifest(event.repo, event.digest); record && !record->deleted) {
-            n.media_type = record->media_type;
-            n.size = record->bytes.size();
-            n.subject = record->subject;
-            try {
-                n.artifact_type = oci::parse_manifest(record->bytes, record->media_type).artifact_type;
-            } catch (const std::exception&) {
-                // Stored, so it was accepted once; its artifact type is only a nicety.
-            }
-        }
     return n;
+}
+
+void describe(Notice& n, const storage::MetaStore& meta) {
+    if (n.digest.empty()) return;
+    auto record = meta.manifest(n.repository, n.digest);
+    if (!record || record->deleted) return;  // a deleted one's bytes are gone
+    auto bounded = [](std::string text) { return text.size() <= max_field ? text : std::string(); };
+    n.media_type = bounded(record->media_type);
+    n.size = record->bytes.size();
+    n.subject = bounded(record->subject);
+    try {
+        n.artifact_type = bounded(oci::parse_manifest(record->bytes, record->media_type).artifact_type);
+    } catch (const std::exception&) {
+        // Stored, so it was accepted once; its artifact type is only a nicety.
+    }
 }
 
 std::string cloudevent_json(const Notice& notice) { return cloudevent(notice).dump(); }

@@ -36,8 +36,13 @@ std::string sequence_of(const storage::Event& event);
 
 // The events a receiver hears of: manifests stored, tags set, tags and manifests deleted. Links
 // are not (a blob alone is not an image). mirror_host: the upstream a repository mirrors, or "".
-std::optional<Notice> notice_of(const storage::Event& event, const storage::MetaStore& meta,
-                                const std::string& mirror_host);
+// Reads nothing: what the manifest is comes from describe().
+std::optional<Notice> notice_of(const storage::Event& event, const std::string& mirror_host);
+// Adds what the manifest is (media type, size, artifact type, subject) while this replica holds
+// it. A pusher chooses those strings: one longer than max_field is left out, so no event grows
+// with what a manifest carries.
+void describe(Notice& notice, const storage::MetaStore& meta);
+inline constexpr std::size_t max_field = 256;
 
 const char* action_name(Action action);
 // CloudEvents 1.0, structured mode (one object) or batched mode (an array).

@@ -30,7 +30,9 @@ std::optional<Progress> from_json(const json& j) {
         p.floor = j.at("f").get<std::uint64_t>();
         p.disabled = j.value("d", std::uint64_t{0});
         p.enabled = j.value("e", std::uint64_t{0});
-        p.disabled_reason = j.value("dr", "").substr(0, 512);
+        // Told by a peer: printable ASCII, bounded (it goes into JSON answers and logs as it is).
+        for (char c : j.value("dr", std::string()))
+            if (c >= ' ' && c <= '~' && p.disabled_reason.size() < 512) p.disabled_reason += c;
         const auto& origins = j.at("o");
         if (!origins.is_object() || origins.size() > max_origins) return std::nullopt;
         for (auto& [origin, clock] : origins.items()) p.origins[origin] = clock.get<std::uint64_t>();
@@ -54,13 +56,15 @@ void Progress::pass(const storage::Stamp& stamp) {
 }
 
 void Progress::merge(const Progress& other) {
+    if (other.origins.size() > max_origins) return;
     if (other.generation > generation) {
         generation = other.generation;
         floor = other.floor;
         origins = other.origins;
     } else if (other.generation == generation) {
         floor = std::max(floor, other.floor);
-        for (auto& [origin, clock] : other.origins) pass({clock, origin});
+        for (auto& [origin, clock] : other.origins)
+            if (origins.count(origin) || origins.size() < max_origins) pass({clock, origin});
     }
     if (other.disabled > disabled) {
         disabled = other.disabled;

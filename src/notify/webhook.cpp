@@ -87,12 +87,20 @@ Outcome Webhook::deliver(const std::vector<Notice>& notices) {
             out.kind = Outcome::Kind::delivered;
             return out;
         }
-        out.kind = answer.status == 410 ? Outcome::Kind::gone : Outcome::Kind::failed;
+        const auto status = answer.status;
+        out.kind = status == 410                                                      ? Outcome::Kind::gone
+                   : status == 400 || status == 413 || status == 415 || status == 422 ? Outcome::Kind::refused
+                                                                                      : Outcome::Kind::failed;
         out.detail = "answered " + std::to_string(answer.status);
         if (answer.status >= 300 && answer.status < 400) out.detail += " (redirects are not followed)";
         if (answer.status == 429 || answer.status == 503) out.retry_after = retry_after(answer.header("Retry-After"));
     } catch (const std::exception& error) {
+        // The client's message names the target, whose path may be the receiver's secret (a
+        // chat service's webhook URL): errors, logs and the status view say the endpoint's name.
         out.detail = error.what();
+        for (auto at = out.detail.find(target_); at != std::string::npos && target_ != "/";
+             at = out.detail.find(target_, at))
+            out.detail.replace(at, target_.size(), "/…");
     }
     return out;
 }

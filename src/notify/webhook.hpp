@@ -18,6 +18,7 @@ struct Outcome {
     enum class Kind {
         delivered,  // 2xx
         failed,     // anything else: retried with backoff until the event's max_age
+        refused,    // 400, 413, 415, 422: the receiver will never take these events; dead-lettered
         gone,       // 410: the endpoint is disabled until re-enabled
     };
     Kind kind = Kind::failed;

@@ -361,6 +361,12 @@ class FailingReceiverTest(NotifyTest):
         r = b.request("POST", f"{NOTIFY}/nope/replay?since={since}")
         self.assertEqual(r.status, 404, r)
         self.assertEqual(r.error_codes(), ["NAME_UNKNOWN"])
+        # A time ahead (milliseconds for seconds) would mark everything sent: refused, nothing changed.
+        r = b.request("POST", f"{NOTIFY}/ci/replay?since={int(time.time() * 1000)}")
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.error_codes(), ["UNSUPPORTED"])
+        b.push_image("app/replay", "after")
+        self.wait_delivered(rx, 8)
 
 
 class HostileReceiverTest(NotifyTest):
@@ -449,6 +455,45 @@ class HostileReceiverTest(NotifyTest):
         self.assertGreaterEqual(times[1] - times[0], 1.5, "retried before Retry-After")
         self.assertEqual(metric(b, "failed_total"), 1)
         self.assertEqual(metric(b, "retried_total"), 1)
+
+    def test_retry_after_zero_is_no_reason_to_spin(self):
+        def answer(req):
+            return (503, b"", {"Retry-After": "0"}) if len(rx.times()) <= 2 else (200, b"", {})
+        rx = Receiver(self, answer=answer)
+        b = self.berth([{"url": rx.url()}])
+        b.push_image("app/spin")
+        self.wait_delivered(rx, 1)
+        times = rx.times()
+        self.assertEqual(len(times), 3, "one try per Retry-After: 0, not a loop")
+        self.assertGreaterEqual(times[1] - times[0], 0.9)
+
+    def test_an_event_the_receiver_refuses_is_dead_lettered_at_once(self):
+        # A 413 says this event will never be taken: it must not hold up the ones after it.
+        def answer(req):
+            return (413, b"", {}) if "refused" in req.body.decode() else (200, b"", {})
+        rx = Receiver(self, answer=answer)
+        b = self.berth([{"url": rx.url()}])
+        refused = b.push_image("app/refused")
+        later = b.push_image("app/later")
+        bt.poll(lambda: [e["subject"] for e in rx.delivered()] == [f"app/later@{later['digest']}"], 10, 0.05,
+                "the later event past the refused one")
+        letters = b.get(f"{NOTIFY}/ci/dead-letters").json()["events"]
+        self.assertEqual([e["subject"] for e in letters], [f"app/refused@{refused['digest']}"])
+
+    def test_pusher_chosen_fields_are_bounded(self):
+        # An artifactType of 64 KiB in a manifest is not copied into every event about it.
+        rx = Receiver(self)
+        b = self.berth([{"url": rx.url()}])
+        img = bt.make_image((512,))
+        for data in img["blobs"].values():
+            b.push_blob("app/big", data)
+        manifest = json.loads(img["manifest"])
+        manifest["artifactType"] = "application/x." + "a" * 65536
+        body = json.dumps(manifest).encode()
+        self.assertEqual(b.put_manifest("app/big", "v1", body).status, 201)
+        events = self.wait_delivered(rx, 2)
+        self.assertTrue(all("artifactType" not in e["data"] for e in events), events[0]["data"].keys())
+        self.assertTrue(all(len(json.dumps(e)) < 4096 for e in events))
 
     def test_gone_disables_until_enabled(self):
         rx = Receiver(self, answer=410)

@@ -2,7 +2,8 @@
 """Notifications into a real broker: Debian's nats-server with JetStream (tests/lib/natsclient.py).
 
 - Each change is one message on the endpoint's subject ({action} and {repository} filled in:
-  berth.tag.team.app), a structured CloudEvent, with Nats-Msg-Id set to the event's id.
+  berth.tag.team.app; '.' and '_' in a name escaped so no two repositories share a subject), a
+  structured CloudEvent, with Nats-Msg-Id set to the event's id.
 - berth is killed with SIGKILL while it publishes and started again: it publishes again what it
   had not recorded as sent, and the stream's duplicate window keeps one copy, so the stream holds
   every acknowledged change exactly once.
@@ -67,6 +68,16 @@ class NatsTest(unittest.TestCase):
         self.b.kill()
         self.b.start()
         self.push(5, 10)
+        self.assert_exactly_once()
+
+    def test_subjects_keep_repositories_apart(self):
+        # '.' and '_' in names are escaped ("_d", "__"): team/a.b and team/a_db never share a subject.
+        dotted = self.b.push_image("team/a.b", "v1")
+        underscored = self.b.push_image("team/a_db", "v1")
+        self.expected |= {("io.berth.push", "berth.push.team.a_db", dotted["digest"]),
+                          ("io.berth.tag", "berth.tag.team.a_db", dotted["digest"]),
+                          ("io.berth.push", "berth.push.team.a__db", underscored["digest"]),
+                          ("io.berth.tag", "berth.tag.team.a__db", underscored["digest"])}
         self.assert_exactly_once()
 
     def test_a_broker_that_was_down_gets_everything_once_back(self):

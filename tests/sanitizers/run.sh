@@ -19,7 +19,7 @@ build="${SANITIZE_BUILD_DIR:-$repo/build-asan}"
 jobs="${SANITIZE_JOBS:-2}"
 subset='unit|conformance|fault\.test_(crash|upload_crash_points)'
 subset+='|integration\.test_(hardening_(agent_forwarding|intake|restructure|identities|ui_paging)'
-subset+='|hostile_upstream_(manifests|tags|redirects)|limits_hardening|early_answers|uploads|blob_reads|descriptors|auth)'
+subset+='|hostile_upstream_(manifests|tags|redirects)|limits_hardening|early_answers|uploads|blob_reads|descriptors|auth|notifications)'
 tests="${SANITIZE_TESTS:-^($subset)\$}"
 
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBERTH_SANITIZE=ON >/dev/null

@@ -27,10 +27,10 @@ Event tag_event(std::uint64_t clock, std::string origin, std::string tag,
 TEST_CASE("an event's id and sequence come from the change alone") {
     TempDir dir;
     storage::MetaStore meta(dir.path() / "meta");
-    const auto a = notify::notice_of(tag_event(100 << 16, "berth-0", "v1"), meta, "");
-    const auto again = notify::notice_of(tag_event(100 << 16, "berth-0", "v1"), meta, "");
-    const auto other_tag = notify::notice_of(tag_event(100 << 16, "berth-0", "v2"), meta, "");
-    const auto later = notify::notice_of(tag_event(101 << 16, "berth-0", "v1"), meta, "");
+    const auto a = notify::notice_of(tag_event(100 << 16, "berth-0", "v1"), "");
+    const auto again = notify::notice_of(tag_event(100 << 16, "berth-0", "v1"), "");
+    const auto other_tag = notify::notice_of(tag_event(100 << 16, "berth-0", "v2"), "");
+    const auto later = notify::notice_of(tag_event(101 << 16, "berth-0", "v1"), "");
     REQUIRE(a);
     CHECK(a->id == again->id);
     CHECK(a->id.size() == 32);
@@ -45,14 +45,14 @@ TEST_CASE("an event's id and sequence come from the change alone") {
     CHECK_FALSE(notify::noticed({Event::Type::link, "team/app", "sha256:" + std::string(64, 'a'), "", {1, "x"}}));
     // A retention's delete says so, a mirror's push too.
     Event gone{Event::Type::tag_deleted, "team/app", "", "v1", {5, "x"}, "retention"};
-    CHECK(notify::notice_of(gone, meta, "")->action == notify::Action::retention);
-    CHECK(notify::notice_of(push, meta, "docker.io")->action == notify::Action::mirror);
+    CHECK(notify::notice_of(gone, "")->action == notify::Action::retention);
+    CHECK(notify::notice_of(push, "docker.io")->action == notify::Action::mirror);
 }
 
 TEST_CASE("the formats say what the receivers' schemas expect") {
     TempDir dir;
     storage::MetaStore meta(dir.path() / "meta");
-    const auto n = *notify::notice_of(tag_event(100 << 16, "berth-0", "v1"), meta, "");
+    const auto n = *notify::notice_of(tag_event(100 << 16, "berth-0", "v1"), "");
     const auto ce = nlohmann::json::parse(notify::cloudevent_json(n));
     CHECK(ce["specversion"] == "1.0");
     CHECK(ce["type"] == "io.berth.tag");
@@ -105,6 +105,15 @@ TEST_CASE("progress merges to the furthest, and a replay wins over older progres
     CHECK_FALSE(a.is_disabled());
     CHECK(notify::parse_progress(notify::encode_progress(a)) == a);
     CHECK(notify::parse_progress_map("[1,2]").empty());
+    // A peer's reason is printable ASCII, bounded; its origins are bounded too.
+    auto told = notify::parse_progress(R"({"g":0,"f":0,"o":{},"d":1,"dr":"a\u00e9\nb"})");
+    REQUIRE(told);
+    CHECK(told->disabled_reason == "ab");
+    Progress many;
+    for (int i = 0; i < 1100; ++i) many.origins["r" + std::to_string(i)] = 1;
+    Progress mine;
+    mine.merge(many);
+    CHECK(mine.origins.empty());
     CHECK(notify::parse_progress_map(R"({"x":{"g":"no"}})").empty());
 }
 

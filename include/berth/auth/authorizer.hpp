@@ -67,7 +67,8 @@ public:
     // what its access list grants.
     bool may_list(const Decision& caller, const std::string& repository) const;
     // Whether the caller is one of the principals selectors name (as rules name them); true with
-    // authentication off.
+    // authentication off. Never for a caller presenting a token with an access list (it may do
+    // only what the list says, which names repositories).
     bool is_one_of(const Decision& caller, const std::vector<std::string>& selectors) const;
     // Whether a Basic login may ask a directory (auth.ldap): such logins wait on the ldap party.
     bool uses_directory() const;
