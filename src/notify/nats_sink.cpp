@@ -62,7 +62,6 @@ public:
             }
         }
         out.kind = Outcome::Kind::delivered;
-        out.status = 200;
         return out;
     }
 

@@ -78,7 +78,6 @@ Outcome Webhook::deliver(const std::vector<Notice>& notices) {
         exchange->write(body);
         exchange->end_request();
         const auto& answer = exchange->read_head();
-        out.status = answer.status;
         if (answer.status == 204 || answer.content_length == std::optional<std::uint64_t>(0)) {
             char end;
             exchange->read_body({&end, 1});

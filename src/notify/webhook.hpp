@@ -22,7 +22,6 @@ struct Outcome {
         gone,       // 410: the endpoint is disabled until re-enabled
     };
     Kind kind = Kind::failed;
-    int status = 0;  // 0 when no answer came
     std::string detail;
     std::optional<std::chrono::seconds> retry_after;  // a 429's or 503's Retry-After, at most an hour
 };
