@@ -562,6 +562,27 @@ class OperatorsTest(NotifyTest):
             self.assertEqual(r.status, 401, r)
 
 
+    def test_a_token_with_an_access_list_is_no_operator(self):
+        # alice is an operator when she signs in; a token she was given for one repository may do
+        # what it lists, and it lists no notifications.
+        key = os.path.join(tempfile.mkdtemp(prefix="berth-notify-key-"), "token.key")
+        bt.gen_ec_key(key)
+        rx = Receiver(self)
+        b = self.berth([{"url": rx.url()}], passwords={"alice": "alice-pw"}, operators=["user:alice"],
+                       extra={"auth": {"htpasswd": "htpasswd", "token": {
+                           "signing_key": key, "issuer": "berth", "service": "berth"}}})
+        alice = bt.basic_auth("alice", "alice-pw")
+        self.assertEqual(b.get(NOTIFY, headers=alice).status, 200)
+        r = b.get("/auth/token?service=berth&scope=repository:x/y:pull", headers=alice)
+        self.assertEqual(r.status, 200, r)
+        token = r.json()["token"]
+        for method, path in [("GET", NOTIFY), ("POST", f"{NOTIFY}/ci/replay?since=0")]:
+            with self.subTest(method=method, path=path):
+                r = b.request(method, path, headers={"Authorization": f"Bearer {token}"})
+                self.assertEqual(r.status, 403, r)
+                self.assertEqual(r.error_codes(), ["DENIED"])
+
+
 class BadConfigTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="berth-notify-config-")
