@@ -39,8 +39,8 @@ Plan plan_manifest(Context& context, Request& request) {
             auto extra_tags = request.target.query.all("tag");
             plan.finish = [&registry, route, request, content_type = request.content_type, extra_tags](
                               std::string& body, std::uint64_t) {
-                auto result =
-                    registry.put_manifest(route.name, route.reference, content_type, std::move(body), extra_tags);
+                auto result = registry.put_manifest(route.name, route.reference, content_type, std::move(body),
+                                                    extra_tags, caller_of(request).principal.name);
                 audit(request, "push", route.reference + "@" + result.digest.str());
                 auto response = status_only(201);
                 response.set("Location", oci::path::manifest(route.name, result.digest.str()));
@@ -53,7 +53,7 @@ Plan plan_manifest(Context& context, Request& request) {
             return plan;
         }
         case Method::del:
-            registry.delete_manifest(route.name, route.reference);
+            registry.delete_manifest(route.name, route.reference, caller_of(request).principal.name);
             audit(request, "delete manifest", route.reference);
             return immediate(status_only(202));
         default: not_allowed();

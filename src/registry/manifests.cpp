@@ -39,7 +39,7 @@ std::string media_type_without_parameters(const std::string& content_type) {
 
 PutManifestResult Registry::put_manifest(const std::string& repo, const std::string& reference,
                                          const std::string& content_type, std::string body,
-                                         const std::vector<std::string>& extra_tags) {
+                                         const std::vector<std::string>& extra_tags, const std::string& principal) {
     require_name(repo);
     require_writable(options_);
     auto ref = parse_reference(reference, Access::write);
@@ -109,7 +109,7 @@ PutManifestResult Registry::put_manifest(const std::string& repo, const std::str
             if ((!record || record->deleted) && !sparse) missing(child, "manifest");
         }
     };
-    admit_manifest({repo, digest, parsed, tags, Quorum::wait}, std::move(body), recheck);
+    admit_manifest({repo, digest, parsed, tags, Quorum::wait, principal}, std::move(body), recheck);
     return {digest, parsed.subject ? parsed.subject->digest.str() : std::string(), tags};
 }
 
@@ -124,7 +124,7 @@ void Registry::admit_manifest(
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
     enforce(PolicyPoint::under_write_lock, entry);
-    storage::MetaStore::Batch batch;
+    storage::MetaStore::Batch batch({}, what.principal);
     if (under_lock) under_lock(batch, stamp);
     batch.record_manifest(what.repo, what.digest, what.parsed, std::move(bytes), stamp);
     for (auto& tag : what.tags) batch.record_tag(what.repo, tag, digest_text, stamp);
@@ -179,7 +179,7 @@ Manifest Registry::find_manifest(const std::string& repo, const std::string& ref
     return {*oci::Digest::parse(digest_text), record->media_type, std::move(record->bytes)};
 }
 
-void Registry::delete_manifest(const std::string& repo, const std::string& reference) {
+void Registry::delete_manifest(const std::string& repo, const std::string& reference, const std::string& principal) {
     require_name(repo);
     require_writable(options_);
     auto ref = parse_reference(reference, Access::read);
@@ -187,7 +187,7 @@ void Registry::delete_manifest(const std::string& repo, const std::string& refer
     if (!meta_.has_repository(repo)) throw Error(ErrorCode::name_unknown, "repository name not known to registry");
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
-    storage::MetaStore::Batch batch;
+    storage::MetaStore::Batch batch({}, principal);
     if (auto* tag = std::get_if<std::string>(&ref)) {
         auto record = meta_.tag(repo, *tag);
         if (!record || record->deleted()) throw Error(ErrorCode::manifest_unknown, "tag unknown", *tag);

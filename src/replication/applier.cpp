@@ -250,7 +250,7 @@ void Applier::keep_overtaken_push(const Event& event) {
 
 ApplyResult Applier::apply_deletion(const Event& event) {
     auto lock = meta_.lock_writes();
-    storage::MetaStore::Batch batch(event.cause);
+    storage::MetaStore::Batch batch(event.cause, event.principal);
     if (event.type == Event::Type::tag_deleted) {
         auto local = meta_.tag(event.repo, event.tag);
         if (local && local->stamp >= event.stamp) return ApplyResult::skipped;

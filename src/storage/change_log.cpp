@@ -53,8 +53,27 @@ std::uint64_t MetaStore::log_written_before(std::uint64_t ms) const {
     return times.front().first < ms ? times.front().second : 0;
 }
 
+std::map<std::string, std::uint64_t> MetaStore::log_compacted() const {
+    auto text = setting(layout::setting::log_compacted);
+    return text ? decode_clocks(*text) : std::map<std::string, std::uint64_t>{};
+}
+
 void MetaStore::compact_log(std::uint64_t through) {
     through = std::min(through, log_head());
+    // Noted before the entries go, so a crash in between only over-states what was dropped.
+    auto compacted = log_compacted();
+    const auto before = compacted;
+    for (auto after = log_first() - 1; after < through;) {
+        auto entries = read_log(after, std::min<std::uint64_t>(4096, through - after));
+        if (entries.empty()) break;
+        for (auto& entry : entries)
+            if (auto event = Event::parse(entry.event)) {
+                auto& clock = compacted[event->stamp.replica];
+                clock = std::max(clock, event->stamp.clock);
+            }
+        after = entries.back().sequence;
+    }
+    if (compacted != before) put_setting(layout::setting::log_compacted, encode_clocks(compacted));
     const auto first = sequence_key(0), end = sequence_key(through + 1);
     check(impl_->db->DeleteRange(rocksdb::WriteOptions(), impl_->cf(cf_log), first, end), "compact change log");
     const rocksdb::Slice begin_slice(first), end_slice(end);

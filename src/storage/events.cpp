@@ -18,6 +18,7 @@ std::string Event::json() const {
     if (!digest.empty()) out["digest"] = digest;
     if (!tag.empty()) out["tag"] = tag;
     if (!cause.empty()) out["cause"] = cause;
+    if (!principal.empty()) out["by"] = principal;
     return out.dump();
 }
 
@@ -39,6 +40,7 @@ std::optional<Event> Event::parse(const std::string& text) {
         event.digest = j.value("digest", "");
         event.tag = j.value("tag", "");
         event.cause = j.value("cause", "");
+        event.principal = j.value("by", "");
         return event;
     } catch (const nlohmann::json::exception&) {
         return std::nullopt;

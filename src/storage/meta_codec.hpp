@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -99,6 +100,17 @@ inline std::string encode(const UploadRecord& r) { return json{{"repo", r.reposi
 inline UploadRecord decode_upload(std::string_view v) {
     auto j = json::parse(v);
     return {j.at("repo").get<std::string>(), j.at("alg").get<std::string>()};
+}
+
+// The settings value log_compacted: {"<origin>": clock}. What does not parse reads as nothing.
+inline std::string encode_clocks(const std::map<std::string, std::uint64_t>& clocks) { return json(clocks).dump(); }
+inline std::map<std::string, std::uint64_t> decode_clocks(const std::string& v) {
+    std::map<std::string, std::uint64_t> out;
+    auto j = json::parse(v, nullptr, false);
+    if (!j.is_object()) return out;
+    for (auto& [origin, clock] : j.items())
+        if (clock.is_number_unsigned()) out[origin] = clock.get<std::uint64_t>();
+    return out;
 }
 
 inline std::uint64_t wall_ms() {

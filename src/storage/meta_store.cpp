@@ -11,7 +11,10 @@
 namespace berth::storage {
 
 MetaStore::Batch::Batch() : impl_(std::make_unique<Impl>()) {}
-MetaStore::Batch::Batch(std::string cause) : impl_(std::make_unique<Impl>()) { impl_->cause = std::move(cause); }
+MetaStore::Batch::Batch(std::string cause, std::string principal) : impl_(std::make_unique<Impl>()) {
+    impl_->cause = std::move(cause);
+    impl_->principal = std::move(principal);
+}
 MetaStore::Batch::~Batch() = default;
 MetaStore::Batch::Batch(Batch&&) noexcept = default;
 

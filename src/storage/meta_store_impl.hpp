@@ -47,7 +47,7 @@ struct MetaStore::Batch::Impl {
     std::vector<LinkWrite> links;
     std::vector<std::string> events;  // as the log stores them
     std::vector<Event> logged;
-    std::string cause;  // Batch(cause)
+    std::string cause, principal;  // Batch(cause, principal)
 
     void add_repository(const std::string& repo) { ops.push_back({cf_repos, repo, ""}); }
     void put_manifest(const std::string& repo, const std::string& digest, const ManifestRecord& r) {
@@ -63,6 +63,7 @@ struct MetaStore::Batch::Impl {
     void log(Event event) {
         add_repository(event.repo);
         event.cause = cause;
+        event.principal = principal;
         events.push_back(event.json());
         logged.push_back(std::move(event));
     }

@@ -146,9 +146,10 @@ public:
     // Manifests
     PutManifestResult put_manifest(const std::string& repo, const std::string& reference,
                                    const std::string& content_type, std::string body,
-                                   const std::vector<std::string>& extra_tags = {});
+                                   const std::vector<std::string>& extra_tags = {}, const std::string& principal = {});
     Manifest get_manifest(const std::string& repo, const std::string& reference, Asker asker = Asker::client);
-    void delete_manifest(const std::string& repo, const std::string& reference);
+    // principal: who asks, for the change log's events ("" for anonymous).
+    void delete_manifest(const std::string& repo, const std::string& reference, const std::string& principal = {});
 
     // Discovery
     Page list_tags(const std::string& repo, std::optional<std::size_t> n, const std::string& last);
@@ -191,6 +192,7 @@ private:
         const oci::ParsedManifest& parsed;
         const std::vector<std::string>& tags;
         Quorum quorum;
+        std::string principal = {};  // who pushed it
     };
     // The one way a manifest enters the store (a push, an import, a mirror fill): approved bases,
     // immutable tags and quotas, then the manifest and its tags in one batch, replicated.

@@ -18,6 +18,8 @@ struct Event {
     // Why the change was made, when not by a client: "retention". Replicas keep it as they apply the
     // event, so whichever replica tells receivers of the change tells why.
     std::string cause = {};
+    // Who asked for it (a principal's name), "" for anonymous callers and changes no client asked for.
+    std::string principal = {};
 
     std::string json() const;
     // nullopt for anything that is not a well-formed event.

@@ -45,6 +45,10 @@
 //                                                                  "dr":why,"e":enabled at}
 //                                          notify-scan/<endpoint> this replica's own: the log sequence before
 //                                                                 which every entry has reached the endpoint
+//                                          log_compacted          {"<origin>":clock}: per origin replica, the
+//                                                                 newest change compaction took from the log
+//                                                                 (a poller of /_berth/v1/events whose cursor
+//                                                                 is behind it missed events: 410)
 //                                          lineage_indexed        "1" once `lineage` holds every manifest and
 //                                                                 tag (a store from before it is indexed at
 //                                                                 start-up)
@@ -182,6 +186,7 @@ inline constexpr const char* peer_cursors = "peer_cursors";
 inline constexpr const char* usage_counted = "usage_counted";
 inline constexpr const char* lineage_indexed = "lineage_indexed";
 inline constexpr const char* peer_addresses = "peer_addresses";
+inline constexpr const char* log_compacted = "log_compacted";
 inline std::string notify_progress(const std::string& endpoint) { return "notify/" + endpoint; }
 inline std::string notify_scan(const std::string& endpoint) { return "notify-scan/" + endpoint; }
 // The configuration file the server last started with ("" for none): `berth import --root` applies

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -78,7 +79,7 @@ public:
     public:
         Batch();
         // cause: what its events say caused them (Event::cause), when not a client.
-        explicit Batch(std::string cause);
+        explicit Batch(std::string cause, std::string principal = {});
         ~Batch();
         Batch(Batch&&) noexcept;
         // The replicated changes, the one place each is written: its records,
@@ -181,8 +182,11 @@ public:
     // epoch), as far as this process knows: entries from before its start
     // count as written at its start.
     std::uint64_t log_written_before(std::uint64_t ms) const;
-    // Drops every entry up to and including `through`.
+    // Drops every entry up to and including `through`, first noting per origin replica the newest
+    // change it drops (log_compacted()).
     void compact_log(std::uint64_t through);
+    // Per origin replica, the newest change compaction has taken from this replica's log.
+    std::map<std::string, std::uint64_t> log_compacted() const;
     LogStats log_stats() const;
 
     // Every manifest, tag and link record, tombstones included, as of one
