@@ -14,7 +14,7 @@ namespace {
 const std::pair<const char*, notify::Action> action_names[] = {
     {"push", notify::Action::push},           {"tag", notify::Action::tag},
     {"delete", notify::Action::del},          {"mirror", notify::Action::mirror},
-    {"retention", notify::Action::retention},
+    {"retention", notify::Action::retention}, {"rebuild", notify::Action::rebuild},
 };
 
 bool valid_name(const std::string& name) {
@@ -103,7 +103,7 @@ void read_endpoint(Section& s, const std::string& where, Reading& r, notify::End
                                    [&](auto& known) { return name == known.first; });
             if (it == std::end(action_names))
                 throw ConfigError(where + ".actions: \"" + name +
-                                  "\" is not one of push, tag, delete, mirror, retention");
+                                  "\" is not one of push, tag, delete, mirror, retention, rebuild");
             e.actions |= static_cast<unsigned>(it->second);
         }
         if (!e.actions) throw ConfigError(where + ".actions must name at least one action");

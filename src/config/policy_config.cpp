@@ -38,11 +38,13 @@ void require_signature(Section& s, const std::string& where, registry::Policy& p
     });
 }
 
-void base_images(Section& s, const std::string& where, registry::Policy& policy, Reading&) {
+void base_images(Section& s, const std::string& where, registry::Policy& policy, Reading& r) {
     std::vector<std::string> globs;
     s.strings("base_images", globs);
     if (globs.empty()) return;
     check_base_images(where + ".base_images", globs);
+    auto& bases = r.config.notifications.base_images;
+    bases.insert(bases.end(), globs.begin(), globs.end());
     policy.rules.push_back(registry::base_images_rule(std::move(globs)));
 }
 

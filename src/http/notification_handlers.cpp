@@ -74,11 +74,17 @@ Plan plan_notify_progress(Context& context, Request& request) {
     return immediate(json_response(200, notifications ? notifications->progress_text() : "{}"));
 }
 
+std::string notifications_status(Context& context, const Request& request) {
+    auto* notifications = context.services.operations.notifications;
+    if (!notifications) return status_json({});
+    require_operator(context, request, *notifications);
+    return status_json(notifications->status());
+}
+
 Plan plan_notifications(Context& context, Request& request) {
     if (request.method != Method::get && request.method != Method::head) not_allowed();
-    auto& notifications = notifications_of(context);
-    require_operator(context, request, notifications);
-    return immediate(json_response(200, status_json(notifications.status())));
+    notifications_of(context);
+    return immediate(json_response(200, notifications_status(context, request)));
 }
 
 // {name}/dead-letters (GET, ?skip=&n=, newest first), {name}/replay?since=UNIX-SECONDS (POST),

@@ -26,6 +26,7 @@ Plan plan_access(Context&, Request&);                 // agent_handlers.cpp: the
 Plan plan_notify_progress(Context&, Request&);        // notification_handlers.cpp: what replicas tell each other
 Plan plan_notifications(Context&, Request&);          // notification_handlers.cpp
 Plan plan_notification_endpoint(Context&, Request&);  // notification_handlers.cpp
+Plan plan_events(Context&, Request&);                 // event_handlers.cpp: the pollers' feed
 Plan plan_peer(Context&, Request&);                   // peer_handlers.cpp: replication/protocol.hpp's operations
 Plan plan_ui_enter(Context&, Request&);               // ui_handlers.cpp
 Plan plan_ui_login(Context&, Request&);               // ui_handlers.cpp
@@ -39,6 +40,7 @@ Plan plan_ui_mirrors(Context&, Request&);             // ui_handlers.cpp
 Plan plan_ui_namespaces(Context&, Request&);          // ui_handlers.cpp
 Plan plan_ui_retention(Context&, Request&);           // ui_handlers.cpp
 Plan plan_ui_cluster(Context&, Request&);             // ui_handlers.cpp
+Plan plan_ui_notifications(Context&, Request&);       // ui_handlers.cpp
 Plan plan_ui_no_view(Context&, Request&);             // ui_handlers.cpp
 Plan plan_unknown(Context&, Request&);                // catalog_handlers.cpp
 
@@ -68,6 +70,7 @@ Route{"/_berth/v1/usage",                 "usage",          registry, N::pull, N
 Route{"/_berth/v1/lineage",               "lineage",        registry, N::pull, N::pull, N::pull, P::none,      0,         plan_lineage},
 Route{"/_berth/v1/backup",                "backup",         backup,   N::none, N::none, N::none, P::none,      0,         plan_backup},
 Route{"/_berth/v1/access",                "access",         registry, N::pull, N::pull, N::pull, P::none,      Q,         plan_access, "repository"},
+Route{"/_berth/v1/events",                "events",         registry, N::pull, N::pull, N::pull, P::none,      0,         plan_events},
 Route{"/_berth/v1/notifications/progress", "notify_progress", peer,  N::none, N::none, N::none, P::none,      0,         plan_notify_progress},
 Route{"/_berth/v1/notifications",         "notifications",  registry, N::none, N::none, N::none, P::none,      0,         plan_notifications},
 Route{"/_berth/v1/notifications/{rest}",  "notification",   registry, N::none, N::none, N::none, P::none,      0,         plan_notification_endpoint},
@@ -83,6 +86,7 @@ Route{"/ui/api/mirrors",                  "ui",             Auth::ui, N::none, N
 Route{"/ui/api/namespaces",               "ui",             Auth::ui, N::none, N::none, N::none, P::none,      U,         plan_ui_namespaces},
 Route{"/ui/api/retention",                "ui",             Auth::ui, N::none, N::none, N::none, P::none,      U,         plan_ui_retention},
 Route{"/ui/api/cluster",                  "ui",             Auth::ui, N::none, N::none, N::none, P::none,      U,         plan_ui_cluster},
+Route{"/ui/api/notifications",            "ui",             Auth::ui, N::none, N::none, N::none, P::none,      U,         plan_ui_notifications},
 Route{"/ui/api/{rest}",                   "ui",             Auth::ui, N::none, N::none, N::none, P::none,      U,         plan_ui_no_view},
 Route{"/ui/{rest}",                       "ui",             none,     N::none, N::none, N::none, P::none,      U,         plan_ui_file},
 Route{"",                                 "unknown",        none,     N::none, N::none, N::none, P::none,      Q|A,       plan_unknown},

@@ -13,6 +13,7 @@
 #include "berth/http/server.hpp"
 #include "berth/net/resolve.hpp"
 #include "berth/node/scheduler.hpp"
+#include "berth/notify/feed.hpp"
 #include "berth/notify/notifications.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/observe/metrics.hpp"
@@ -100,6 +101,11 @@ private:
     void schedule_storage_jobs();
     void schedule_other_jobs();
     void write_metrics(observe::MetricsWriter& out);
+    // The upstream registry a repository mirrors, "" for none: what events say of a mirror.
+    std::string mirror_host(const std::string& repo) const {
+        auto mirrored = proxy::mirrored_name(config_.proxy, repo);
+        return mirrored ? config_.proxy.upstreams.at(mirrored->first).host : std::string();
+    }
 
     config::Config config_;
     storage::BlobStore blobs_;
@@ -116,6 +122,7 @@ private:
     registry::MaintenanceStats maintenance_;
     std::unique_ptr<auth::Authorizer> authorizer_;
     std::unique_ptr<notify::Notifications> notifications_;
+    notify::Feed feed_;
     observe::MetricsRegistry metrics_;
     http::Server server_;
     Scheduler scheduler_;
@@ -161,18 +168,17 @@ Node::Node(config::Config config)
       notifications_(config_.notifications.enabled()
                          ? std::make_unique<notify::Notifications>(
                                config_.notifications, meta_, clock_, storage::layout::notifications_dir(config_.root),
-                               replicator_.get(),
-                               [this](const std::string& repo) {
-                                   auto mirrored = proxy::mirrored_name(config_.proxy, repo);
-                                   return mirrored ? config_.proxy.upstreams[mirrored->first].host : std::string();
-                               })
+                               replicator_.get(), [this](const std::string& repo) { return mirror_host(repo); })
                          : nullptr),
+      feed_(
+          meta_, replicator_.get(), [this](const std::string& repo) { return mirror_host(repo); },
+          config_.notifications.settle, replica_id_, config_.notifications.base_images),
       server_(server_options(config_.server),
               http::Services{registry_,
                              {authorizer_.get(), proxy_ ? proxy_->agent_access() : nullptr},
                              replicator_.get(),
                              &metrics_,
-                             {backups_.get(), &retention_, notifications_.get()}},
+                             {backups_.get(), &retention_, notifications_.get(), &feed_}},
               metrics_),
       scheduler_(metrics_) {
     as_config_error("listen: cannot listen on " + config_.server.host + ":" + std::to_string(config_.server.port), [&] {

@@ -19,6 +19,8 @@
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "rebuild.hpp"
+#include "settled.hpp"
 
 namespace berth::notify {
 namespace {
@@ -27,14 +29,6 @@ using namespace std::chrono_literals;
 namespace setting = storage::layout::setting;
 
 constexpr std::size_t window = 1000;  // log entries read per pass
-// A peer whose log has not been read to its head for this long no longer holds events back: it is
-// stalled or gone, and its changes will be sent when they arrive, out of order if need be.
-constexpr std::uint64_t max_hold_ms = 30000;
-
-std::uint64_t wall_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 std::chrono::milliseconds backoff(unsigned attempts) {
     static thread_local std::mt19937 random{std::random_device{}()};
@@ -211,19 +205,6 @@ void EndpointWorker::note_lag(const std::vector<Pending>& pending) {
     }
 }
 
-std::uint64_t EndpointWorker::settled_before() const {
-    const auto now = wall_ms();
-    // Alone, this replica's log is in stamp order already: nothing to wait for.
-    if (!shared_.cluster) return now;
-    // A peer not read to its head since this replica started (it is catching up) holds everything:
-    // what it has not told yet may be older than anything here.
-    auto heard = shared_.cluster->heard_until_ms();
-    if (heard == 0 && std::chrono::steady_clock::now() - started_ < std::chrono::milliseconds(max_hold_ms)) return 0;
-    heard = std::max(heard, now - max_hold_ms);
-    const auto settle = static_cast<std::uint64_t>(shared_.settle.count());
-    return heard > settle ? heard - settle : 0;
-}
-
 std::chrono::milliseconds EndpointWorker::step() {
     const auto progress = this->progress();
     std::uint64_t scan_to = scan();
@@ -240,7 +221,7 @@ std::chrono::milliseconds EndpointWorker::step() {
     }
     note_lag(pending);
     if (!mine) return 250ms;
-    const auto settled = settled_before();
+    const auto settled = notify::settled_before(shared_.cluster, shared_.settle, started_);
     std::vector<Pending*> settled_ones;
     for (auto& p : pending)
         if (storage::HybridClock::physical_ms(p.event.stamp.clock) <= settled) settled_ones.push_back(&p);
@@ -252,6 +233,7 @@ std::chrono::milliseconds EndpointWorker::step() {
     std::vector<Notice> ready;
     for (auto* p : settled_ones)
         if (auto notice = notice_of(p->event, shared_.mirror_host(p->event.repo))) ready.push_back(std::move(*notice));
+    if (endpoint_.wants(Action::rebuild)) add_rebuilds(ready, shared_.meta, shared_.base_images, nullptr);
     std::chrono::milliseconds wait = pending.size() > settled_ones.size() ? 50ms : 100ms;
     for (std::size_t i = 0; i < ready.size() && !shared_.stopping;) {
         std::size_t end = i;

@@ -27,6 +27,7 @@ struct Shared {
     replication::Cluster* cluster;  // null without peers
     std::function<std::string(const std::string&)> mirror_host;
     std::chrono::milliseconds settle;
+    std::vector<std::string> base_images;  // Options::base_images
     std::atomic<bool> stopping{false};
     std::atomic<bool> heard_peers{false};  // after the first round of asking peers for their progress
 };
@@ -57,7 +58,6 @@ private:
     // One pass over the log; returns how long to wait before the next.
     std::chrono::milliseconds step();
     std::vector<Pending> uncovered(const Progress& progress, std::uint64_t& scan_to);
-    std::uint64_t settled_before() const;
     void note_lag(const std::vector<Pending>& pending);
     // Sends one stamp's notices; false when they could not all go.
     bool deliver_group(std::vector<Notice>& group, std::chrono::milliseconds& wait);

@@ -51,6 +51,19 @@ json data_of(const Notice& n) {
     if (!n.artifact_type.empty()) data["artifactType"] = n.artifact_type;
     if (!n.subject.empty()) data["subject"] = n.subject;
     if (!n.upstream.empty()) data["upstream"] = n.upstream;
+    if (!n.principal.empty()) data["principal"] = n.principal;
+    if (n.action == Action::rebuild) {
+        auto images = json::array();
+        for (auto& image : n.images) {
+            json one = {{"repository", image.repository}, {"digest", image.digest}};
+            if (!image.tag.empty()) one["tag"] = image.tag;
+            images.push_back(std::move(one));
+        }
+        data["previous"] = n.previous;
+        data["images"] = std::move(images);
+        data["page"] = n.page;
+        data["lastPage"] = n.last_page;
+    }
     return data;
 }
 
@@ -75,17 +88,28 @@ const char* action_name(Action action) {
         case Action::del: return "delete";
         case Action::mirror: return "mirror";
         case Action::retention: return "retention";
+        case Action::rebuild: return "rebuild";
     }
     return "push";
 }
 
 bool noticed(const storage::Event& event) { return rank_of(event.type) != 0; }
 
+std::string sequence_text(const storage::Stamp& stamp, int rank, const std::string& key) {
+    char clock[24];
+    std::snprintf(clock, sizeof clock, "%020llu", static_cast<unsigned long long>(stamp.clock));
+    return std::string(clock) + "-" + stamp.replica + "-" + std::to_string(rank) + "-" + key;
+}
+
 std::string sequence_of(const storage::Event& event) {
     const auto& key = event.type == Type::tag || event.type == Type::tag_deleted ? event.tag : event.digest;
-    char clock[24];
-    std::snprintf(clock, sizeof clock, "%020llu", static_cast<unsigned long long>(event.stamp.clock));
-    return std::string(clock) + "-" + event.stamp.replica + "-" + std::to_string(rank_of(event.type)) + "-" + key;
+    return sequence_text(event.stamp, rank_of(event.type), key);
+}
+
+std::string id_of(const std::string& identity) {
+    unsigned char hash[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(identity.data()), identity.size(), hash);
+    return oci::hex({reinterpret_cast<const char*>(hash), 16});
 }
 
 std::optional<Notice> notice_of(const storage::Event& event, const std::string& mirror_host) {
@@ -97,6 +121,7 @@ std::optional<Notice> notice_of(const storage::Event& event, const std::string& 
     n.tag = event.tag;
     n.stamp = event.stamp;
     n.replica = event.stamp.replica;
+    if (event.principal.size() <= max_field) n.principal = event.principal;
     n.time_ms = storage::HybridClock::physical_ms(event.stamp.clock);
     n.upstream = mirror_host;
     switch (event.type) {
@@ -107,9 +132,7 @@ std::optional<Notice> notice_of(const storage::Event& event, const std::string& 
     const auto& key = event.type == Type::tag || event.type == Type::tag_deleted ? event.tag : event.digest;
     const auto identity = std::to_string(event.stamp.clock) + '\n' + event.stamp.replica + '\n' + std::to_string(rank) +
                           '\n' + event.repo + '\n' + key;
-    unsigned char hash[SHA256_DIGEST_LENGTH];
-    SHA256(reinterpret_cast<const unsigned char*>(identity.data()), identity.size(), hash);
-    n.id = oci::hex({reinterpret_cast<const char*>(hash), 16});
+    n.id = id_of(identity);
     n.sequence = sequence_of(event);
     return n;
 }
@@ -148,11 +171,16 @@ std::string distribution_json(const std::vector<Notice>& notices) {
         if (!n.tag.empty()) target["tag"] = n.tag;
         if (!n.media_type.empty()) target["mediaType"] = n.media_type;
         if (n.size) target["size"] = target["length"] = n.size;
-        events.push_back({{"id", n.id},
-                          {"timestamp", rfc3339(n.time_ms)},
-                          {"action", deleted ? "delete" : "push"},
-                          {"target", target},
-                          {"source", {{"instanceID", n.replica}}}});
+        if (n.action == Action::rebuild) target["rebuild"] = data_of(n)["images"];
+        json event = {{"id", n.id},
+                      {"timestamp", rfc3339(n.time_ms)},
+                      {"action", n.action == Action::rebuild ? "rebuild"
+                                 : deleted                   ? "delete"
+                                                             : "push"},
+                      {"target", target},
+                      {"source", {{"instanceID", n.replica}}}};
+        if (!n.principal.empty()) event["actor"] = {{"name", n.principal}};
+        events.push_back(std::move(event));
     }
     return json{{"events", events}}.dump();
 }

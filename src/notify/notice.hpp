@@ -16,6 +16,11 @@ class MetaStore;
 
 namespace berth::notify {
 
+// rebuild: one image built on the version a base tag moved from (a tag of it, or none).
+struct Rebuilt {
+    std::string repository, tag, digest;
+};
+
 struct Notice {
     std::string id;        // hex of SHA-256 over the change's stamp, kind, repository and key
     std::string sequence;  // sortable as a string, in the order the changes were decided
@@ -25,14 +30,24 @@ struct Notice {
     std::string media_type, artifact_type, subject;
     std::uint64_t size = 0;     // of the manifest; 0 when it is gone
     std::string replica;        // that accepted the change
+    std::string principal;      // who asked for it ("" for anonymous callers and the server's own)
     std::uint64_t time_ms = 0;  // when it was decided (the stamp's physical time)
     storage::Stamp stamp;
+    // rebuild only: the base's previous version, and one page of what was built on it.
+    std::string previous;
+    std::vector<Rebuilt> images;
+    std::size_t page = 0;
+    bool last_page = true;
 };
 
 // Whether receivers hear of an event, and where it goes in the order they hear them, without
 // reading anything more.
 bool noticed(const storage::Event& event);
 std::string sequence_of(const storage::Event& event);
+// The sequence text of the rank-th kind of event of a stamp, about key (a tag or a digest).
+std::string sequence_text(const storage::Stamp& stamp, int rank, const std::string& key);
+// An id for what identity names: the same wherever and whenever it is computed.
+std::string id_of(const std::string& identity);
 
 // The events a receiver hears of: manifests stored, tags set, tags and manifests deleted. Links
 // are not (a blob alone is not an image). mirror_host: the upstream a repository mirrors, or "".

@@ -25,7 +25,9 @@ const char* const progress_target = "/_berth/v1/notifications/progress";
 struct Notifications::Impl {
     Impl(Options o, storage::MetaStore& meta, storage::HybridClock& clock, replication::Cluster* cluster,
          std::function<std::string(const std::string&)> mirror_host)
-        : options(std::move(o)), shared{meta, clock, cluster, std::move(mirror_host), options.settle} {}
+        : options(std::move(o)), shared{meta,           clock,
+                                        cluster,        std::move(mirror_host),
+                                        options.settle, options.base_images} {}
 
     EndpointWorker* find(const std::string& name) const {
         for (auto& worker : workers)

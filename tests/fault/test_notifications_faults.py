@@ -15,6 +15,10 @@ At the end, polled until it holds or the deadline passes:
 - duplicates share their id, and one id always names the same change;
 - each repository's events, first delivery of each id, are in stamp ("sequence") order;
 - no event names a manifest that no client tried to push.
+
+A poller of the feed (GET /_berth/v1/events) follows its cursor through the same run, each page
+from a random live replica: at the end it has seen every acknowledged change, each id once, and
+each repository's events in stamp order.
 """
 
 import http.server
@@ -83,6 +87,38 @@ class Receiver:
             return list(self.record)
 
 
+def changes_of(events):
+    """(action, repository, tag of a tag event or "", digest) of each event."""
+    got = set()
+    for e in events:
+        d = e["data"]
+        got.add((d["action"], d["repository"], d.get("tag", "") if d["action"] == "tag" else "", d.get("digest", "")))
+    return got
+
+
+class Poller:
+    """Follows the feed's cursor, each page from a replica chosen by the test."""
+
+    def __init__(self):
+        self.cursor = ""
+        self.events = []
+
+    def read(self, replicas, rng, pages=50):
+        for _ in range(pages):
+            replica = rng.choice(replicas)
+            try:
+                r = replica.get("/_berth/v1/events?n=5" + (f"&after={self.cursor}" if self.cursor else ""),
+                                timeout=5)
+            except OSError:
+                continue
+            assert r.status == 200, r
+            doc = r.json()
+            self.events += doc["events"]
+            self.cursor = doc["cursor"]
+            if not doc["more"]:
+                return
+
+
 class NotificationFaultsTest(unittest.TestCase):
     def setUp(self):
         self.rng = random.Random(int(os.environ.get("BERTH_SEED", "36")))
@@ -96,6 +132,7 @@ class NotificationFaultsTest(unittest.TestCase):
         self.expected = set()  # (action, repository, tag or "", digest)
         self.tried = set()     # every digest a client tried to push
         self.live = {repo: [] for repo in REPOS}  # digests pushed and not deleted
+        self.poller = Poller()
 
     def alive(self):
         return [r for r in self.cluster if r.alive() and not r.frozen]
@@ -121,8 +158,11 @@ class NotificationFaultsTest(unittest.TestCase):
             raise
 
     def change(self, n):
-        """n random changes through random live replicas; only acknowledged ones are expected."""
-        for _ in range(n):
+        """n random changes through random live replicas; only acknowledged ones are expected. The
+        poller reads the feed between them."""
+        for i in range(n):
+            if i % 3 == 0:
+                self.poller.read(self.alive(), self.rng, pages=3)
             replica = self.rng.choice(self.alive())
             repo = self.rng.choice(REPOS)
             if self.live[repo] and self.rng.random() < 0.25:
@@ -180,12 +220,7 @@ class NotificationFaultsTest(unittest.TestCase):
         self.cluster.wait_caught_up(60)
 
         def delivered():
-            got = set()
-            for e in self.receiver.events():
-                d = e["data"]
-                got.add((d["action"], d["repository"], d.get("tag", "") if d["action"] == "tag" else "",
-                         d.get("digest", "")))
-            return self.expected <= got
+            return self.expected <= changes_of(self.receiver.events())
         try:
             bt.poll(delivered, 90, 0.2, "every acknowledged change at the receiver")
         except AssertionError:
@@ -205,6 +240,18 @@ class NotificationFaultsTest(unittest.TestCase):
                 print(r.replica_id, r.get("/_berth/v1/notifications").json(), file=sys.stderr)
             print(self.cluster.dump_logs(), file=sys.stderr)
             raise
+
+        def polled():
+            self.poller.read(self.alive(), self.rng)
+            return self.expected <= changes_of(self.poller.events)
+        bt.poll(polled, 60, 0.2, "every acknowledged change in the feed")
+        ids = [e["id"] for e in self.poller.events]
+        self.assertEqual(len(ids), len(set(ids)), "the feed gave an event twice")
+        feed_order = {}
+        for e in self.poller.events:
+            feed_order.setdefault(e["data"]["repository"], []).append(e["sequence"])
+        for repo, sequences in feed_order.items():
+            self.assertEqual(sequences, sorted(sequences), f"{repo}'s events out of stamp order in the feed")
 
         events = self.receiver.events()
         by_id = {}

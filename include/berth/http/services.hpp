@@ -19,7 +19,8 @@ class MetricsRegistry;
 }
 namespace berth::notify {
 class Notifications;
-}
+class Feed;
+}  // namespace berth::notify
 
 namespace berth::http {
 
@@ -34,6 +35,7 @@ struct Operations {
     storage::BackupJob* backups = nullptr;           // null: the server takes no backups (config `backup`)
     registry::Retention* retention = nullptr;        // the web UI's retention page; null: no policies here
     notify::Notifications* notifications = nullptr;  // null: no endpoints (config `notifications`)
+    const notify::Feed* feed = nullptr;              // GET /_berth/v1/events
 };
 
 struct Services {

@@ -10,13 +10,14 @@ namespace berth::notify {
 
 // What an event reports; an endpoint subscribes to a set of them.
 enum class Action : unsigned {
-    push = 1,       // a manifest stored by a client (or by import, restore, replication of one)
-    tag = 2,        // a tag set or moved
-    del = 4,        // a tag or manifest deleted
-    mirror = 8,     // a manifest stored by fetching it from an upstream registry (proxy.upstreams)
-    retention = 16  // reserved: a tag deleted by a retention policy
+    push = 1,        // a manifest stored by a client (or by import, restore, replication of one)
+    tag = 2,         // a tag set or moved
+    del = 4,         // a tag or manifest deleted
+    mirror = 8,      // a manifest stored by fetching it from an upstream registry (proxy.upstreams)
+    retention = 16,  // a tag or manifest deleted by a retention policy
+    rebuild = 32     // a base image's tag moved: what was built on its previous version
 };
-inline constexpr unsigned default_actions = 1 | 2 | 4 | 8 | 16;
+inline constexpr unsigned default_actions = 1 | 2 | 4 | 8 | 16 | 32;
 
 enum class Format { cloudevents, distribution };
 
@@ -46,6 +47,8 @@ struct Options {
     // Who may read the endpoints' state and replay or re-enable them (/_berth/v1/notifications), as
     // rules name principals ("user:NAME", "group:NAME"); nobody when empty, unless auth is off.
     std::vector<std::string> operators;
+    // Every policy's base_images (REPOSITORY:TAG globs): a tag they name that moves is a `rebuild`.
+    std::vector<std::string> base_images;
     bool enabled() const { return !endpoints.empty(); }
 };
 

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""The pollers' feed (GET /_berth/v1/events) and rebuild alerts, against one real berth.
+
+- Feed: pushes, tag moves and a delete read back a page at a time (n=3) following the cursor in
+  `Link`: every event once, in sequence order, with the same ids an endpoint receives; `more` is
+  false at the end; a repository glob narrows it; a cursor that is not one is 400.
+- Rights: with htpasswd auth, alice's feed holds alice/** only; anonymous callers get 401; each
+  event names its principal (root, who pushed).
+- Behind: with a 1 s log retention, a cursor taken before changes the log has since dropped is
+  410 with the oldest cursor, from which the feed goes on.
+- Rebuild: base/os:1 under a base_images policy moves from one image to another; the `rebuild`
+  event (to an endpoint asking only for rebuild, and in the feed with the same id) names every
+  image built on the old version (tagged ones with their tags, an untagged one by digest), and
+  none built on the new one, even where the new one begins with the old one's layers. 130 images
+  built on it come as two events, page 0 and the last page 1.
+"""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import berthtest as bt  # noqa: E402
+from test_notifications import Receiver  # noqa: E402
+
+EVENTS = "/_berth/v1/events"
+
+
+def read_feed(b, after="", n=3, repository=None, headers=None, pages=200):
+    """Every event the feed gives from `after` until `more` is false: (events, last cursor)."""
+    events, cursor = [], after
+    for _ in range(pages):
+        path = f"{EVENTS}?n={n}" + (f"&after={cursor}" if cursor else "") + \
+            (f"&repository={repository}" if repository else "")
+        r = b.get(path, headers=headers or {})
+        assert r.status == 200, r
+        doc = r.json()
+        assert len(doc["events"]) <= n + 2, doc  # a stamp's events are never split
+        link = r.header("Link")
+        assert link and f"after={doc['cursor']}" in link and 'rel="next"' in link, link
+        events += doc["events"]
+        cursor = doc["cursor"]
+        if not doc["more"]:
+            return events, cursor
+    raise AssertionError("the feed never ended")
+
+
+def actions(events):
+    return [(e["data"]["action"], e["data"]["repository"], e["data"].get("tag"), e["data"].get("digest"))
+            for e in events]
+
+
+class FeedTest(unittest.TestCase):
+    def test_pages_in_order_with_the_endpoints_ids(self):
+        rx = Receiver(self)
+        b = bt.serve(self.addCleanup, lambda b: {"notifications": {"endpoints": [{"name": "ci", "url": rx.url()}]}})
+        images = [b.push_image("app/one", "v1"), b.push_image("app/two", "v1"), b.push_image("app/one", "v1"),
+                  b.push_image("lib/x", "latest")]
+        r = b.request("DELETE", f"/v2/app/one/manifests/{images[0]['digest']}")
+        self.assertEqual(r.status, 202, r)
+        expected = []
+        for img in images:
+            expected += [("push", img["repo"], None, img["digest"]), ("tag", img["repo"], img["tag"], img["digest"])]
+        expected.append(("delete", "app/one", None, images[0]["digest"]))
+
+        events = bt.poll(lambda: (lambda got: len(got) >= len(expected) and got)(read_feed(b)[0]), 15, 0.1,
+                         "every change in the feed")
+        self.assertEqual(actions(events), expected)
+        sequences = [e["sequence"] for e in events]
+        self.assertEqual(sequences, sorted(sequences))
+        self.assertEqual(len({e["id"] for e in events}), len(events))
+        # The endpoint hears of the same changes under the same ids.
+        bt.poll(lambda: len(rx.delivered()) >= len(expected), 15, 0.1, "the endpoint's deliveries")
+        self.assertEqual([e["id"] for e in rx.delivered()], [e["id"] for e in events])
+
+        # From the end, nothing more until something changes; then only that.
+        _, cursor = read_feed(b)
+        self.assertEqual(read_feed(b, cursor)[0], [])
+        late = b.push_image("app/two", "v2")
+        got = bt.poll(lambda: read_feed(b, cursor)[0], 15, 0.1, "the new push")
+        self.assertEqual(actions(got), [("push", "app/two", None, late["digest"]),
+                                        ("tag", "app/two", "v2", late["digest"])])
+
+        # A glob narrows it.
+        self.assertEqual({e["data"]["repository"] for e in read_feed(b, repository="app/**")[0]},
+                         {"app/one", "app/two"})
+        self.assertEqual({e["data"]["repository"] for e in read_feed(b, repository="lib/*")[0]}, {"lib/x"})
+        for bad in ("not-a-cursor", "eyJ4IjoxfQ", "A" * 5000):
+            with self.subTest(cursor=bad[:20]):
+                r = b.get(f"{EVENTS}?after={bad}")
+                self.assertEqual(r.status, 400, r)
+                self.assertIn("cursor", r.json()["errors"][0]["message"])
+
+    def test_filtered_by_pull_rights(self):
+        passwords = {"root": "root-pw", "alice": "alice-pw"}
+        b = bt.serve(self.addCleanup, {"auth": {"htpasswd": "htpasswd", "rules": [
+            {"repository": "**", "principals": ["user:root"], "actions": ["pull", "push", "delete"]},
+            {"repository": "${user}/**", "principals": ["authenticated"], "actions": ["pull", "push"]}]}},
+            passwords)
+        root, alice = bt.basic_auth("root", "root-pw"), bt.basic_auth("alice", "alice-pw")
+        for repo in ("alice/app", "bob/app", "alice/lib"):
+            img = bt.make_image((64,))
+            for data in img["blobs"].values():
+                r = b.request("POST", f"/v2/{repo}/blobs/uploads/?digest={bt.sha256_digest(data)}", body=data,
+                              headers={**root, "Content-Type": "application/octet-stream"})
+                self.assertEqual(r.status, 201, r)
+            r = b.request("PUT", f"/v2/{repo}/manifests/v1", body=img["manifest"],
+                          headers={**root, "Content-Type": bt.OCI_MANIFEST})
+            self.assertEqual(r.status, 201, r)
+        everything = bt.poll(lambda: (lambda e: len(e) >= 6 and e)(read_feed(b, headers=root)[0]), 15, 0.1,
+                             "root's feed")
+        self.assertEqual({e["data"]["repository"] for e in everything}, {"alice/app", "bob/app", "alice/lib"})
+        self.assertEqual({e["data"].get("principal") for e in everything}, {"root"})
+        mine = read_feed(b, headers=alice, n=1)[0]
+        self.assertEqual({e["data"]["repository"] for e in mine}, {"alice/app", "alice/lib"})
+        self.assertEqual(len(mine), 4)
+        self.assertEqual(b.get(EVENTS).status, 401)
+
+    def test_a_poller_behind_the_log_is_told_where_to_start(self):
+        b = bt.serve(self.addCleanup, {"replication": {"log_retention_seconds": 1}})
+        start = read_feed(b)[1]
+        pushed = [b.push_image("app/old", "v1") for _ in range(2)]
+        # The log drops what is older than a second; until then the feed still has it all.
+        bt.poll(lambda: b.get(f"{EVENTS}?after={start}").status == 410, 30, 0.2, "the log compacted")
+        r = b.get(f"{EVENTS}?after={start}")
+        doc = r.json()
+        self.assertEqual(doc["errors"][0]["code"], "CURSOR_EXPIRED")
+        oldest = doc["oldest"]
+        self.assertEqual(doc["errors"][0]["detail"]["oldest"], oldest)
+        self.assertIn("rel=\"first\"", r.header("Link"))
+        # From the oldest cursor: what the log still holds, and what comes next.
+        newer = b.push_image("app/new", "v1")
+        events = bt.poll(lambda: (lambda e: e and e)(read_feed(b, oldest)[0]), 15, 0.1, "events after the oldest")
+        digests = {e["data"]["digest"] for e in events}
+        self.assertIn(newer["digest"], digests)
+        self.assertFalse(digests & {p["digest"] for p in pushed}, "compacted events came back")
+
+
+class RebuildTest(unittest.TestCase):
+    def push_on(self, b, repo, ref, layers):
+        img = bt.image_of(layers)
+        for data in img["blobs"].values():
+            b.push_blob(repo, data)
+        r = b.put_manifest(repo, ref or img["digest"], img["manifest"])
+        self.assertEqual(r.status, 201, r)
+        return img["digest"]
+
+    def test_rebuild_lists_what_was_built_on_the_old_base(self):
+        rx = Receiver(self)
+        b = bt.serve(self.addCleanup, lambda b: {
+            "policies": [{"repositories": ["apps/**"], "base_images": ["base/os:1*"]}],
+            "notifications": {"endpoints": [{"name": "sec", "url": rx.url(), "actions": ["rebuild"]}]}})
+        base_layer = os.urandom(300)
+        old = self.push_on(b, "base/os", "1", [base_layer])
+        a = self.push_on(b, "apps/a", "v1", [base_layer, os.urandom(100)])
+        self.assertEqual(b.put_manifest("apps/a", "stable", b.get("/v2/apps/a/manifests/v1").body).status, 201)
+        c = self.push_on(b, "apps/c", None, [base_layer, os.urandom(100)])
+        # The new base adds a layer to the old one: what is built on it begins with the old layers too.
+        patch = os.urandom(200)
+        new = self.push_on(b, "base/os", "1", [base_layer, patch])
+        on_new = self.push_on(b, "apps/e", "v1", [base_layer, patch, os.urandom(100)])
+        self.assertNotEqual(old, new)
+
+        got = bt.poll(lambda: rx.delivered(), 15, 0.1, "a rebuild event")
+        self.assertEqual(len(got), 1, got)
+        event = got[0]
+        self.assertEqual(event["type"], "io.berth.rebuild")
+        data = event["data"]
+        self.assertEqual((data["repository"], data["tag"], data["digest"], data["previous"]),
+                         ("base/os", "1", new, old))
+        images = {(i["repository"], i.get("tag"), i["digest"]) for i in data["images"]}
+        self.assertEqual(images, {("apps/a", "v1", a), ("apps/a", "stable", a), ("apps/c", None, c)})
+        self.assertNotIn(on_new, {i["digest"] for i in data["images"]})
+        self.assertEqual((data["page"], data["lastPage"]), (0, True))
+        # The feed tells it with the same id, right after the tag's move.
+        feed = bt.poll(lambda: [e for e in read_feed(b, n=50)[0] if e["type"] == "io.berth.rebuild"], 15, 0.1,
+                       "the rebuild in the feed")
+        self.assertEqual([e["id"] for e in feed], [event["id"]])
+
+    def test_many_images_come_in_pages(self):
+        rx = Receiver(self)
+        b = bt.serve(self.addCleanup, lambda b: {
+            "policies": [{"repositories": ["apps/**"], "base_images": ["base/os:*"]}],
+            "notifications": {"endpoints": [{"name": "sec", "url": rx.url(), "actions": ["rebuild"]}]}})
+        base_layer = os.urandom(300)
+        self.push_on(b, "base/os", "2", [base_layer])
+        built = {self.push_on(b, f"apps/n{i % 7}", f"t{i}", [base_layer, os.urandom(50)]) for i in range(130)}
+        self.push_on(b, "base/os", "2", [os.urandom(300)])
+        got = bt.poll(lambda: (lambda d: len(d) >= 2 and d)(rx.delivered()), 30, 0.1, "two rebuild events")
+        self.assertEqual([(e["data"]["page"], e["data"]["lastPage"]) for e in got], [(0, False), (1, True)])
+        self.assertEqual([len(e["data"]["images"]) for e in got], [100, 30])
+        self.assertEqual({i["digest"] for e in got for i in e["data"]["images"]}, built)
+        self.assertEqual(len({e["id"] for e in got}), 2)
+        self.assertLess(got[0]["sequence"], got[1]["sequence"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
