@@ -15,6 +15,8 @@
 
 namespace berth::http {
 
+std::string notifications_status(Context& context, const Request& request);  // notification_handlers.cpp
+
 using oci::Error;
 using oci::ErrorCode;
 
@@ -173,6 +175,13 @@ Plan plan_ui_cluster(Context& context, Request& request) {
         const auto& registry = context.services.registry;
         return ui::cluster_json(registry.options().replica_id, registry.change_log(), context.services.peers,
                                 context.services.operations.backups);
+    });
+}
+
+Plan plan_ui_notifications(Context& context, Request& request) {
+    return view(request, [&] {
+        require_signed_in(context, request, "the notification endpoints");
+        return notifications_status(context, request);
     });
 }
 

@@ -7,6 +7,7 @@ import * as mirrors from './pages/mirrors.js';
 import * as namespaces from './pages/namespaces.js';
 import * as retention from './pages/retention.js';
 import * as cluster from './pages/cluster.js';
+import * as events from './pages/events.js';
 import * as notFound from './pages/not-found.js';
 
 // first path segment of the hash => [page, nav entry to mark current, arguments needed]
@@ -18,6 +19,7 @@ const PAGES = {
   namespaces: [namespaces, 'namespaces'],
   retention: [retention, 'retention'],
   cluster: [cluster, 'cluster'],
+  events: [events, 'events'],
 };
 
 const session = getSession();
