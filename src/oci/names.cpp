@@ -85,23 +85,24 @@ bool valid_registry_host(std::string_view host) {
 
 std::string_view namespace_of(std::string_view repository) { return repository.substr(0, repository.find('/')); }
 
+// Matched as a table of "pattern from i matches name from j", filled from the ends: time and
+// memory are the product of the lengths, whatever the stars (a caller's glob, GET
+// /_berth/v1/events?repository=, must not cost exponential time).
 bool glob_match(std::string_view pattern, std::string_view name) {
-    if (pattern.empty()) return name.empty();
-    if (pattern.starts_with("**")) {
-        auto rest = pattern.substr(2);
-        for (std::size_t i = 0; i <= name.size(); ++i)
-            if (glob_match(rest, name.substr(i))) return true;
-        return false;
-    }
-    if (pattern[0] == '*') {
-        auto rest = pattern.substr(1);
-        for (std::size_t i = 0; i <= name.size(); ++i) {
-            if (glob_match(rest, name.substr(i))) return true;
-            if (i < name.size() && name[i] == '/') break;
+    if (pattern.find('*') == std::string_view::npos) return pattern == name;
+    const std::size_t P = pattern.size(), N = name.size(), width = N + 1;
+    std::vector<char> table((P + 1) * width, 0);
+    auto at = [&](std::size_t i, std::size_t j) -> char& { return table[i * width + j]; };
+    at(P, N) = 1;
+    for (std::size_t i = P; i-- > 0;) {
+        const bool any_depth = pattern[i] == '*' && i + 1 < P && pattern[i + 1] == '*';
+        for (std::size_t j = N + 1; j-- > 0;) {
+            if (any_depth) at(i, j) = at(i + 2, j) || (j < N && at(i, j + 1));
+            else if (pattern[i] == '*') at(i, j) = at(i + 1, j) || (j < N && name[j] != '/' && at(i, j + 1));
+            else at(i, j) = j < N && pattern[i] == name[j] && at(i + 1, j + 1);
         }
-        return false;
     }
-    return !name.empty() && pattern[0] == name[0] && glob_match(pattern.substr(1), name.substr(1));
+    return at(0, 0);
 }
 
 bool matches_any(const std::vector<std::string>& patterns, std::string_view name) {

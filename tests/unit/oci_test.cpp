@@ -167,6 +167,16 @@ TEST_CASE("repository globs: * stays in a component, ** crosses them") {
     CHECK(matches_any({"a/*", "cache/**"}, "cache/x/y"));
     CHECK_FALSE(matches_any({"a/*", "cache/**"}, "b/x"));
     CHECK_FALSE(matches_any({}, "a"));
+    CHECK(glob_match("**/x*y", "a/b/xzzy"));
+    CHECK_FALSE(glob_match("**/x*y", "a/b/xz/y"));
+    CHECK(glob_match("***", "a/b"));  // ** then *: any depth
+    CHECK(glob_match("a**b", "a/x/b"));
+    CHECK(glob_match("*", ""));
+    CHECK_FALSE(glob_match("*a", ""));
+    // A caller's glob (GET /_berth/v1/events?repository=) with many stars costs the product of the
+    // lengths, not an exponential: this one never ended with backtracking.
+    CHECK_FALSE(glob_match(std::string(255, '*') + "x", std::string(40, 'a')));
+    CHECK_FALSE(glob_match(std::string(120, '*') + "/" + std::string(120, '*') + "x", std::string(60, 'a')));
 }
 
 TEST_CASE("hex and base64 round trip and refuse what is not theirs") {
