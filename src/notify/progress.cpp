@@ -22,22 +22,28 @@ json to_json(const Progress& p) {
     return out;
 }
 
+// A whole number of 64 bits, or a throw: a float such as 1e300 does not convert.
+std::uint64_t clock_of(const json& j) {
+    if (!j.is_number_unsigned()) throw std::invalid_argument("not a clock");
+    return j.get<std::uint64_t>();
+}
+
 std::optional<Progress> from_json(const json& j) {
     if (!j.is_object()) return std::nullopt;
     try {
         Progress p;
-        p.generation = j.at("g").get<std::uint64_t>();
-        p.floor = j.at("f").get<std::uint64_t>();
-        p.disabled = j.value("d", std::uint64_t{0});
-        p.enabled = j.value("e", std::uint64_t{0});
+        p.generation = clock_of(j.at("g"));
+        p.floor = clock_of(j.at("f"));
+        p.disabled = j.contains("d") ? clock_of(j["d"]) : 0;
+        p.enabled = j.contains("e") ? clock_of(j["e"]) : 0;
         // Told by a peer: printable ASCII, bounded (it goes into JSON answers and logs as it is).
         for (char c : j.value("dr", std::string()))
             if (c >= ' ' && c <= '~' && p.disabled_reason.size() < 512) p.disabled_reason += c;
         const auto& origins = j.at("o");
         if (!origins.is_object() || origins.size() > max_origins) return std::nullopt;
-        for (auto& [origin, clock] : origins.items()) p.origins[origin] = clock.get<std::uint64_t>();
+        for (auto& [origin, clock] : origins.items()) p.origins[origin] = clock_of(clock);
         return p;
-    } catch (const json::exception&) {
+    } catch (const std::exception&) {
         return std::nullopt;
     }
 }

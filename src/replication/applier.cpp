@@ -99,7 +99,8 @@ ApplyResult Applier::apply(const Event& event, const std::vector<PeerClient*>& s
         case Event::Type::link:
         case Event::Type::unlink: return apply_link(event, sources);
         case Event::Type::manifest: {
-            auto result = apply_manifest(event.repo, event.digest, event.stamp, std::move(content), sources);
+            auto result =
+                apply_manifest(event.repo, event.digest, event.stamp, std::move(content), sources, 0, event.principal);
             if (result == ApplyResult::skipped) keep_overtaken_push(event);
             return result;
         }
@@ -137,7 +138,7 @@ ApplyResult Applier::apply_link(const Event& event, const std::vector<PeerClient
 
 ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& digest_text,
                                     const storage::Stamp& stamp, std::optional<ManifestContent> content,
-                                    const std::vector<PeerClient*>& sources, int depth) {
+                                    const std::vector<PeerClient*>& sources, int depth, const std::string& principal) {
     auto newer_here = [&] {
         auto local = meta_.manifest(repo, digest_text);
         return local && local->stamp >= stamp;
@@ -183,13 +184,13 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
     for (auto& child : parsed.manifests) {
         auto local = meta_.manifest(repo, child.digest.str());
         if (local && !local->deleted) continue;
-        auto result = apply_manifest(repo, child.digest.str(), stamp, std::nullopt, sources, depth + 1);
+        auto result = apply_manifest(repo, child.digest.str(), stamp, std::nullopt, sources, depth + 1, principal);
         if (fatal(result)) return result;
     }
 
     auto lock = meta_.lock_writes();
     if (newer_here()) return ApplyResult::skipped;
-    storage::MetaStore::Batch batch;
+    storage::MetaStore::Batch batch({}, principal);
     for (auto& blob : blobs)
         if (auto size = blobs_.size(blob.digest); size && !meta_.has_link(repo, blob.digest.str()))
             batch.record_link(repo, blob.digest.str(), stamp, false, *size);
@@ -209,7 +210,7 @@ ApplyResult Applier::apply_tag(const Event& event, const std::vector<PeerClient*
     }
     auto manifest = meta_.manifest(event.repo, event.digest);
     if (!manifest || manifest->deleted) {
-        auto result = apply_manifest(event.repo, event.digest, event.stamp, std::nullopt, sources);
+        auto result = apply_manifest(event.repo, event.digest, event.stamp, std::nullopt, sources, 0, event.principal);
         if (result == ApplyResult::gone || result == ApplyResult::unavailable) return result;
         manifest = meta_.manifest(event.repo, event.digest);
         if (!manifest || manifest->deleted) return ApplyResult::skipped;  // deleted here later than this tag
@@ -220,7 +221,7 @@ ApplyResult Applier::apply_tag(const Event& event, const std::vector<PeerClient*
         keep_overtaken_tag(event);
         return ApplyResult::skipped;
     }
-    storage::MetaStore::Batch batch;
+    storage::MetaStore::Batch batch(event.cause, event.principal);
     batch.record_tag(event.repo, event.tag, event.digest, event.stamp);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     return ApplyResult::applied;
@@ -234,7 +235,7 @@ void Applier::keep_overtaken_tag(const Event& event) {
     if (!local || local->stamp == event.stamp) return;  // this very move is here
     if (auto named = meta_.tag_named_at(event.repo, event.tag, event.digest); named && *named >= event.stamp.clock)
         return;  // logged here already, or named again since
-    storage::MetaStore::Batch batch;
+    storage::MetaStore::Batch batch(event.cause, event.principal);
     batch.record_overtaken_tag(event.repo, event.tag, event.digest, event.stamp);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
 }
@@ -243,7 +244,7 @@ void Applier::keep_overtaken_push(const Event& event) {
     auto lock = meta_.lock_writes();
     auto local = meta_.manifest(event.repo, event.digest);
     if (!local || !local->deleted || local->stamp <= event.stamp || local->pushed >= event.stamp.clock) return;
-    storage::MetaStore::Batch batch;
+    storage::MetaStore::Batch batch(event.cause, event.principal);
     batch.record_overtaken_manifest(event.repo, event.digest, *local, event.stamp);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
 }

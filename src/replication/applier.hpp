@@ -51,7 +51,7 @@ public:
                       std::optional<ManifestContent> content = std::nullopt);
     ApplyResult apply_manifest(const std::string& repo, const std::string& digest, const storage::Stamp& stamp,
                                std::optional<ManifestContent> content, const std::vector<PeerClient*>& sources,
-                               int depth = 0);
+                               int depth = 0, const std::string& principal = {});
     ApplyResult ensure_blob(const oci::Digest& digest, const std::vector<PeerClient*>& sources);
     // Every one of them, those missing fetched `parallelism` at a time (so their
     // round trips and fsyncs overlap); stops early once `stop` is set. The

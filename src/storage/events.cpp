@@ -1,6 +1,7 @@
 #include "berth/oci/json.hpp"
 #include "berth/storage/events.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace berth::storage {
@@ -39,8 +40,14 @@ std::optional<Event> Event::parse(const std::string& text) {
         event.stamp = {j.at("clock").get<std::uint64_t>(), j.at("origin").get<std::string>()};
         event.digest = j.value("digest", "");
         event.tag = j.value("tag", "");
-        event.cause = j.value("cause", "");
-        event.principal = j.value("by", "");
+        // A peer's word, relayed to receivers and to other peers: printable, bounded, else dropped.
+        auto printable = [](const std::string& text, std::size_t limit) {
+            const bool ok = text.size() <= limit &&
+                            std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c <= '~'; });
+            return ok ? text : std::string();
+        };
+        event.cause = printable(j.value("cause", ""), 32);
+        event.principal = printable(j.value("by", ""), 256);
         return event;
     } catch (const nlohmann::json::exception&) {
         return std::nullopt;

@@ -116,6 +116,27 @@ TEST_CASE("progress merges to the furthest, and a replay wins over older progres
     mine.merge(many);
     CHECK(mine.origins.empty());
     CHECK(notify::parse_progress_map(R"({"x":{"g":"no"}})").empty());
+    // A clock is a whole number: a float (undefined as an integer) or a negative one is no progress.
+    CHECK_FALSE(notify::parse_progress(R"({"g":1e300,"f":0,"o":{}})"));
+    CHECK_FALSE(notify::parse_progress(R"({"g":0,"f":0,"o":{"r":-1}})"));
+}
+
+TEST_CASE("an event names who asked for it, as a peer may tell it: printable and bounded") {
+    auto event = tag_event(5, "berth-0", "v1");
+    event.principal = "alice";
+    auto parsed = Event::parse(event.json());
+    REQUIRE(parsed);
+    CHECK(parsed->principal == "alice");
+    auto notice = notify::notice_of(*parsed, "");
+    REQUIRE(notice);
+    CHECK(nlohmann::json::parse(notify::cloudevent_json(*notice))["data"]["principal"] == "alice");
+    CHECK(nlohmann::json::parse(notify::distribution_json({*notice}))["events"][0]["actor"]["name"] == "alice");
+    for (auto bad : {std::string(300, 'a'), std::string("al\\nice"), std::string("\u00e9")}) {
+        auto told = Event::parse(R"({"type":"tag","repo":"a","clock":1,"origin":"r","tag":"t","digest":"d","by":")" +
+                                 bad + "\"}");
+        REQUIRE(told);
+        CHECK(told->principal.empty());
+    }
 }
 
 TEST_CASE("a tag move a newer one overtook is logged once, and its tag still names the newer") {
