@@ -112,6 +112,9 @@ void read_endpoint(Section& s, const std::string& where, Reading& r, notify::End
     if (format == "cloudevents") e.format = notify::Format::cloudevents;
     else if (format == "distribution") e.format = notify::Format::distribution;
     else throw ConfigError(where + ".format must be cloudevents or distribution");
+    // Receivers written for Distribution know push, pull and delete: rebuilds only when asked for.
+    if (e.format == notify::Format::distribution && !s.has("actions"))
+        e.actions &= ~static_cast<unsigned>(notify::Action::rebuild);
     s.number("max_batch", e.max_batch, 1000);
     if (nats &&
         (e.max_batch != 1 || e.format != notify::Format::cloudevents || !e.headers.empty() || !e.secret.empty()))

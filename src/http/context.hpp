@@ -18,7 +18,9 @@ struct ServerContext {
     ServerContext(ServerOptions opts, Services svc, unsigned workers)
         : options(std::move(opts)), services(svc),
           ui_sessions(ui::Sessions::key_for(options.ui, services.peers), options.ui.session_lifetime),
-          cursors(services.peers ? services.peers->derived_key("berth paging cursor") : std::string()),
+          cursors(!options.cursor_key.empty() ? options.cursor_key
+                  : services.peers            ? services.peers->derived_key("berth paging cursor")
+                                              : std::string()),
           handlers{options, services, cursors, ui_sessions}, worker_pool(workers),
           client_limits(options.max_connections_per_client, options.requests_per_second) {}
 

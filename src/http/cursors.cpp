@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "berth/oci/encoding.hpp"
@@ -26,8 +27,17 @@ Cursors::Cursors(std::string key) : key_(key.empty() ? oci::random_bytes(32) : s
 
 std::string Cursors::next(const std::string& text, bool visible) const {
     if (visible) return text;
-    std::string name = text.substr(0, sealed_length);
-    name.resize(sealed_length, '\0');
+    return seal(text.substr(0, sealed_length), sealed_length);
+}
+
+std::string Cursors::open(const std::string& last) const {
+    if (!sealed(last)) return last;
+    return unseal(last, max_sealed, "last is no cursor this registry gave");
+}
+
+std::string Cursors::seal(const std::string& text, std::size_t block) const {
+    std::string name = text;
+    name.resize(std::max<std::size_t>(1, (text.size() + block - 1) / block) * block, '\0');
     const auto nonce = oci::random_bytes(nonce_bytes);
     std::string sealed(name.size() + tag_bytes, '\0');
     CipherContext context(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
@@ -41,11 +51,9 @@ std::string Cursors::next(const std::string& text, bool visible) const {
     return "~" + oci::base64url(nonce + sealed);
 }
 
-std::string Cursors::open(const std::string& last) const {
-    if (!sealed(last)) return last;
-    const auto raw = last.size() <= max_sealed ? oci::base64url_decode(last.substr(1)) : std::nullopt;
-    if (!raw || raw->size() < nonce_bytes + tag_bytes)
-        throw oci::Error(oci::ErrorCode::bad_request, "last is no cursor this registry gave");
+std::string Cursors::unseal(const std::string& text, std::size_t max_chars, const char* refusal) const {
+    const auto raw = sealed(text) && text.size() <= max_chars ? oci::base64url_decode(text.substr(1)) : std::nullopt;
+    if (!raw || raw->size() < nonce_bytes + tag_bytes) throw oci::Error(oci::ErrorCode::bad_request, refusal);
     const auto size = raw->size() - nonce_bytes - tag_bytes;
     std::string name(size, '\0');
     std::string tag = raw->substr(nonce_bytes + size);
@@ -57,7 +65,7 @@ std::string Cursors::open(const std::string& last) const {
                           bytes(*raw) + nonce_bytes, static_cast<int>(size)) == 1 &&
         EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_SET_TAG, tag_bytes, tag.data()) == 1 &&
         EVP_DecryptFinal_ex(context.get(), reinterpret_cast<unsigned char*>(name.data()) + length, &final_length) == 1;
-    if (!opened) throw oci::Error(oci::ErrorCode::bad_request, "last is no cursor this registry gave");
+    if (!opened) throw oci::Error(oci::ErrorCode::bad_request, refusal);
     name.resize(name.find('\0') == std::string::npos ? name.size() : name.find('\0'));
     return name;
 }

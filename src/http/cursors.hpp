@@ -23,6 +23,10 @@ public:
     // The name a `last` parameter stands for; throws 400 for a sealed one this cluster did not seal.
     std::string open(const std::string& last) const;
     static bool sealed(const std::string& last) { return last.starts_with("~"); }
+    // Any text sealed the same way, padded with NULs to a multiple of block bytes (so its length
+    // says little of it); unseal gives it back, or throws 400 with `refusal` for anything else.
+    std::string seal(const std::string& text, std::size_t block) const;
+    std::string unseal(const std::string& sealed, std::size_t max_chars, const char* refusal) const;
 
 private:
     std::string key_;

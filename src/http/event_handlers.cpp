@@ -2,9 +2,11 @@
 // filtered to what the caller may pull, paged with Link.
 #include <nlohmann/json.hpp>
 
+#include "berth/auth/authorizer.hpp"
 #include "berth/net/host_port.hpp"
 #include "berth/notify/feed.hpp"
 #include "berth/oci/error.hpp"
+#include "cursors.hpp"
 #include "responses.hpp"
 
 namespace berth::http {
@@ -14,6 +16,24 @@ using oci::Error;
 using oci::ErrorCode;
 
 constexpr std::size_t default_page = 100, max_page = 1000, max_glob = 256;
+// Feed cursors are sealed (cursors.hpp) in blocks of this many bytes: what one says of changes in
+// repositories the caller may not pull stays unread, and a forged one is refused.
+constexpr std::size_t cursor_block = 1024, max_sealed_cursor = 16 * 1024;
+
+// A repository glob: a repository name's characters and stars.
+bool valid_glob(const std::string& glob) {
+    if (glob.size() > max_glob) return false;
+    return std::all_of(glob.begin(), glob.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' || c == '/' ||
+               c == '*';
+    });
+}
+
+// Who pushed or deleted is for operators (or everyone, with authentication off), not every puller.
+bool may_see_principals(const Context& context, const Request& request, const notify::Feed& feed) {
+    const auto* authorizer = context.services.access.authorizer;
+    return !authorizer || authorizer->is_one_of(caller_of(request), feed.operators());
+}
 
 std::string next_url(const Request& request, const std::string& cursor, std::size_t n, const std::string& glob) {
     auto url =
@@ -30,25 +50,30 @@ Plan plan_events(Context& context, Request& request) {
     if (!feed) throw Error(ErrorCode::unsupported, "this server keeps no change log to read events from");
     const auto& query = request.target.query;
     notify::FeedQuery ask;
-    ask.after = query.get("after").value_or("");
+    if (auto after = query.get("after"); after && !after->empty())
+        ask.after = context.cursors.unseal(*after, max_sealed_cursor, "after is not a cursor this feed gave");
     ask.repository = query.get("repository").value_or("");
-    if (ask.repository.size() > max_glob)
-        throw Error(ErrorCode::bad_request, "repository= is a glob of at most 256 characters");
-    ask.limit = std::min(page_size(query).value_or(default_page), max_page);
+    if (!valid_glob(ask.repository))
+        throw Error(ErrorCode::bad_request,
+                    "repository= is a glob of at most 256 characters of a repository name and *");
+    ask.limit = std::clamp<std::size_t>(page_size(query).value_or(default_page), 1, max_page);
     ask.may_pull = may_pull_of(context, request);
+    ask.show_principal = may_see_principals(context, request, *feed);
     notify::FeedPage page;
     try {
         page = feed->read(ask);
+        page.cursor = context.cursors.seal(page.cursor, cursor_block);
     } catch (const std::invalid_argument& bad) {
         throw Error(ErrorCode::bad_request, bad.what());
     }
     if (page.behind) {
-        // The poller missed what compaction took: it is told so, with where it may start again.
-        nlohmann::json body = {{"errors",
-                                {{{"code", "CURSOR_EXPIRED"},
-                                  {"message", "the change log no longer holds every event after this cursor"},
-                                  {"detail", {{"oldest", page.cursor}}}}}},
-                               {"oldest", page.cursor}};
+        // The poller missed what compaction took: it is told so, with where it may go on.
+        nlohmann::json body = {
+            {"errors",
+             {{{"code", "CURSOR_EXPIRED"},
+               {"message", "the change log no longer holds every event after this cursor; go on from oldest"},
+               {"detail", {{"oldest", page.cursor}}}}}},
+            {"oldest", page.cursor}};
         auto response = json_response(410, body.dump());
         response.set("Link", "<" + next_url(request, page.cursor, ask.limit, ask.repository) + ">; rel=\"first\"");
         return immediate(std::move(response));

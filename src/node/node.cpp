@@ -17,6 +17,7 @@
 #include "berth/notify/notifications.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/observe/metrics.hpp"
+#include "berth/oci/encoding.hpp"
 #include "berth/proxy/proxy.hpp"
 #include "berth/registry/maintenance.hpp"
 #include "berth/registry/registry.hpp"
@@ -81,12 +82,22 @@ std::string prepare_store(config::Config& config, storage::MetaStore& meta, stor
     return config.registry.replica_id;
 }
 
-// The server's options once the process may hold as many descriptors as they ask for.
-http::ServerOptions server_options(const http::ServerOptions& options) {
+// The server's options once the process may hold as many descriptors as they ask for. A lone
+// replica seals paging cursors (the events feed's above all) with a key kept in its index, so they
+// outlive restarts; replicas derive theirs from the cluster's secret, alike on each.
+http::ServerOptions server_options(http::ServerOptions options, storage::MetaStore& meta, bool replicated) {
     as_config_error("limits.max_connections", [&] {
         http::raise_descriptor_limit(options.max_connections);
         return 0;
     });
+    if (!replicated) {
+        auto key = meta.setting(storage::layout::setting::cursor_key);
+        if (!key || !oci::unhex(*key) || key->size() != 64) {
+            key = oci::random_hex(32);
+            meta.put_setting(storage::layout::setting::cursor_key, *key);
+        }
+        options.cursor_key = *oci::unhex(*key);
+    }
     return options;
 }
 
@@ -172,8 +183,8 @@ Node::Node(config::Config config)
                          : nullptr),
       feed_(
           meta_, replicator_.get(), [this](const std::string& repo) { return mirror_host(repo); },
-          config_.notifications.settle, replica_id_, config_.notifications.base_images),
-      server_(server_options(config_.server),
+          config_.notifications, replica_id_),
+      server_(server_options(config_.server, meta_, replicator_ != nullptr),
               http::Services{registry_,
                              {authorizer_.get(), proxy_ ? proxy_->agent_access() : nullptr},
                              replicator_.get(),

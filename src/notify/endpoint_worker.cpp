@@ -154,11 +154,12 @@ EndpointStatus EndpointWorker::status() const {
     return s;
 }
 
+bool EndpointWorker::in_scope(const std::string& repo) const {
+    return endpoint_.repositories.empty() || oci::matches_any(endpoint_.repositories, repo);
+}
+
 bool EndpointWorker::matches(const Notice& notice) const {
-    if (!endpoint_.wants(notice.action)) return false;
-    if (endpoint_.repositories.empty()) return true;
-    return std::any_of(endpoint_.repositories.begin(), endpoint_.repositories.end(),
-                       [&](const std::string& glob) { return oci::glob_match(glob, notice.repository); });
+    return endpoint_.wants(notice.action) && in_scope(notice.repository);
 }
 
 void EndpointWorker::pass(const storage::Stamp& stamp) {
@@ -233,7 +234,6 @@ std::chrono::milliseconds EndpointWorker::step() {
     std::vector<Notice> ready;
     for (auto* p : settled_ones)
         if (auto notice = notice_of(p->event, shared_.mirror_host(p->event.repo))) ready.push_back(std::move(*notice));
-    if (endpoint_.wants(Action::rebuild)) add_rebuilds(ready, shared_.meta, shared_.base_images, nullptr);
     std::chrono::milliseconds wait = pending.size() > settled_ones.size() ? 50ms : 100ms;
     for (std::size_t i = 0; i < ready.size() && !shared_.stopping;) {
         std::size_t end = i;
@@ -250,11 +250,22 @@ std::chrono::milliseconds EndpointWorker::step() {
 
 // Only what this endpoint wants of a stamp is described (reads its manifest) and sent.
 bool EndpointWorker::deliver_group(std::vector<Notice>& group, std::chrono::milliseconds& wait) {
+    // A moved base's rebuild list is read only here, when its stamp is about to go, and lists only
+    // the repositories this endpoint hears of.
+    std::vector<Notice> candidates;
+    const bool rebuilds = endpoint_.wants(Action::rebuild) && !shared_.base_images.empty();
+    for (auto& n : group) {
+        if (matches(n)) candidates.push_back(n);
+        if (rebuilds && n.action == Action::tag && in_scope(n.repository) &&
+            names_base(shared_.base_images, n.repository, n.tag))
+            for (auto& rebuild : shared_.rebuilds.of(n, [this](const std::string& repo) { return in_scope(repo); }))
+                candidates.push_back(std::move(rebuild));
+    }
     std::vector<Notice> wanted;
     {
         std::lock_guard lock(mutex_);
-        for (auto& n : group)
-            if (matches(n) && !sent_in_group_.count(n.id)) wanted.push_back(n);
+        for (auto& n : candidates)
+            if (!sent_in_group_.count(n.id)) wanted.push_back(std::move(n));
     }
     for (auto& n : wanted) describe(n, shared_.meta);
     for (std::size_t i = 0; i < wanted.size();) {

@@ -16,6 +16,7 @@
 #include "dead_letters.hpp"
 #include "notice.hpp"
 #include "progress.hpp"
+#include "rebuild.hpp"
 #include "webhook.hpp"
 
 namespace berth::notify {
@@ -28,6 +29,7 @@ struct Shared {
     std::function<std::string(const std::string&)> mirror_host;
     std::chrono::milliseconds settle;
     std::vector<std::string> base_images;  // Options::base_images
+    RebuildLists rebuilds{meta};
     std::atomic<bool> stopping{false};
     std::atomic<bool> heard_peers{false};  // after the first round of asking peers for their progress
 };
@@ -61,6 +63,7 @@ private:
     void note_lag(const std::vector<Pending>& pending);
     // Sends one stamp's notices; false when they could not all go.
     bool deliver_group(std::vector<Notice>& group, std::chrono::milliseconds& wait);
+    bool in_scope(const std::string& repo) const;
     bool matches(const Notice& notice) const;
     void disable(const std::string& why);
     void dead_letter(const std::vector<Notice>& batch, const Outcome& outcome, const char* why);

@@ -1,7 +1,9 @@
 // The pollers' feed (feed.hpp). A cursor is base64url of
-// {"c": progress (progress.hpp), "r": replica, "e": log epoch, "p": log sequence}: what the poller
-// was given, and where in the log of the replica that wrote it every entry before was given too,
-// so that the same replica resumes there instead of reading its whole log again.
+// {"c": progress (progress.hpp), "h": {"<replica>": ["<log epoch>", log sequence]}}: what the poller
+// was given, and per replica that answered it lately, where in that replica's log every entry
+// before was given too, so that a poller going round the replicas resumes in each of them instead
+// of reading its whole log again. The HTTP layer seals it (http/cursors.hpp): callers never see
+// what it says of repositories they may not pull.
 #include "berth/notify/feed.hpp"
 
 #include <algorithm>
@@ -24,45 +26,57 @@ namespace {
 constexpr std::size_t window = 1000;
 // A request reads at most this many log entries; a page that stops there says `more`.
 constexpr std::size_t max_read = 20000;
-constexpr std::size_t max_cursor = 64 * 1024;
+constexpr std::size_t max_cursor = 8 * 1024;
+constexpr std::size_t max_hints = 8;  // replicas whose log positions a cursor keeps
 
-struct Cursor {
-    Progress given;
-    std::string replica, epoch;
+struct Hint {
+    std::string epoch;
     std::uint64_t position = 0;  // every entry up to it, in that replica's log, is covered
 };
 
+struct Cursor {
+    Progress given;
+    std::map<std::string, Hint> hints;  // by replica
+};
+
 std::string encode(const Cursor& c) {
-    auto progress = oci::parse_json(encode_progress(c.given));
-    nlohmann::json j = {{"c", progress}, {"r", c.replica}, {"e", c.epoch}, {"p", c.position}};
-    return oci::base64url(j.dump());
+    nlohmann::json hints = nlohmann::json::object();
+    for (auto& [replica, hint] : c.hints) hints[replica] = {hint.epoch, hint.position};
+    return oci::base64url(nlohmann::json{{"c", oci::parse_json(encode_progress(c.given))}, {"h", hints}}.dump());
 }
 
 Cursor decode(const std::string& text) {
     auto invalid = [] { return std::invalid_argument("after is not a cursor this feed gave"); };
-    if (text.size() > max_cursor) throw invalid();
-    auto bytes = oci::base64url_decode(text);
+    auto bytes = text.size() <= max_cursor ? oci::base64url_decode(text) : std::nullopt;
     if (!bytes) throw invalid();
     auto j = oci::parse_json(*bytes);
-    if (!j.is_object() || !j.contains("c")) throw invalid();
+    if (!j.is_object() || !j.contains("c") || !j.contains("h") || !j["h"].is_object()) throw invalid();
     auto progress = parse_progress(j["c"].dump());
     if (!progress) throw invalid();
-    Cursor c;
-    c.given = std::move(*progress);
-    try {
-        c.replica = j.value("r", std::string());
-        c.epoch = j.value("e", std::string());
-        c.position = j.value("p", std::uint64_t{0});
-    } catch (const nlohmann::json::exception&) {
-        throw invalid();
+    Cursor c{std::move(*progress), {}};
+    for (auto& [replica, hint] : j["h"].items()) {
+        if (!hint.is_array() || hint.size() != 2 || !hint[0].is_string() || !hint[1].is_number_unsigned())
+            throw invalid();
+        if (c.hints.size() < max_hints) c.hints[replica] = {hint[0].get<std::string>(), hint[1].get<std::uint64_t>()};
     }
     return c;
 }
 
 struct Entry {
     std::uint64_t position;
-    std::optional<storage::Event> event;  // only the events receivers hear of
+    std::optional<storage::Event> event;  // only those receivers hear of and the cursor lacks
 };
+
+// Passes every change compaction took that the cursor lacks; true when there was one.
+bool pass_compacted(Cursor& cursor, const std::map<std::string, std::uint64_t>& compacted) {
+    bool behind = false;
+    for (auto& [origin, clock] : compacted) {
+        if (cursor.given.covers({clock, origin})) continue;
+        behind = true;
+        cursor.given.pass({clock, origin});
+    }
+    return behind;
+}
 
 }  // namespace
 
@@ -70,103 +84,110 @@ struct Feed::Impl {
     storage::MetaStore& meta;
     const replication::Cluster* cluster;
     std::function<std::string(const std::string&)> mirror_host;
-    std::chrono::milliseconds settle;
+    const Options options;
     std::string replica;
-    std::vector<std::string> base_images;
+    RebuildLists rebuilds{meta};
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
     std::string epoch() const { return meta.setting(storage::layout::setting::log_epoch).value_or(""); }
     // Where this replica's log may hold what the cursor does not cover.
     std::uint64_t start_of(const Cursor& cursor) const {
         const auto first = meta.log_first() - 1;
-        if (cursor.replica == replica && cursor.epoch == epoch() && cursor.position <= meta.log_head())
-            return std::max(first, cursor.position);
+        auto hint = cursor.hints.find(replica);
+        if (hint != cursor.hints.end() && hint->second.epoch == epoch() && hint->second.position <= meta.log_head())
+            return std::max(first, hint->second.position);
         return first;
     }
-    bool wanted(const Notice& n, const FeedQuery& query) const {
-        if (!query.repository.empty() && !oci::glob_match(query.repository, n.repository)) return false;
-        return !query.may_pull || query.may_pull(n.repository);
+    std::vector<Entry> read(const Cursor& cursor, std::uint64_t start, bool& read_all) const {
+        std::vector<Entry> out;
+        std::uint64_t after = start;
+        while (out.size() < max_read) {
+            auto entries = meta.read_log(after, std::min(window, max_read - out.size()));
+            if (entries.empty()) break;
+            for (auto& entry : entries) {
+                auto event = storage::Event::parse(entry.event);
+                if (event && (!noticed(*event) || cursor.given.covers(event->stamp))) event.reset();
+                out.push_back({entry.sequence, std::move(event)});
+            }
+            after = entries.back().sequence;
+        }
+        read_all = out.size() < max_read || after >= meta.log_head();
+        return out;
+    }
+    bool visible(const std::string& repo, const FeedQuery& query) const {
+        if (query.may_pull && !query.may_pull(repo)) return false;
+        return query.repository.empty() || oci::glob_match(query.repository, repo);
+    }
+    // One stamp's events as the caller sees them: rebuilds listed only for what it may see.
+    void tell(std::vector<Notice>& group, const FeedQuery& query, std::vector<std::string>& events) {
+        std::sort(group.begin(), group.end(), [](auto& a, auto& b) { return a.sequence < b.sequence; });
+        for (auto& n : group) {
+            if (!visible(n.repository, query)) continue;
+            if (!query.show_principal) n.principal.clear();
+            describe(n, meta);
+            events.push_back(cloudevent_json(n));
+            if (n.action != Action::tag || !names_base(options.base_images, n.repository, n.tag)) continue;
+            for (auto& rebuild : rebuilds.of(n, query.may_pull)) events.push_back(cloudevent_json(rebuild));
+        }
     }
 };
 
 Feed::Feed(storage::MetaStore& meta, const replication::Cluster* cluster,
-           std::function<std::string(const std::string&)> mirror_host, std::chrono::milliseconds settle,
-           std::string replica, std::vector<std::string> base_images)
-    : impl_(std::make_unique<Impl>(
-          Impl{meta, cluster, std::move(mirror_host), settle, std::move(replica), std::move(base_images)})) {}
+           std::function<std::string(const std::string&)> mirror_host, const Options& options, std::string replica)
+    : impl_(new Impl{meta, cluster, std::move(mirror_host), options, std::move(replica)}) {}
 
 Feed::~Feed() = default;
 
+const std::vector<std::string>& Feed::operators() const { return impl_->options.operators; }
+
 FeedPage Feed::read(const FeedQuery& query) const {
     auto& meta = impl_->meta;
-    // Read before the log: compaction after this moment only takes what the next request judges.
-    const auto compacted = meta.log_compacted();
     Cursor cursor;
     if (!query.after.empty()) cursor = decode(query.after);
     FeedPage page;
-    const bool fresh = query.after.empty();
-    for (auto& [origin, clock] : compacted) {
-        if (cursor.given.covers({clock, origin})) continue;
-        if (!fresh) page.behind = true;
-        cursor.given.pass({clock, origin});
-    }
+    // A fresh poller starts at the oldest change the log holds; one whose cursor lacks a change
+    // compaction took is told so, with its cursor moved past what it missed.
+    page.behind = pass_compacted(cursor, meta.log_compacted()) && !query.after.empty();
+    const auto start = impl_->start_of(cursor);
+    bool read_all = false;
+    auto entries = impl_->read(cursor, start, read_all);
+    // Compaction while the log was read: what it took before it was read is missed too.
+    if (pass_compacted(cursor, meta.log_compacted()) && !query.after.empty()) page.behind = true;
     if (page.behind) {
-        Cursor oldest;
-        for (auto& [origin, clock] : compacted) oldest.given.pass({clock, origin});
-        page.cursor = encode(oldest);
+        page.cursor = encode(cursor);
         return page;
     }
 
-    // What the cursor does not cover, in log order, as far as one request reads.
-    const auto settled = settled_before(impl_->cluster, impl_->settle, impl_->started);
-    std::vector<Entry> read;
+    const auto settled = settled_before(impl_->cluster, impl_->options.settle, impl_->started);
     std::vector<const Entry*> ready;
-    const auto start = impl_->start_of(cursor);
-    std::uint64_t after = start;
-    while (read.size() < max_read) {
-        auto entries = meta.read_log(after, std::min(window, max_read - read.size()));
-        if (entries.empty()) break;
-        for (auto& entry : entries) {
-            auto event = storage::Event::parse(entry.event);
-            if (event && (!noticed(*event) || cursor.given.covers(event->stamp))) event.reset();
-            read.push_back({entry.sequence, std::move(event)});
-        }
-        after = entries.back().sequence;
-    }
-    const bool read_all = after >= meta.log_head() || read.size() < max_read;
-    for (auto& entry : read) {
-        if (!entry.event) continue;
-        if (storage::HybridClock::physical_ms(entry.event->stamp.clock) <= settled) ready.push_back(&entry);
-    }
+    for (auto& entry : entries)
+        if (entry.event && storage::HybridClock::physical_ms(entry.event->stamp.clock) <= settled)
+            ready.push_back(&entry);
     std::stable_sort(ready.begin(), ready.end(),
                      [](const Entry* a, const Entry* b) { return a->event->stamp < b->event->stamp; });
     // Whole stamps only: a cursor passes a stamp once all its events are given.
+    const auto limit = std::max<std::size_t>(1, query.limit);
     std::size_t i = 0;
-    for (; i < ready.size() && page.events.size() < query.limit;) {
+    while (i < ready.size() && page.events.size() < limit) {
         const auto& stamp = ready[i]->event->stamp;
         std::vector<Notice> group;
         for (; i < ready.size() && ready[i]->event->stamp == stamp; ++i)
             if (auto n = notice_of(*ready[i]->event, impl_->mirror_host(ready[i]->event->repo)))
                 group.push_back(std::move(*n));
-        std::sort(group.begin(), group.end(), [](auto& a, auto& b) { return a.sequence < b.sequence; });
-        add_rebuilds(group, meta, impl_->base_images, query.may_pull);
-        for (auto& n : group) {
-            if (!impl_->wanted(n, query)) continue;
-            describe(n, meta);
-            page.events.push_back(cloudevent_json(n));
-        }
+        impl_->tell(group, query, page.events);
         cursor.given.pass(stamp);
     }
-    page.more = i < ready.size() || !read_all;
 
     // This replica's log is covered up to the first entry the cursor still lacks.
-    cursor.replica = impl_->replica;
-    cursor.epoch = impl_->epoch();
-    cursor.position = start;
-    for (auto& entry : read) {
+    auto position = start;
+    for (auto& entry : entries) {
         if (entry.event && !cursor.given.covers(entry.event->stamp)) break;
-        cursor.position = entry.position;
+        position = entry.position;
     }
+    page.more = i < ready.size() || (!read_all && position > start);
+    cursor.hints[impl_->replica] = {impl_->epoch(), position};
+    for (auto it = cursor.hints.begin(); cursor.hints.size() > max_hints;)
+        it = it->first == impl_->replica ? std::next(it) : cursor.hints.erase(it);
     page.cursor = encode(cursor);
     return page;
 }

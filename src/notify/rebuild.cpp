@@ -2,7 +2,7 @@
 #include "rebuild.hpp"
 
 #include <algorithm>
-#include <optional>
+#include <set>
 
 #include "berth/oci/names.hpp"
 #include "berth/registry/lineage.hpp"
@@ -12,18 +12,13 @@ namespace berth::notify {
 namespace {
 
 constexpr std::size_t images_per_notice = 100;
-// A base with more derived images than this is told in part (the lineage API pages the rest).
+// Derived manifests read per moved tag (of the old version, and of the new to leave out): a base
+// with more is told in part, and the lineage API pages the rest.
 constexpr std::size_t max_images = 10000;
 constexpr std::size_t max_history = 1000;  // a tag's past versions looked at for the previous one
+constexpr std::size_t lists_kept = 64;
 
-bool names_base(const std::vector<std::string>& globs, const std::string& repo, const std::string& tag) {
-    return std::any_of(globs.begin(), globs.end(), [&](const std::string& glob) {
-        const auto colon = glob.rfind(':');
-        return oci::glob_match(glob.substr(0, colon), repo) && oci::glob_match(glob.substr(colon + 1), tag);
-    });
-}
-
-// The digest the tag named just before it named `digest` at `clock`.
+// The digest the tag named just before it named moved.digest at the move's clock.
 std::optional<std::string> previous_of(const storage::MetaStore& meta, const Notice& moved) {
     auto history = meta.tag_history(moved.repository, moved.tag);
     std::optional<std::string> previous;
@@ -40,42 +35,72 @@ std::optional<std::string> previous_of(const storage::MetaStore& meta, const Not
     return previous;
 }
 
-// Built on `previous` and on no later version of the base (an image on the patched base also
-// begins with the old base's layers when the patch only adds layers).
-std::vector<Rebuilt> built_on(const storage::MetaStore& meta, const Notice& moved, const std::string& previous,
-                              const std::function<bool(const std::string&)>& may_pull) {
-    std::vector<Rebuilt> out;
-    registry::LineageQuery ask{moved.repository, moved.tag, {}, images_per_notice, may_pull};
-    for (std::size_t read = 0; read < max_images;) {
+// What is built on one version of the base, every repository, at most max_images.
+std::vector<registry::Derived> built_on(const storage::MetaStore& meta, const std::string& repo,
+                                        const std::string& digest) {
+    std::vector<registry::Derived> out;
+    registry::LineageQuery ask{repo, digest, {}, images_per_notice, nullptr};
+    while (out.size() < max_images) {
         registry::Lineage page;
         try {
             page = registry::lineage(meta, ask);
         } catch (const std::exception&) {
-            break;  // the tag is gone from this replica's index: nothing to list
+            break;  // that version is gone from this replica's index: nothing to list
         }
-        for (auto& derived : page.derived) {
-            ++read;
-            if (derived.base_digest != previous) continue;
-            if (may_pull && !may_pull(derived.repository)) continue;
-            if (derived.tags.empty()) out.push_back({derived.repository, "", derived.digest});
-            for (auto& tag : derived.tags) out.push_back({derived.repository, tag, derived.digest});
-        }
-        if (!page.next) break;
+        for (auto& derived : page.derived) out.push_back(std::move(derived));
+        if (!page.next || page.derived.empty()) break;
         ask.after = *page.next;
     }
     return out;
 }
 
-std::vector<Notice> rebuilds_of(const storage::MetaStore& meta, const Notice& moved,
-                                const std::function<bool(const std::string&)>& may_pull) {
-    auto previous = previous_of(meta, moved);
-    if (!previous) return {};
-    auto images = built_on(meta, moved, *previous, may_pull);
+}  // namespace
+
+bool names_base(const std::vector<std::string>& globs, const std::string& repo, const std::string& tag) {
+    return std::any_of(globs.begin(), globs.end(), [&](const std::string& glob) {
+        const auto colon = glob.rfind(':');
+        return oci::glob_match(glob.substr(0, colon), repo) && oci::glob_match(glob.substr(colon + 1), tag);
+    });
+}
+
+// Built on the previous version and not on the new one (an image on a patched base also begins
+// with the old base's layers when the patch only adds layers).
+RebuildLists::List RebuildLists::list_of(const Notice& moved) {
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = kept_.find(moved.id); it != kept_.end()) return it->second;
+    }
+    List list;
+    list.previous = previous_of(meta_, moved);
+    if (list.previous) {
+        std::set<std::string> on_new;
+        for (auto& derived : built_on(meta_, moved.repository, moved.digest)) on_new.insert(derived.digest);
+        for (auto& derived : built_on(meta_, moved.repository, *list.previous)) {
+            if (derived.digest == moved.digest || on_new.count(derived.digest)) continue;
+            if (derived.tags.empty()) list.images.push_back({derived.repository, "", derived.digest});
+            for (auto& tag : derived.tags) list.images.push_back({derived.repository, tag, derived.digest});
+        }
+    }
+    std::lock_guard lock(mutex_);
+    if (kept_.emplace(moved.id, list).second) order_.push_back(moved.id);
+    while (order_.size() > lists_kept) {
+        kept_.erase(order_.front());
+        order_.pop_front();
+    }
+    return list;
+}
+
+std::vector<Notice> RebuildLists::of(const Notice& moved, const std::function<bool(const std::string&)>& visible) {
+    const auto list = list_of(moved);
+    if (!list.previous) return {};
+    std::vector<Rebuilt> images;
+    for (auto& image : list.images)
+        if (!visible || visible(image.repository)) images.push_back(image);
     std::vector<Notice> out;
     for (std::size_t first = 0, page = 0; first < images.size() || out.empty(); first += images_per_notice, ++page) {
         Notice n = moved;
         n.action = Action::rebuild;
-        n.previous = *previous;
+        n.previous = *list.previous;
         const auto end = std::min(images.size(), first + images_per_notice);
         n.images.assign(images.begin() + std::min(first, end), images.begin() + end);
         n.page = page;
@@ -87,21 +112,6 @@ std::vector<Notice> rebuilds_of(const storage::MetaStore& meta, const Notice& mo
         out.push_back(std::move(n));
     }
     return out;
-}
-
-}  // namespace
-
-void add_rebuilds(std::vector<Notice>& notices, const storage::MetaStore& meta,
-                  const std::vector<std::string>& base_globs, const std::function<bool(const std::string&)>& may_pull) {
-    if (base_globs.empty()) return;
-    std::vector<Notice> out;
-    for (auto& n : notices) {
-        const bool moved = n.action == Action::tag && names_base(base_globs, n.repository, n.tag);
-        out.push_back(std::move(n));
-        if (!moved) continue;
-        for (auto& rebuild : rebuilds_of(meta, out.back(), may_pull)) out.push_back(std::move(rebuild));
-    }
-    notices = std::move(out);
 }
 
 }  // namespace berth::notify

@@ -1,7 +1,12 @@
 #pragma once
 // Rebuild alerts: a tag that a policy's base_images names moved, told as what was built on the
-// version it moved from, read from the lineage index (registry/lineage.hpp) a page at a time.
+// version it moved from, read from the lineage index (registry/lineage.hpp). Each moved tag's list
+// is read once and kept a while: endpoints retry, and every poller of the feed reads it again.
+#include <deque>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,11 +14,28 @@
 
 namespace berth::notify {
 
-// After each `tag` notice in notices that base_globs (REPOSITORY:TAG) name and that moved the tag
-// from an earlier digest, its `rebuild` notices (one per page of images, at least one), with ids
-// and sequences of their own that follow the tag's. may_pull: which images may be listed (null:
-// all).
-void add_rebuilds(std::vector<Notice>& notices, const storage::MetaStore& meta,
-                  const std::vector<std::string>& base_globs, const std::function<bool(const std::string&)>& may_pull);
+// Whether base_globs (REPOSITORY:TAG globs) name a tag.
+bool names_base(const std::vector<std::string>& base_globs, const std::string& repo, const std::string& tag);
+
+class RebuildLists {
+public:
+    explicit RebuildLists(const storage::MetaStore& meta) : meta_(meta) {}
+    // The `rebuild` notices of a `tag` notice that moved a base from an earlier digest (none when
+    // it did not): one per page of the images `visible` lets through (null: all), at least one, with
+    // ids and sequences of their own that follow the tag's.
+    std::vector<Notice> of(const Notice& moved, const std::function<bool(const std::string&)>& visible);
+
+private:
+    struct List {
+        std::optional<std::string> previous;
+        std::vector<Rebuilt> images;
+    };
+    List list_of(const Notice& moved);
+
+    const storage::MetaStore& meta_;
+    std::mutex mutex_;
+    std::map<std::string, List> kept_;  // by the tag notice's id
+    std::deque<std::string> order_;     // oldest first
+};
 
 }  // namespace berth::notify

@@ -5,16 +5,21 @@
   `Link`: every event once, in sequence order, with the same ids an endpoint receives; `more` is
   false at the end; a repository glob narrows it; a cursor that is not one is 400.
 - Rights: with htpasswd auth, alice's feed holds alice/** only; anonymous callers get 401; each
-  event names its principal (root, who pushed).
+  event names its principal (root, who pushed) to operators (root), not to alice.
 - Behind: with a 1 s log retention, a cursor taken before changes the log has since dropped is
   410 with the oldest cursor, from which the feed goes on.
 - Rebuild: base/os:1 under a base_images policy moves from one image to another; the `rebuild`
   event (to an endpoint asking only for rebuild, and in the feed with the same id) names every
   image built on the old version (tagged ones with their tags, an untagged one by digest), and
   none built on the new one, even where the new one begins with the old one's layers. 130 images
-  built on it come as two events, page 0 and the last page 1.
+  built on it come as two events, page 0 and the last page 1. An endpoint scoped to some
+  repositories lists only their images; a Distribution-format endpoint gets no rebuild unless it
+  asks for it.
+- Hardening: feed cursors are sealed (a changed one is 400) and survive a restart; a glob of 250
+  stars answers at once; who pushed is shown to operators only.
 """
 
+import json
 import os
 import sys
 import unittest
@@ -85,7 +90,20 @@ class FeedTest(unittest.TestCase):
         self.assertEqual({e["data"]["repository"] for e in read_feed(b, repository="app/**")[0]},
                          {"app/one", "app/two"})
         self.assertEqual({e["data"]["repository"] for e in read_feed(b, repository="lib/*")[0]}, {"lib/x"})
-        for bad in ("not-a-cursor", "eyJ4IjoxfQ", "A" * 5000):
+        # Cursors are sealed: they say nothing readable, a changed one is refused, and one survives
+        # a restart (a lone replica keeps its sealing key in its index).
+        self.assertTrue(cursor.startswith("~"), cursor)
+        tampered = cursor[:-4] + ("AAAA" if not cursor.endswith("AAAA") else "BBBB")
+        self.assertEqual(b.get(f"{EVENTS}?after={tampered}").status, 400)
+        b.stop()
+        b.restart()
+        self.assertEqual(read_feed(b, cursor)[0][-2:], got)
+        # A caller's glob costs the product of the lengths (this one never ended when globs
+        # backtracked), and one with other characters is refused.
+        r = b.get(f"{EVENTS}?repository={'*' * 250}q", timeout=5)
+        self.assertEqual((r.status, r.json()["events"]), (200, []))
+        self.assertEqual(b.get(f"{EVENTS}?repository=a%0Ab").status, 400)
+        for bad in ("not-a-cursor", "eyJ4IjoxfQ", "~" + "A" * 5000):
             with self.subTest(cursor=bad[:20]):
                 r = b.get(f"{EVENTS}?after={bad}")
                 self.assertEqual(r.status, 400, r)
@@ -95,8 +113,8 @@ class FeedTest(unittest.TestCase):
         passwords = {"root": "root-pw", "alice": "alice-pw"}
         b = bt.serve(self.addCleanup, {"auth": {"htpasswd": "htpasswd", "rules": [
             {"repository": "**", "principals": ["user:root"], "actions": ["pull", "push", "delete"]},
-            {"repository": "${user}/**", "principals": ["authenticated"], "actions": ["pull", "push"]}]}},
-            passwords)
+            {"repository": "${user}/**", "principals": ["authenticated"], "actions": ["pull", "push"]}]},
+            "notifications": {"operators": ["user:root"]}}, passwords)
         root, alice = bt.basic_auth("root", "root-pw"), bt.basic_auth("alice", "alice-pw")
         for repo in ("alice/app", "bob/app", "alice/lib"):
             img = bt.make_image((64,))
@@ -114,6 +132,7 @@ class FeedTest(unittest.TestCase):
         mine = read_feed(b, headers=alice, n=1)[0]
         self.assertEqual({e["data"]["repository"] for e in mine}, {"alice/app", "alice/lib"})
         self.assertEqual(len(mine), 4)
+        self.assertFalse([e for e in mine if "principal" in e["data"]], "who pushed is for operators")
         self.assertEqual(b.get(EVENTS).status, 401)
 
     def test_a_poller_behind_the_log_is_told_where_to_start(self):
@@ -146,10 +165,13 @@ class RebuildTest(unittest.TestCase):
         return img["digest"]
 
     def test_rebuild_lists_what_was_built_on_the_old_base(self):
-        rx = Receiver(self)
+        rx, scoped, legacy = Receiver(self), Receiver(self), Receiver(self)
         b = bt.serve(self.addCleanup, lambda b: {
             "policies": [{"repositories": ["apps/**"], "base_images": ["base/os:1*"]}],
-            "notifications": {"endpoints": [{"name": "sec", "url": rx.url(), "actions": ["rebuild"]}]}})
+            "notifications": {"endpoints": [
+                {"name": "sec", "url": rx.url(), "actions": ["rebuild"]},
+                {"name": "team-a", "url": scoped.url(), "repositories": ["base/**", "apps/a"], "actions": ["rebuild"]},
+                {"name": "legacy", "url": legacy.url(), "format": "distribution"}]}})
         base_layer = os.urandom(300)
         old = self.push_on(b, "base/os", "1", [base_layer])
         a = self.push_on(b, "apps/a", "v1", [base_layer, os.urandom(100)])
@@ -172,6 +194,14 @@ class RebuildTest(unittest.TestCase):
         self.assertEqual(images, {("apps/a", "v1", a), ("apps/a", "stable", a), ("apps/c", None, c)})
         self.assertNotIn(on_new, {i["digest"] for i in data["images"]})
         self.assertEqual((data["page"], data["lastPage"]), (0, True))
+        # An endpoint hears only of images in the repositories it is told of.
+        scoped_got = bt.poll(lambda: scoped.delivered(), 15, 0.1, "team-a's rebuild event")
+        self.assertEqual(scoped_got[0]["id"], event["id"])
+        self.assertEqual({i["repository"] for i in scoped_got[0]["data"]["images"]}, {"apps/a"})
+        # Distribution's envelope has no rebuild action: such endpoints hear of one only when they ask.
+        bt.poll(lambda: len(legacy.requests("ok")) >= 9, 15, 0.1, "the legacy endpoint's pushes")
+        legacy_actions = {e["action"] for req in legacy.requests("ok") for e in json.loads(req.body)["events"]}
+        self.assertEqual(legacy_actions, {"push"})
         # The feed tells it with the same id, right after the tag's move.
         feed = bt.poll(lambda: [e for e in read_feed(b, n=50)[0] if e["type"] == "io.berth.rebuild"], 15, 0.1,
                        "the rebuild in the feed")

@@ -42,6 +42,9 @@ struct ServerOptions {
     // False: a client may present no certificate (probes, clients with tokens),
     // but one it presents must verify.
     bool tls_client_cert_required = true;
+    // 32 bytes that seal paging cursors (http/cursors.hpp); "": derived from the peers' secret, or
+    // this process's own without peers.
+    std::string cursor_key;
     // Hand send keys to the kernel where it has TLS (kTLS), so blobs go out
     // with sendfile(2). Opt-in: the path has not yet run on a kernel with TLS.
     bool tls_kernel = false;

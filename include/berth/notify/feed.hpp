@@ -7,9 +7,12 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "berth/notify/options.hpp"
 
 namespace berth::storage {
 class MetaStore;
@@ -25,6 +28,7 @@ struct FeedQuery {
     std::string repository;  // a glob (`*` within a component, `**` across); "" for every repository
     std::size_t limit = 100;
     std::function<bool(const std::string& repo)> may_pull;  // null: the caller may pull everything
+    bool show_principal = true;                             // whether events name who asked for each change
 };
 
 struct FeedPage {
@@ -32,19 +36,21 @@ struct FeedPage {
     std::string cursor;               // the next page's `after`
     bool more = false;                // settled events wait beyond this page: ask again at once
     // The cursor is behind a change compaction took from the log: the poller missed events, and
-    // `cursor` is the oldest this replica can continue (no events are given).
+    // `cursor` is where this replica can continue, past what was missed (no events are given).
     bool behind = false;
 };
 
 class Feed {
 public:
-    // replica: this replica's id; mirror_host as for Notifications; base_images: Options::base_images.
+    // replica: this replica's id; mirror_host as for Notifications; options: its settle time, base
+    // images and operators.
     Feed(storage::MetaStore& meta, const replication::Cluster* cluster,
-         std::function<std::string(const std::string&)> mirror_host, std::chrono::milliseconds settle,
-         std::string replica, std::vector<std::string> base_images);
+         std::function<std::string(const std::string&)> mirror_host, const Options& options, std::string replica);
     ~Feed();
     // Throws std::invalid_argument for a cursor no replica of this cluster wrote.
     FeedPage read(const FeedQuery& query) const;
+    // notifications.operators: who may see events' principals.
+    const std::vector<std::string>& operators() const;
 
 private:
     struct Impl;

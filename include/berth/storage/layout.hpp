@@ -49,6 +49,9 @@
 //                                                                 newest change compaction took from the log
 //                                                                 (a poller of /_berth/v1/events whose cursor
 //                                                                 is behind it missed events: 410)
+//                                          cursor_key             64 hex: a lone replica's key for sealing paging
+//                                                                 cursors (replicas derive theirs from the
+//                                                                 cluster's secret)
 //                                          lineage_indexed        "1" once `lineage` holds every manifest and
 //                                                                 tag (a store from before it is indexed at
 //                                                                 start-up)
@@ -187,6 +190,7 @@ inline constexpr const char* usage_counted = "usage_counted";
 inline constexpr const char* lineage_indexed = "lineage_indexed";
 inline constexpr const char* peer_addresses = "peer_addresses";
 inline constexpr const char* log_compacted = "log_compacted";
+inline constexpr const char* cursor_key = "cursor_key";
 inline std::string notify_progress(const std::string& endpoint) { return "notify/" + endpoint; }
 inline std::string notify_scan(const std::string& endpoint) { return "notify-scan/" + endpoint; }
 // The configuration file the server last started with ("" for none): `berth import --root` applies
