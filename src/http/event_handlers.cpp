@@ -1,6 +1,8 @@
 // GET /_berth/v1/events?after=CURSOR[&repository=GLOB][&n=]: the pollers' feed (notify/feed.hpp),
 // filtered to what the caller may pull, paged with Link.
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "berth/auth/authorizer.hpp"
 #include "berth/net/host_port.hpp"
@@ -18,11 +20,13 @@ using oci::ErrorCode;
 constexpr std::size_t default_page = 100, max_page = 1000, max_glob = 256;
 // Feed cursors are sealed (cursors.hpp) in blocks of this many bytes: what one says of changes in
 // repositories the caller may not pull stays unread, and a forged one is refused.
-constexpr std::size_t cursor_block = 1024, max_sealed_cursor = 16 * 1024;
+constexpr std::size_t cursor_block = 1024, max_sealed_cursor = 16 * 1024, max_stars = 16;
+// Sealed with the key that seals catalog and lineage cursors: marked, so neither passes for the other.
+constexpr std::string_view cursor_mark = "events:";
 
 // A repository glob: a repository name's characters and stars.
 bool valid_glob(const std::string& glob) {
-    if (glob.size() > max_glob) return false;
+    if (glob.size() > max_glob || std::count(glob.begin(), glob.end(), '*') > std::ptrdiff_t(max_stars)) return false;
     return std::all_of(glob.begin(), glob.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' || c == '/' ||
                c == '*';
@@ -50,19 +54,23 @@ Plan plan_events(Context& context, Request& request) {
     if (!feed) throw Error(ErrorCode::unsupported, "this server keeps no change log to read events from");
     const auto& query = request.target.query;
     notify::FeedQuery ask;
-    if (auto after = query.get("after"); after && !after->empty())
-        ask.after = context.cursors.unseal(*after, max_sealed_cursor, "after is not a cursor this feed gave");
+    if (auto after = query.get("after"); after && !after->empty()) {
+        constexpr const char* refusal = "after is not a cursor this feed gave";
+        ask.after = context.cursors.unseal(*after, max_sealed_cursor, refusal);
+        if (!ask.after.starts_with(cursor_mark)) throw Error(ErrorCode::bad_request, refusal);
+        ask.after.erase(0, cursor_mark.size());
+    }
     ask.repository = query.get("repository").value_or("");
     if (!valid_glob(ask.repository))
         throw Error(ErrorCode::bad_request,
-                    "repository= is a glob of at most 256 characters of a repository name and *");
+                    "repository= is a glob of at most 256 characters of a repository name and 16 stars");
     ask.limit = std::clamp<std::size_t>(page_size(query).value_or(default_page), 1, max_page);
     ask.may_pull = may_pull_of(context, request);
     ask.show_principal = may_see_principals(context, request, *feed);
     notify::FeedPage page;
     try {
         page = feed->read(ask);
-        page.cursor = context.cursors.seal(page.cursor, cursor_block);
+        page.cursor = context.cursors.seal(std::string(cursor_mark) + page.cursor, cursor_block);
     } catch (const std::invalid_argument& bad) {
         throw Error(ErrorCode::bad_request, bad.what());
     }

@@ -26,7 +26,12 @@ namespace {
 constexpr std::size_t window = 1000;
 // A request reads at most this many log entries; a page that stops there says `more`.
 constexpr std::size_t max_read = 20000;
-constexpr std::size_t max_cursor = 8 * 1024;
+// Room for the origins of a cluster whose replicas were renamed a few dozen times; a request line
+// holds at most 16 KiB (server.max_header_bytes) with the cursor sealed.
+constexpr std::size_t max_cursor = 11 * 1024;
+// Moved base tags whose rebuild lists one page reads (each reads the lineage index): a page
+// stops before the next and says `more`.
+constexpr std::size_t moves_per_page = 8;
 constexpr std::size_t max_hints = 8;  // replicas whose log positions a cursor keeps
 
 struct Hint {
@@ -65,6 +70,33 @@ Cursor decode(const std::string& text) {
 struct Entry {
     std::uint64_t position;
     std::optional<storage::Event> event;  // only those receivers hear of and the cursor lacks
+};
+
+// What one caller may see: each repository judged once per request, however many of its events
+// and rebuild list entries the request reads.
+class Viewer {
+public:
+    explicit Viewer(const FeedQuery& query) : query_(query) {}
+    bool may_pull(const std::string& repo) {
+        if (!query_.may_pull) return true;
+        auto it = pullable_.find(repo);
+        if (it == pullable_.end()) it = pullable_.emplace(repo, query_.may_pull(repo)).first;
+        return it->second;
+    }
+    bool shows(const std::string& repo) {
+        if (query_.repository.empty()) return may_pull(repo);
+        auto it = matching_.find(repo);
+        if (it == matching_.end()) it = matching_.emplace(repo, oci::glob_match(query_.repository, repo)).first;
+        return it->second && may_pull(repo);
+    }
+    std::function<bool(const std::string&)> puller() {
+        return [this](const std::string& repo) { return may_pull(repo); };
+    }
+    bool show_principal() const { return query_.show_principal; }
+
+private:
+    const FeedQuery& query_;
+    std::map<std::string, bool> pullable_, matching_;
 };
 
 // Passes every change compaction took that the cursor lacks; true when there was one.
@@ -114,20 +146,18 @@ struct Feed::Impl {
         read_all = out.size() < max_read || after >= meta.log_head();
         return out;
     }
-    bool visible(const std::string& repo, const FeedQuery& query) const {
-        if (query.may_pull && !query.may_pull(repo)) return false;
-        return query.repository.empty() || oci::glob_match(query.repository, repo);
+    bool moves_base(const Notice& n) const {
+        return n.action == Action::tag && names_base(options.base_images, n.repository, n.tag);
     }
     // One stamp's events as the caller sees them: rebuilds listed only for what it may see.
-    void tell(std::vector<Notice>& group, const FeedQuery& query, std::vector<std::string>& events) {
-        std::sort(group.begin(), group.end(), [](auto& a, auto& b) { return a.sequence < b.sequence; });
+    void tell(std::vector<Notice>& group, Viewer& viewer, std::vector<std::string>& events) {
         for (auto& n : group) {
-            if (!visible(n.repository, query)) continue;
-            if (!query.show_principal) n.principal.clear();
+            if (!viewer.shows(n.repository)) continue;
+            if (!viewer.show_principal()) n.principal.clear();
             describe(n, meta);
             events.push_back(cloudevent_json(n));
-            if (n.action != Action::tag || !names_base(options.base_images, n.repository, n.tag)) continue;
-            for (auto& rebuild : rebuilds.of(n, query.may_pull)) events.push_back(cloudevent_json(rebuild));
+            if (!moves_base(n)) continue;
+            for (auto& rebuild : rebuilds.of(n, viewer.puller())) events.push_back(cloudevent_json(rebuild));
         }
     }
 };
@@ -150,7 +180,8 @@ FeedPage Feed::read(const FeedQuery& query) const {
     page.behind = pass_compacted(cursor, meta.log_compacted()) && !query.after.empty();
     const auto start = impl_->start_of(cursor);
     bool read_all = false;
-    auto entries = impl_->read(cursor, start, read_all);
+    std::vector<Entry> entries;
+    if (!page.behind) entries = impl_->read(cursor, start, read_all);
     // Compaction while the log was read: what it took before it was read is missed too.
     if (pass_compacted(cursor, meta.log_compacted()) && !query.after.empty()) page.behind = true;
     if (page.behind) {
@@ -167,15 +198,24 @@ FeedPage Feed::read(const FeedQuery& query) const {
                      [](const Entry* a, const Entry* b) { return a->event->stamp < b->event->stamp; });
     // Whole stamps only: a cursor passes a stamp once all its events are given.
     const auto limit = std::max<std::size_t>(1, query.limit);
-    std::size_t i = 0;
+    Viewer viewer(query);
+    std::size_t i = 0, moves_left = moves_per_page;
     while (i < ready.size() && page.events.size() < limit) {
         const auto& stamp = ready[i]->event->stamp;
         std::vector<Notice> group;
-        for (; i < ready.size() && ready[i]->event->stamp == stamp; ++i)
-            if (auto n = notice_of(*ready[i]->event, impl_->mirror_host(ready[i]->event->repo)))
+        auto end = i;
+        for (; end < ready.size() && ready[end]->event->stamp == stamp; ++end)
+            if (auto n = notice_of(*ready[end]->event, impl_->mirror_host(ready[end]->event->repo)))
                 group.push_back(std::move(*n));
-        impl_->tell(group, query, page.events);
+        std::sort(group.begin(), group.end(), [](auto& a, auto& b) { return a.sequence < b.sequence; });
+        const auto moves = std::count_if(group.begin(), group.end(), [&](const Notice& n) {
+            return impl_->moves_base(n) && viewer.shows(n.repository);
+        });
+        if (std::size_t(moves) > moves_left && !page.events.empty()) break;
+        moves_left -= std::min<std::size_t>(moves_left, moves);
+        impl_->tell(group, viewer, page.events);
         cursor.given.pass(stamp);
+        i = end;
     }
 
     // This replica's log is covered up to the first entry the cursor still lacks.
@@ -189,6 +229,8 @@ FeedPage Feed::read(const FeedQuery& query) const {
     for (auto it = cursor.hints.begin(); cursor.hints.size() > max_hints;)
         it = it->first == impl_->replica ? std::next(it) : cursor.hints.erase(it);
     page.cursor = encode(cursor);
+    if (page.cursor.size() > max_cursor)
+        throw std::runtime_error("the feed's cursor outgrew what a request can carry: too many replica ids");
     return page;
 }
 

@@ -65,12 +65,13 @@ bool names_base(const std::vector<std::string>& globs, const std::string& repo, 
 
 // Built on the previous version and not on the new one (an image on a patched base also begins
 // with the old base's layers when the patch only adds layers).
-RebuildLists::List RebuildLists::list_of(const Notice& moved) {
+std::shared_ptr<const RebuildLists::List> RebuildLists::list_of(const Notice& moved) {
     {
         std::lock_guard lock(mutex_);
         if (auto it = kept_.find(moved.id); it != kept_.end()) return it->second;
     }
-    List list;
+    auto made = std::make_shared<List>();
+    auto& list = *made;
     list.previous = previous_of(meta_, moved);
     if (list.previous) {
         std::set<std::string> on_new;
@@ -82,16 +83,17 @@ RebuildLists::List RebuildLists::list_of(const Notice& moved) {
         }
     }
     std::lock_guard lock(mutex_);
-    if (kept_.emplace(moved.id, list).second) order_.push_back(moved.id);
+    if (kept_.emplace(moved.id, made).second) order_.push_back(moved.id);
     while (order_.size() > lists_kept) {
         kept_.erase(order_.front());
         order_.pop_front();
     }
-    return list;
+    return made;
 }
 
 std::vector<Notice> RebuildLists::of(const Notice& moved, const std::function<bool(const std::string&)>& visible) {
-    const auto list = list_of(moved);
+    const auto kept = list_of(moved);
+    const auto& list = *kept;
     if (!list.previous) return {};
     std::vector<Rebuilt> images;
     for (auto& image : list.images)

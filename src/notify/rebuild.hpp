@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -30,12 +31,12 @@ private:
         std::optional<std::string> previous;
         std::vector<Rebuilt> images;
     };
-    List list_of(const Notice& moved);
+    std::shared_ptr<const List> list_of(const Notice& moved);
 
     const storage::MetaStore& meta_;
     std::mutex mutex_;
-    std::map<std::string, List> kept_;  // by the tag notice's id
-    std::deque<std::string> order_;     // oldest first
+    std::map<std::string, std::shared_ptr<const List>> kept_;  // by the tag notice's id
+    std::deque<std::string> order_;                            // oldest first
 };
 
 }  // namespace berth::notify

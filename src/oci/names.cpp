@@ -1,5 +1,8 @@
 #include "berth/oci/names.hpp"
 
+#include <algorithm>
+#include <array>
+
 namespace berth::oci {
 namespace {
 
@@ -85,24 +88,34 @@ bool valid_registry_host(std::string_view host) {
 
 std::string_view namespace_of(std::string_view repository) { return repository.substr(0, repository.find('/')); }
 
-// Matched as a table of "pattern from i matches name from j", filled from the ends: time and
-// memory are the product of the lengths, whatever the stars (a caller's glob, GET
-// /_berth/v1/events?repository=, must not cost exponential time).
+// Matched as a table of "pattern from i matches name from j", filled from the ends a row at a time
+// (three rows: `**` looks two ahead): time is the product of the lengths and memory the name's,
+// whatever the stars (a caller's glob, GET /_berth/v1/events?repository=, must not cost exponential
+// time). Rules' usual shapes, a name and `prefix/**`, are compared directly.
 bool glob_match(std::string_view pattern, std::string_view name) {
-    if (pattern.find('*') == std::string_view::npos) return pattern == name;
+    const auto star = pattern.find('*');
+    if (star == std::string_view::npos) return pattern == name;
+    if (star + 2 == pattern.size() && pattern.ends_with("**")) return name.starts_with(pattern.substr(0, star));
     const std::size_t P = pattern.size(), N = name.size(), width = N + 1;
-    std::vector<char> table((P + 1) * width, 0);
-    auto at = [&](std::size_t i, std::size_t j) -> char& { return table[i * width + j]; };
-    at(P, N) = 1;
+    constexpr std::size_t small = 256;
+    std::array<char, 3 * small> stack_rows{};
+    std::vector<char> heap_rows(width > small ? 3 * width : 0, 0);
+    char* rows = width > small ? heap_rows.data() : stack_rows.data();
+    auto row = [&](std::size_t i) { return rows + (i % 3) * width; };
+    std::fill(row(P), row(P) + width, 0);
+    row(P)[N] = 1;
     for (std::size_t i = P; i-- > 0;) {
+        char* at = row(i);
+        const char* next = row(i + 1);
+        const char* after_two = i + 2 <= P ? row(i + 2) : nullptr;
         const bool any_depth = pattern[i] == '*' && i + 1 < P && pattern[i + 1] == '*';
         for (std::size_t j = N + 1; j-- > 0;) {
-            if (any_depth) at(i, j) = at(i + 2, j) || (j < N && at(i, j + 1));
-            else if (pattern[i] == '*') at(i, j) = at(i + 1, j) || (j < N && name[j] != '/' && at(i, j + 1));
-            else at(i, j) = j < N && pattern[i] == name[j] && at(i + 1, j + 1);
+            if (any_depth) at[j] = after_two[j] || (j < N && at[j + 1]);
+            else if (pattern[i] == '*') at[j] = next[j] || (j < N && name[j] != '/' && at[j + 1]);
+            else at[j] = j < N && pattern[i] == name[j] && next[j + 1];
         }
     }
-    return at(0, 0);
+    return row(0)[0];
 }
 
 bool matches_any(const std::vector<std::string>& patterns, std::string_view name) {
