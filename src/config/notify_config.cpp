@@ -15,6 +15,7 @@ const std::pair<const char*, notify::Action> action_names[] = {
     {"push", notify::Action::push},           {"tag", notify::Action::tag},
     {"delete", notify::Action::del},          {"mirror", notify::Action::mirror},
     {"retention", notify::Action::retention}, {"rebuild", notify::Action::rebuild},
+    {"pull", notify::Action::pull},
 };
 
 bool valid_name(const std::string& name) {
@@ -103,7 +104,7 @@ void read_endpoint(Section& s, const std::string& where, Reading& r, notify::End
                                    [&](auto& known) { return name == known.first; });
             if (it == std::end(action_names))
                 throw ConfigError(where + ".actions: \"" + name +
-                                  "\" is not one of push, tag, delete, mirror, retention, rebuild");
+                                  "\" is not one of push, tag, delete, mirror, retention, rebuild, pull");
             e.actions |= static_cast<unsigned>(it->second);
         }
         if (!e.actions) throw ConfigError(where + ".actions must name at least one action");
@@ -136,6 +137,10 @@ void read_notifications(Section& s, Reading& r) {
     auto& options = r.config.notifications;
     std::uint64_t settle = options.settle.count();
     s.number("settle_ms", settle, 60000);
+    std::uint64_t pull_interval = options.pull_interval.count();
+    s.number("pull_interval_seconds", pull_interval, 3600);
+    if (pull_interval == 0) throw ConfigError("notifications.pull_interval_seconds must be at least 1");
+    options.pull_interval = std::chrono::seconds(pull_interval);
     options.settle = std::chrono::milliseconds(settle);
     s.strings("operators", options.operators);
     auto* list = s.array("endpoints");

@@ -1,5 +1,6 @@
 // /v2/<name>/manifests/<reference>: GET, HEAD, PUT, DELETE.
 #include "berth/net/reach.hpp"
+#include "berth/notify/notifications.hpp"
 #include "berth/oci/paths.hpp"
 #include "berth/registry/registry.hpp"
 #include "responses.hpp"
@@ -21,6 +22,9 @@ Plan plan_manifest(Context& context, Request& request) {
             if (!from_peer && registry.signatures_required(route.name)) net::leave_io_thread();
             auto manifest = registry.get_manifest(route.name, route.reference, asker_of(from_peer));
             request.cache = registry::cache_name(manifest.cache);
+            if (auto* notifications = context.services.operations.notifications;
+                notifications && request.method == Method::get && !from_peer)
+                notifications->pulled(route.name, manifest.digest.str());
             auto response = status_only(200);
             response.set("Content-Type", manifest.media_type);
             response.set("Docker-Content-Digest", manifest.digest.str());

@@ -179,7 +179,8 @@ Node::Node(config::Config config)
       notifications_(config_.notifications.enabled()
                          ? std::make_unique<notify::Notifications>(
                                config_.notifications, meta_, clock_, storage::layout::notifications_dir(config_.root),
-                               replicator_.get(), [this](const std::string& repo) { return mirror_host(repo); })
+                               replicator_.get(), [this](const std::string& repo) { return mirror_host(repo); },
+                               replica_id_)
                          : nullptr),
       feed_(
           meta_, replicator_.get(), [this](const std::string& repo) { return mirror_host(repo); },

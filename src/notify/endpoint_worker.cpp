@@ -66,7 +66,7 @@ void EndpointWorker::run() {
     while (!shared_.stopping) {
         std::chrono::milliseconds wait = 1000ms;
         try {
-            wait = step();
+            wait = std::min(step(), deliver_pulls());
         } catch (const std::exception& error) {
             observe::log("error", "notifications: endpoint pass failed",
                          {{"endpoint", endpoint_.name}, {"error", error.what()}});
@@ -120,6 +120,65 @@ void EndpointWorker::replay(std::uint64_t since_ms) {
         save_locked();
     }
     wake();
+}
+
+void EndpointWorker::add_pulls(std::vector<Notice> pulls) {
+    constexpr std::size_t max_pending_pulls = 20000;
+    std::size_t dropped = 0;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& n : pulls) {
+            if (!matches(n)) continue;
+            if (pulls_.size() >= max_pending_pulls) ++dropped;
+            else pulls_.push_back(std::move(n));
+        }
+        dead_lettered_ += dropped;
+    }
+    if (dropped)
+        observe::log("error", "notifications: pull counts dead-lettered: too many wait for the receiver",
+                     {{"endpoint", endpoint_.name}, {"events", dropped}});
+    wake();
+}
+
+std::chrono::milliseconds EndpointWorker::deliver_pulls() {
+    std::vector<Notice> batch;
+    {
+        std::lock_guard lock(mutex_);
+        // Nothing to send: the changes' own wait holds (add_pulls wakes the thread).
+        if (pulls_.empty() || progress_.is_disabled()) return std::chrono::hours(1);
+        if (std::chrono::steady_clock::now() < pulls_after_)
+            return std::chrono::duration_cast<std::chrono::milliseconds>(pulls_after_ -
+                                                                         std::chrono::steady_clock::now());
+        const auto count = std::min(endpoint_.max_batch, pulls_.size());
+        batch.assign(pulls_.begin(), pulls_.begin() + count);
+    }
+    const auto outcome = sink_->deliver(batch);
+    const auto age_ms = wall_ms() - std::min(wall_ms(), batch.front().time_ms);
+    const bool too_old = age_ms > static_cast<std::uint64_t>(std::chrono::milliseconds(endpoint_.max_age).count());
+    if (outcome.kind == Outcome::Kind::gone) {
+        disable(outcome.detail);
+        return std::chrono::hours(1);
+    }
+    if (outcome.kind != Outcome::Kind::delivered && outcome.kind != Outcome::Kind::refused && !too_old) {
+        std::lock_guard lock(mutex_);
+        ++failed_;
+        last_error_ = outcome.detail;
+        const auto wait = outcome.retry_after ? std::max<std::chrono::milliseconds>(*outcome.retry_after, 1000ms)
+                                              : backoff(pull_attempts_);
+        ++pull_attempts_;
+        pulls_after_ = std::chrono::steady_clock::now() + wait;
+        return wait;
+    }
+    if (outcome.kind != Outcome::Kind::delivered) {
+        dead_letter(batch, outcome, too_old ? "max_age passed" : "the receiver refused them");
+    } else {
+        std::lock_guard lock(mutex_);
+        delivered_ += batch.size();
+    }
+    std::lock_guard lock(mutex_);
+    pull_attempts_ = 0;
+    pulls_.erase(pulls_.begin(), pulls_.begin() + std::min(batch.size(), pulls_.size()));
+    return 0ms;
 }
 
 void EndpointWorker::enable() {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <mutex>
@@ -46,6 +47,9 @@ public:
     // A peer's word: kept when it is news.
     void merge(const Progress& other);
     void replay(std::uint64_t since_ms);
+    // One interval's pull counts (those this endpoint hears of), sent beside the changes; at most
+    // max_pending_pulls wait, what does not fit is dead-lettered.
+    void add_pulls(std::vector<Notice> pulls);
     void enable();
     EndpointStatus status() const;
     std::uint64_t scan() const;
@@ -69,6 +73,8 @@ private:
     void dead_letter(const std::vector<Notice>& batch, const Outcome& outcome, const char* why);
     void save_locked();
     void pass(const storage::Stamp& stamp);
+    // Sends waiting pull counts; returns how long until it should be called again.
+    std::chrono::milliseconds deliver_pulls();
 
     const Endpoint endpoint_;
     Shared& shared_;
@@ -88,6 +94,9 @@ private:
     std::uint64_t lag_events_ = 0, oldest_lag_ms_ = 0;
     std::string last_error_;
     std::uint64_t delivered_ = 0, failed_ = 0, retried_ = 0, dead_lettered_ = 0;
+    std::deque<Notice> pulls_;  // pull counts not delivered yet, oldest first
+    unsigned pull_attempts_ = 0;
+    std::chrono::steady_clock::time_point pulls_after_{};  // backing off until then
 };
 
 }  // namespace berth::notify

@@ -52,6 +52,10 @@ json data_of(const Notice& n) {
     if (!n.subject.empty()) data["subject"] = n.subject;
     if (!n.upstream.empty()) data["upstream"] = n.upstream;
     if (!n.principal.empty()) data["principal"] = n.principal;
+    if (n.action == Action::pull) {
+        data["count"] = n.pulls;
+        data["firstPull"] = rfc3339(n.first_pull_ms);
+    }
     if (n.action == Action::rebuild) {
         auto images = json::array();
         for (auto& image : n.images) {
@@ -89,6 +93,7 @@ const char* action_name(Action action) {
         case Action::mirror: return "mirror";
         case Action::retention: return "retention";
         case Action::rebuild: return "rebuild";
+        case Action::pull: return "pull";
     }
     return "push";
 }
@@ -175,6 +180,7 @@ std::string distribution_json(const std::vector<Notice>& notices) {
         json event = {{"id", n.id},
                       {"timestamp", rfc3339(n.time_ms)},
                       {"action", n.action == Action::rebuild ? "rebuild"
+                                 : n.action == Action::pull  ? "pull"
                                  : deleted                   ? "delete"
                                                              : "push"},
                       {"target", target},

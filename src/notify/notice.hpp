@@ -33,6 +33,8 @@ struct Notice {
     std::string principal;      // who asked for it ("" for anonymous callers and the server's own)
     std::uint64_t time_ms = 0;  // when it was decided (the stamp's physical time)
     storage::Stamp stamp;
+    // pull only: how many times this replica served the manifest, from first_pull_ms to time_ms.
+    std::uint64_t pulls = 0, first_pull_ms = 0;
     // rebuild only: the base's previous version, and one page of what was built on it.
     std::string previous;
     std::vector<Rebuilt> images;

@@ -10,6 +10,8 @@
 #include "berth/observe/log.hpp"
 #include "berth/replication/cluster.hpp"
 #include "endpoint_worker.hpp"
+#include "pull_tally.hpp"
+#include "settled.hpp"
 
 namespace berth::notify {
 namespace {
@@ -24,10 +26,10 @@ const char* const progress_target = "/_berth/v1/notifications/progress";
 
 struct Notifications::Impl {
     Impl(Options o, storage::MetaStore& meta, storage::HybridClock& clock, replication::Cluster* cluster,
-         std::function<std::string(const std::string&)> mirror_host)
-        : options(std::move(o)), shared{meta,           clock,
-                                        cluster,        std::move(mirror_host),
-                                        options.settle, options.base_images} {}
+         std::function<std::string(const std::string&)> mirror_host, std::string replica)
+        : replica(std::move(replica)), options(std::move(o)), shared{meta,           clock,
+                                                                     cluster,        std::move(mirror_host),
+                                                                     options.settle, options.base_images} {}
 
     EndpointWorker* find(const std::string& name) const {
         for (auto& worker : workers)
@@ -35,8 +37,13 @@ struct Notifications::Impl {
         return nullptr;
     }
     void gossip();
+    void count_pulls();
 
+    std::string replica;
     Options options;
+    bool wants_pulls = false;
+    PullTally pulls;
+    std::thread pull_thread;
     Shared shared;
     std::vector<std::unique_ptr<EndpointWorker>> workers;
     std::thread gossip_thread;
@@ -66,12 +73,33 @@ void Notifications::Impl::gossip() {
     }
 }
 
+// Every pull_interval, what this replica served, to each endpoint that asks for pulls.
+void Notifications::Impl::count_pulls() {
+    while (!shared.stopping) {
+        {
+            std::unique_lock lock(gossip_mutex);
+            gossip_wake.wait_for(lock, options.pull_interval, [this] { return shared.stopping.load(); });
+        }
+        auto counted = pulls.take(replica, wall_ms());
+        if (counted.empty()) continue;
+        for (auto& worker : workers)
+            if (worker->endpoint().wants(Action::pull)) worker->add_pulls(counted);
+    }
+}
+
 Notifications::Notifications(Options options, storage::MetaStore& meta, storage::HybridClock& clock,
                              std::filesystem::path dir, replication::Cluster* cluster,
-                             std::function<std::string(const std::string&)> mirror_host)
-    : impl_(std::make_unique<Impl>(std::move(options), meta, clock, cluster, std::move(mirror_host))) {
-    for (auto& endpoint : impl_->options.endpoints)
+                             std::function<std::string(const std::string&)> mirror_host, std::string replica)
+    : impl_(std::make_unique<Impl>(std::move(options), meta, clock, cluster, std::move(mirror_host),
+                                   std::move(replica))) {
+    for (auto& endpoint : impl_->options.endpoints) {
         impl_->workers.push_back(std::make_unique<EndpointWorker>(endpoint, impl_->shared, dir));
+        impl_->wants_pulls = impl_->wants_pulls || endpoint.wants(Action::pull);
+    }
+}
+
+void Notifications::pulled(const std::string& repo, const std::string& digest) {
+    if (impl_->wants_pulls) impl_->pulls.add(repo, digest, wall_ms());
 }
 
 Notifications::~Notifications() { stop(); }
@@ -80,6 +108,7 @@ void Notifications::start() {
     if (impl_->shared.cluster) impl_->gossip_thread = std::thread([this] { impl_->gossip(); });
     else impl_->shared.heard_peers = true;
     for (auto& worker : impl_->workers) worker->start();
+    if (impl_->wants_pulls) impl_->pull_thread = std::thread([this] { impl_->count_pulls(); });
 }
 
 void Notifications::stop() {
@@ -89,6 +118,7 @@ void Notifications::stop() {
         impl_->gossip_wake.notify_all();
     }
     if (impl_->gossip_thread.joinable()) impl_->gossip_thread.join();
+    if (impl_->pull_thread.joinable()) impl_->pull_thread.join();
     for (auto& worker : impl_->workers) worker->join();
 }
 
@@ -133,6 +163,7 @@ std::uint64_t Notifications::needed_from() const {
 
 void Notifications::write_metrics(observe::MetricsWriter& out) const {
     using observe::Metric;
+    if (impl_->wants_pulls) out.add(Metric::notify_pulls_uncounted_total, {}, double(impl_->pulls.dropped()));
     for (auto& worker : impl_->workers) {
         const auto s = worker->status();
         const observe::Labels endpoint = {{"endpoint", s.name}};

@@ -15,13 +15,18 @@
   built on it come as two events, page 0 and the last page 1. An endpoint scoped to some
   repositories lists only their images; a Distribution-format endpoint gets no rebuild unless it
   asks for it.
-- Hardening: feed cursors are sealed (a changed one is 400) and survive a restart; a glob of 250
-  stars answers at once; who pushed is shown to operators only.
+- Pulls: with pull_interval_seconds 1, an endpoint asking for `pull` hears 40 GETs of app/x (by
+  tag and digest) and 1 of app/y counted per repository and digest (HEADs are not pulls), while
+  another pull endpoint hangs: the 40 pulls take well under its timeout; other endpoints hear of no
+  pulls.
+- Hardening: feed cursors are sealed (a changed one is 400) and survive a restart; a glob of 16
+  stars answers at once, one of 17 is 400; who pushed is shown to operators only.
 """
 
 import json
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -98,10 +103,11 @@ class FeedTest(unittest.TestCase):
         b.stop()
         b.restart()
         self.assertEqual(read_feed(b, cursor)[0][-2:], got)
-        # A caller's glob costs the product of the lengths (this one never ended when globs
-        # backtracked), and one with other characters is refused.
-        r = b.get(f"{EVENTS}?repository={'*' * 250}q", timeout=5)
+        # A caller's glob costs the product of the lengths, has at most 16 stars, and one with
+        # other characters is refused.
+        r = b.get(f"{EVENTS}?repository={'*' * 16}q", timeout=5)
         self.assertEqual((r.status, r.json()["events"]), (200, []))
+        self.assertEqual(b.get(f"{EVENTS}?repository={'*' * 17}").status, 400)
         self.assertEqual(b.get(f"{EVENTS}?repository=a%0Ab").status, 400)
         for bad in ("not-a-cursor", "eyJ4IjoxfQ", "~" + "A" * 5000):
             with self.subTest(cursor=bad[:20]):
@@ -222,6 +228,49 @@ class RebuildTest(unittest.TestCase):
         self.assertEqual({i["digest"] for e in got for i in e["data"]["images"]}, built)
         self.assertEqual(len({e["id"] for e in got}), 2)
         self.assertLess(got[0]["sequence"], got[1]["sequence"])
+
+
+
+class PullEventsTest(unittest.TestCase):
+    def test_pulls_counted_per_repository_and_digest(self):
+        counts = Receiver(self)
+        slow = Receiver(self, answer=lambda req: time.sleep(2) or (200, b"", {}))
+        b = bt.serve(self.addCleanup, {"notifications": {"pull_interval_seconds": 1, "endpoints": [
+            {"name": "counts", "url": counts.url(), "actions": ["pull"]},
+            {"name": "slow", "url": slow.url(), "actions": ["pull"], "timeout_seconds": 1},
+            {"name": "changes", "url": counts.url("/changes")}]}})
+        x, y = b.push_image("app/x", "v1"), b.push_image("app/y", "v1")
+        started = time.monotonic()
+        for ref in ["v1"] * 25 + [x["digest"]] * 15:
+            self.assertEqual(b.get(f"/v2/app/x/manifests/{ref}", headers={"Accept": bt.OCI_MANIFEST}).status, 200)
+        took = time.monotonic() - started
+        self.assertEqual(b.get("/v2/app/y/manifests/v1", headers={"Accept": bt.OCI_MANIFEST}).status, 200)
+        for _ in range(3):  # a HEAD is no pull
+            self.assertEqual(b.head("/v2/app/x/manifests/v1").status, 200)
+        # A receiver that hangs slows no pull: 40 of them took well under its one hang.
+        self.assertLess(took, 2.0, f"40 pulls took {took:.2f}s")
+
+        def pulls():
+            got = {}
+            for req in counts.requests("ok"):
+                if req.path != "/hook":
+                    continue
+                for e in json.loads(req.body) if req.body.startswith(b"[") else [json.loads(req.body)]:
+                    self.assertEqual(e["type"], "io.berth.pull")
+                    key = (e["data"]["repository"], e["data"]["digest"])
+                    got[key] = got.get(key, 0) + e["data"]["count"]
+            return got
+        want = {("app/x", x["digest"]): 40, ("app/y", y["digest"]): 1}
+        bt.poll(lambda: pulls() == want, 15, 0.1, f"pull counts {want}")
+        events = [json.loads(req.body) for req in counts.requests("ok") if req.path == "/hook"]
+        self.assertEqual(len({e["id"] for e in events}), len(events))
+        for e in events:
+            self.assertTrue(e["data"]["replica"])
+            self.assertLessEqual(e["data"]["firstPull"], e["time"])
+        # Endpoints that do not ask for pulls hear of none.
+        changes = [json.loads(req.body)["type"] for req in counts.requests("ok") if req.path == "/changes"]
+        self.assertNotIn("io.berth.pull", changes)
+        self.assertIn("io.berth.push", changes)
 
 
 if __name__ == "__main__":

@@ -43,15 +43,20 @@ inline constexpr const char* replay_since = "since";
 class Notifications {
 public:
     // dir: where dead letters go (storage/layout.hpp); cluster: null without peers;
-    // mirror_host: the upstream registry a repository mirrors, "" when it mirrors none.
+    // mirror_host: the upstream registry a repository mirrors, "" when it mirrors none; replica:
+    // this replica's id, which its pull counts name.
     Notifications(Options options, storage::MetaStore& meta, storage::HybridClock& clock, std::filesystem::path dir,
-                  replication::Cluster* cluster, std::function<std::string(const std::string&)> mirror_host);
+                  replication::Cluster* cluster, std::function<std::string(const std::string&)> mirror_host,
+                  std::string replica);
     ~Notifications();
     Notifications(const Notifications&) = delete;
     Notifications& operator=(const Notifications&) = delete;
 
     void start();
     void stop();
+    // A client was served a manifest: counted for endpoints that ask for `pull` (a map update,
+    // nothing more, and nothing at all when none asks).
+    void pulled(const std::string& repo, const std::string& digest);
     const Options& options() const;
 
     std::vector<EndpointStatus> status() const;

@@ -15,7 +15,8 @@ enum class Action : unsigned {
     del = 4,         // a tag or manifest deleted
     mirror = 8,      // a manifest stored by fetching it from an upstream registry (proxy.upstreams)
     retention = 16,  // a tag or manifest deleted by a retention policy
-    rebuild = 32     // a base image's tag moved: what was built on its previous version
+    rebuild = 32,    // a base image's tag moved: what was built on its previous version
+    pull = 64        // manifests served, counted per repository and digest over pull_interval
 };
 inline constexpr unsigned default_actions = 1 | 2 | 4 | 8 | 16 | 32;
 
@@ -44,6 +45,8 @@ struct Options {
     // How long an event waits for events with an earlier stamp that may still be on their way from
     // a peer, beyond the last moment every reachable peer's log was read up to its head.
     std::chrono::milliseconds settle{250};
+    // How long pulls are counted before each replica tells endpoints that ask for `pull`.
+    std::chrono::seconds pull_interval{60};
     // Who may read the endpoints' state and replay or re-enable them (/_berth/v1/notifications), as
     // rules name principals ("user:NAME", "group:NAME"); nobody when empty, unless auth is off.
     std::vector<std::string> operators;

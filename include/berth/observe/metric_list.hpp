@@ -47,6 +47,7 @@
     M(notify_lag_seconds, gauge, "Age of the oldest change each endpoint has not heard of (0: none).")                 \
     M(notify_disabled, gauge, "1 while an endpoint is disabled by a 410 answer.")                                      \
     M(notify_delivering, gauge, "1 on the replica delivering for each endpoint.")                                      \
+    M(notify_pulls_uncounted_total, counter, "Pulls not counted for pull events: the interval's tally was full.")      \
     /* backups (storage/backup) */                                                                                     \
     M(backups_total, counter, "Backups the server took, by result.")                                                   \
     M(backup_last_success_timestamp_seconds, gauge, "When the last backup that succeeded ended (0: none yet).")        \

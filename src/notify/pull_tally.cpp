@@ -1,0 +1,55 @@
+// pull_tally.hpp
+#include "pull_tally.hpp"
+
+namespace berth::notify {
+namespace {
+
+constexpr std::size_t max_counted = 10000;  // repository and digest pairs per interval
+
+}  // namespace
+
+void PullTally::add(const std::string& repo, const std::string& digest, std::uint64_t now_ms) {
+    std::lock_guard lock(mutex_);
+    auto it = counts_.find({repo, digest});
+    if (it == counts_.end()) {
+        if (counts_.size() >= max_counted) {
+            ++dropped_;
+            return;
+        }
+        it = counts_.emplace(std::make_pair(repo, digest), Count{0, now_ms, now_ms}).first;
+    }
+    ++it->second.pulls;
+    it->second.last_ms = now_ms;
+}
+
+std::vector<Notice> PullTally::take(const std::string& replica, std::uint64_t now_ms) {
+    std::map<std::pair<std::string, std::string>, Count> counts;
+    {
+        std::lock_guard lock(mutex_);
+        counts.swap(counts_);
+    }
+    std::vector<Notice> out;
+    for (auto& [key, count] : counts) {
+        Notice n;
+        n.action = Action::pull;
+        n.repository = key.first;
+        n.digest = key.second;
+        n.replica = replica;
+        n.pulls = count.pulls;
+        n.first_pull_ms = count.first_ms;
+        n.time_ms = count.last_ms;
+        // Not a change: stamped with the moment of the count, so it sorts among the changes.
+        n.stamp = {now_ms << 16, replica};
+        n.sequence = sequence_text(n.stamp, 6, n.digest);
+        n.id = id_of("pull\n" + replica + '\n' + n.repository + '\n' + n.digest + '\n' + std::to_string(now_ms));
+        out.push_back(std::move(n));
+    }
+    return out;
+}
+
+std::uint64_t PullTally::dropped() const {
+    std::lock_guard lock(mutex_);
+    return dropped_;
+}
+
+}  // namespace berth::notify
