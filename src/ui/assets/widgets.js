@@ -1,4 +1,5 @@
-import { el, copyButton, showError, clearError } from './dom.js';
+import { el, copyButton, showError, clearError, setChildren } from './dom.js';
+import { getJSON } from './api.js';
 
 const TOOLS = [
   ['docker', (ref) => `docker pull ${ref}`],
@@ -50,4 +51,30 @@ export function moreButton(load, next) {
     }
   });
   return button;
+}
+
+// A view that refreshes itself every `ms` while the page is visible: GETs `url`, puts
+// render(data) into `body` and calls shown(data). It keeps polling after an error, so the page
+// recovers by itself, and stops when the page is left.
+export async function polledView(ctx, url, body, render, shown, ms = 3000) {
+  let timer = null;
+  ctx.signal.addEventListener('abort', () => clearTimeout(timer));
+  let first = true;
+  const refresh = async () => {
+    if (first || !document.hidden) {
+      first = false;
+      try {
+        const data = await getJSON(url, null, ctx.signal);
+        setChildren(body, render(data));
+        shown(data);
+        clearError();
+      } catch (error) {
+        if (ctx.signal.aborted) return;
+        body.querySelector('.loading')?.remove();
+        showError(error);
+      }
+    }
+    if (!ctx.signal.aborted) timer = setTimeout(refresh, ms);
+  };
+  await refresh();
 }

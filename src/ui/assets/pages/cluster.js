@@ -1,5 +1,5 @@
-import { getJSON } from '../api.js';
-import { el, setChildren, time, count, table, badge, note, showError, clearError, formatBytes, DASH } from '../dom.js';
+import { el, setChildren, time, count, table, badge, note, formatBytes, DASH } from '../dom.js';
+import { polledView } from '../widgets.js';
 
 const REFRESH_MS = 3000;
 
@@ -62,28 +62,8 @@ export async function render(ctx) {
   ctx.setTitle('Cluster');
   const status = note();
   const body = el('div', { class: 'cluster' }, el('p', { class: 'loading' }, 'Loading…'));
-  let timer = null;
-  ctx.signal.addEventListener('abort', () => clearTimeout(timer));
-
-  // Keeps polling after an error so that the page recovers by itself.
-  let first = true;
-  const refresh = async () => {
-    if (first || !document.hidden) {
-      first = false;
-      try {
-        const data = await getJSON('api/cluster', null, ctx.signal);
-        setChildren(body, view(data));
-        status.textContent = `This replica: ${data.self}. Updated ${new Date().toLocaleTimeString()}; refreshes every 3 seconds.`;
-        clearError();
-      } catch (error) {
-        if (ctx.signal.aborted) return;
-        body.querySelector('.loading')?.remove();
-        showError(error);
-      }
-    }
-    if (!ctx.signal.aborted) timer = setTimeout(refresh, REFRESH_MS);
-  };
-
   setChildren(ctx.root, el('h1', {}, 'Cluster'), status, body);
-  await refresh();
+  await polledView(ctx, 'api/cluster', body, view, (data) => {
+    status.textContent = `This replica: ${data.self}. Updated ${new Date().toLocaleTimeString()}; refreshes every 3 seconds.`;
+  }, REFRESH_MS);
 }

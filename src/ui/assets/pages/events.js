@@ -1,7 +1,7 @@
 // The notification endpoints (docs/events.md): what GET /_berth/v1/notifications shows operators,
 // refreshed every few seconds.
-import { getJSON } from '../api.js';
-import { el, setChildren, count, table, badge, note, showError, clearError, DASH } from '../dom.js';
+import { el, setChildren, count, table, badge, note, DASH } from '../dom.js';
+import { polledView } from '../widgets.js';
 
 const REFRESH_MS = 3000;
 
@@ -41,25 +41,9 @@ export async function render(ctx) {
   ctx.setTitle('Events');
   const status = note();
   const body = el('div', { class: 'events' }, el('p', { class: 'loading' }, 'Loading…'));
-  let timer = null;
-  ctx.signal.addEventListener('abort', () => clearTimeout(timer));
-  let first = true;
-  const refresh = async () => {
-    if (first || !document.hidden) {
-      first = false;
-      try {
-        setChildren(body, view(await getJSON('api/notifications', null, ctx.signal)));
-        status.textContent = `Counts since this replica started. Updated ${new Date().toLocaleTimeString()}; ` +
-          'refreshes every 3 seconds. Dead letters: GET /_berth/v1/notifications/NAME/dead-letters.';
-        clearError();
-      } catch (error) {
-        if (ctx.signal.aborted) return;
-        body.querySelector('.loading')?.remove();
-        showError(error);
-      }
-    }
-    if (!ctx.signal.aborted) timer = setTimeout(refresh, REFRESH_MS);
-  };
   setChildren(ctx.root, el('h1', {}, 'Events'), status, body);
-  await refresh();
+  await polledView(ctx, 'api/notifications', body, view, () => {
+    status.textContent = `Counts since this replica started. Updated ${new Date().toLocaleTimeString()}; ` +
+      'refreshes every 3 seconds. Dead letters: GET /_berth/v1/notifications/NAME/dead-letters.';
+  }, REFRESH_MS);
 }
