@@ -49,6 +49,12 @@ void Registry::write_metrics(observe::MetricsWriter& out) const {
     out.add(Metric::changelog_bytes, static_cast<double>(log.bytes));
     out.add(Metric::changelog_oldest_entry_age_seconds,
             log.oldest_ms ? std::max(0.0, (now_ms - static_cast<double>(log.oldest_ms)) / 1000) : 0.0);
+    const auto memory = meta_.memory();
+    for (auto [part, bytes] : {std::pair{"record_cache", memory.record_cache},
+                               {"memtables", memory.memtables},
+                               {"block_cache", memory.block_cache},
+                               {"table_readers", memory.table_readers}})
+        out.add(Metric::index_memory_bytes, {{"part", part}}, static_cast<double>(bytes));
     {
         std::lock_guard lock(policy_memory_->mutex);
         for (auto& [key, count] : policy_memory_->counts)

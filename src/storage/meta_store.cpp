@@ -97,9 +97,11 @@ MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode, std::size_t ca
     // rate (a bootstrap writes millions of records): memtables of every column
     // family together, and one block cache shared by all (by default each
     // family would get its own).
-    options.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(32 << 20);
+    impl_->memtables = std::make_shared<rocksdb::WriteBufferManager>(32 << 20);
+    options.write_buffer_manager = impl_->memtables;
     rocksdb::BlockBasedTableOptions table_options;
-    table_options.block_cache = rocksdb::NewLRUCache(32 << 20);
+    impl_->block_cache = rocksdb::NewLRUCache(32 << 20);
+    table_options.block_cache = impl_->block_cache;
     // A lookup (a tag, a manifest) reads a data block only in the file that
     // holds the key: with millions of records the other levels' files are
     // ruled out by their filters instead of by reading a block of each.
@@ -138,6 +140,15 @@ MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode, std::size_t ca
     if (it->Valid()) impl_->head = sequence_of(it->key());
     impl_->last_commit_ms = wall_ms();
     impl_->log_times.emplace_back(impl_->last_commit_ms, impl_->head);
+}
+
+IndexMemory MetaStore::memory() const {
+    IndexMemory memory;
+    memory.record_cache = impl_->cache.bytes();
+    memory.memtables = impl_->memtables->memory_usage();
+    memory.block_cache = impl_->block_cache->GetUsage();
+    impl_->db->GetAggregatedIntProperty("rocksdb.estimate-table-readers-mem", &memory.table_readers);
+    return memory;
 }
 
 MetaStore::~MetaStore() {
@@ -183,7 +194,8 @@ void MetaStore::sync() { check(impl_->db->SyncWAL(), "sync metadata"); }
 
 std::unique_lock<std::mutex> MetaStore::lock_writes() { return std::unique_lock(impl_->write_mutex); }
 
-std::optional<ManifestRecord> MetaStore::manifest(const std::string& repo, const std::string& digest) const {
+std::optional<ManifestRecord> MetaStore::manifest(const std::string& repo, const std::string& digest,
+                                                  CacheUse use) const {
     const auto k = key(repo, digest);
     return impl_->cache.get(
         impl_->cache.manifests, k,
@@ -192,7 +204,7 @@ std::optional<ManifestRecord> MetaStore::manifest(const std::string& repo, const
             if (!value) return std::nullopt;
             return decode_manifest(*value);
         },
-        &manifest_cost);
+        &manifest_cost, use == CacheUse::fill);
 }
 
 std::optional<TagRecord> MetaStore::tag(const std::string& repo, const std::string& tag) const {

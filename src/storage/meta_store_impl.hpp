@@ -1,7 +1,9 @@
 #pragma once
 // MetaStore's insides, shared by the files that implement it: meta_store.cpp (opening, commits,
 // records), change_log.cpp, state_pages.cpp and usage_records.cpp.
+#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
+#include <rocksdb/write_buffer_manager.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
@@ -71,6 +73,8 @@ struct MetaStore::Batch::Impl {
 
 struct MetaStore::Impl {
     explicit Impl(std::size_t cache_bytes) : cache(cache_bytes) {}
+    std::shared_ptr<rocksdb::WriteBufferManager> memtables;  // every column family's, one budget
+    std::shared_ptr<rocksdb::Cache> block_cache;             // shared by every column family
     std::unique_ptr<rocksdb::DB> db;
     RecordCache cache;
     // (wall ms, head then): every entry up to the head was written by that

@@ -29,6 +29,7 @@ template <typename Map>
 struct Halves {
     Map young, old;
     std::size_t young_bytes = 0;
+    std::size_t old_bytes = 0;  // at most: entries erased from the old half are not subtracted
 
     template <typename Key>
     void erase(const Key& key) {
@@ -38,7 +39,7 @@ struct Halves {
     void clear() {
         young.clear();
         old.clear();
-        young_bytes = 0;
+        young_bytes = old_bytes = 0;
     }
 };
 
@@ -49,7 +50,7 @@ public:
 
     template <typename Map, typename Load, typename Record = typename Map::mapped_type>
     std::optional<Record> get(Halves<Map>& halves, const std::string& key, Load load,
-                              std::size_t (*cost)(const Record&)) {
+                              std::size_t (*cost)(const Record&), bool fill = true) {
         const auto limit = limit_of(halves);
         std::uint64_t generation;
         {
@@ -58,7 +59,9 @@ public:
             if (auto it = halves.old.find(key); it != halves.old.end()) {
                 Record record = std::move(it->second);
                 halves.old.erase(it);
-                insert(halves, key, record, cost(record) + key.size(), limit);
+                const auto bytes = cost(record) + key.size();
+                halves.old_bytes -= std::min(halves.old_bytes, bytes);
+                insert(halves, key, record, bytes, limit);
                 return record;
             }
             generation = generation_;
@@ -66,7 +69,7 @@ public:
         auto loaded = load();
         if (!loaded) return loaded;
         std::lock_guard lock(mutex_);
-        if (generation == generation_) insert(halves, key, *loaded, cost(*loaded) + key.size(), limit);
+        if (fill && generation == generation_) insert(halves, key, *loaded, cost(*loaded) + key.size(), limit);
         return loaded;
     }
 
@@ -87,6 +90,13 @@ public:
         }
     }
 
+    // What the cache holds, by its own accounting (an upper bound, never above the budget).
+    std::size_t bytes() {
+        std::lock_guard lock(mutex_);
+        return manifests.young_bytes + manifests.old_bytes + tags.young_bytes + tags.old_bytes + tag_pages.young_bytes +
+               tag_pages.old_bytes;
+    }
+
     Halves<std::unordered_map<std::string, ManifestRecord>> manifests;
     Halves<std::unordered_map<std::string, TagRecord>> tags;
     Halves<std::map<std::string, std::vector<std::string>>> tag_pages;
@@ -104,6 +114,7 @@ private:
         if (halves.young_bytes + bytes > limit / 2) {
             halves.old = std::move(halves.young);
             halves.young = {};
+            halves.old_bytes = halves.young_bytes;
             halves.young_bytes = 0;
         }
         halves.young.insert_or_assign(key, record);

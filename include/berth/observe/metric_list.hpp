@@ -27,6 +27,8 @@
     M(changelog_entries, gauge, "Entries in the change log.")                                                          \
     M(changelog_bytes, gauge, "The change log's size (RocksDB's estimate).")                                           \
     M(changelog_oldest_entry_age_seconds, gauge, "Age of the oldest entry kept (0: none).")                            \
+    M(index_memory_bytes, gauge,                                                                                       \
+      "Memory the metadata index holds, by part: record_cache, memtables, block_cache, table_readers.")                \
     /* garbage collection and scrub (registry/maintenance) */                                                          \
     M(storage_blob_bytes, gauge, "Bytes of blob files kept at the last garbage collection.")                           \
     M(storage_blobs, gauge, "Blob files kept at the last garbage collection.")                                         \
@@ -48,6 +50,8 @@
     M(notify_disabled, gauge, "1 while an endpoint is disabled by a 410 answer.")                                      \
     M(notify_delivering, gauge, "1 on the replica delivering for each endpoint.")                                      \
     M(notify_pulls_uncounted_total, counter, "Pulls not counted for pull events: the interval's tally was full.")      \
+    M(notify_pulls_dropped_total, counter,                                                                             \
+      "Pull counts an endpoint did not get: refused, older than max_age, or too many waiting for it.")                 \
     /* backups (storage/backup) */                                                                                     \
     M(backups_total, counter, "Backups the server took, by result.")                                                   \
     M(backup_last_success_timestamp_seconds, gauge, "When the last backup that succeeded ended (0: none yet).")        \

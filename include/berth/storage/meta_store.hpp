@@ -63,6 +63,13 @@ struct LogStats {
     std::uint64_t oldest_ms = 0;  // physical time of the oldest entry's stamp; 0: empty
 };
 
+// Memory the index holds, each part bounded by the configuration: the record cache by
+// metadata_cache_bytes, RocksDB's memtables and block cache by fixed budgets; table readers
+// (index and filter blocks of open files) grow with the number of table files.
+struct IndexMemory {
+    std::uint64_t record_cache = 0, memtables = 0, block_cache = 0, table_readers = 0;
+};
+
 class MetaStore {
 public:
     enum class Mode { read_write, read_only };
@@ -136,7 +143,11 @@ public:
     // carrying an older stamp can never overwrite a newer one.
     std::unique_lock<std::mutex> lock_writes();
 
-    std::optional<ManifestRecord> manifest(const std::string& repo, const std::string& digest) const;
+    // bypass: a read made once in the background (an event described) looks in the record cache
+    // but adds nothing to it, so it pushes out nothing clients read often.
+    enum class CacheUse { fill, bypass };
+    std::optional<ManifestRecord> manifest(const std::string& repo, const std::string& digest,
+                                           CacheUse use = CacheUse::fill) const;
     std::optional<TagRecord> tag(const std::string& repo, const std::string& tag) const;
     std::optional<LinkRecord> link(const std::string& repo, const std::string& digest) const;
     bool has_link(const std::string& repo, const std::string& digest) const;
@@ -188,6 +199,7 @@ public:
     // Per origin replica, the newest change compaction has taken from this replica's log.
     std::map<std::string, std::uint64_t> log_compacted() const;
     LogStats log_stats() const;
+    IndexMemory memory() const;
 
     // Every manifest, tag and link record, tombstones included, as of one
     // consistent moment; returns the log head at that moment.
