@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "berth/net/background.hpp"
 #include "berth/observe/log.hpp"
 #include "exchange_state.hpp"
 
@@ -21,6 +22,7 @@ Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>()) {
     const unsigned count = std::max(1u, impl_->core->options.io_threads);
     for (unsigned i = 0; i < count; ++i)
         impl_->threads.emplace_back([core = impl_->core.get()] {
+            if (core->options.background) run_in_background();
             for (;;) {
                 try {
                     core->io.run();

@@ -42,6 +42,7 @@ struct ClientOptions {
     // std::chrono::seconds converts implicitly.
     std::chrono::milliseconds pool_idle{50000};
     unsigned io_threads = 1;
+    bool background = false;  // its I/O threads run_in_background() (background.hpp)
 };
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
