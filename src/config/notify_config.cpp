@@ -116,6 +116,10 @@ void read_endpoint(Section& s, const std::string& where, Reading& r, notify::End
     // Receivers written for Distribution know push, pull and delete: rebuilds only when asked for.
     if (e.format == notify::Format::distribution && !s.has("actions"))
         e.actions &= ~static_cast<unsigned>(notify::Action::rebuild);
+    // Distribution sends an event per pull and its receivers count events: a count would be lost.
+    if (e.format == notify::Format::distribution && e.wants(notify::Action::pull))
+        throw ConfigError(where + ".actions: pull events carry a count of pulls, which Distribution's format " +
+                          "has no field for: use format cloudevents");
     s.number("max_batch", e.max_batch, 1000);
     if (nats &&
         (e.max_batch != 1 || e.format != notify::Format::cloudevents || !e.headers.empty() || !e.secret.empty()))

@@ -23,6 +23,7 @@ constexpr std::size_t default_page = 100, max_page = 1000, max_glob = 256;
 constexpr std::size_t cursor_block = 1024, max_sealed_cursor = 16 * 1024, max_stars = 16;
 // Sealed with the key that seals catalog and lineage cursors: marked, so neither passes for the other.
 constexpr std::string_view cursor_mark = "events:";
+static_assert(cursor_mark.size() <= 16, "the feed leaves 16 bytes of its cursor for the mark");
 
 // A repository glob: a repository name's characters and stars.
 bool valid_glob(const std::string& glob) {

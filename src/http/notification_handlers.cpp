@@ -39,7 +39,8 @@ std::string status_json(const std::vector<notify::EndpointStatus>& endpoints) {
                         {"delivered", e.delivered},
                         {"failed", e.failed},
                         {"retried", e.retried},
-                        {"dead_lettered", e.dead_lettered}});
+                        {"dead_lettered", e.dead_lettered},
+                        {"pull_counts", {{"waiting", e.pulls_waiting}, {"dropped", e.pulls_dropped}}}});
     return nlohmann::json{{"endpoints", list}}.dump();
 }
 

@@ -13,6 +13,7 @@
 #include "berth/notify/notifications.hpp"
 #include <nlohmann/json.hpp>
 
+#include "berth/net/background.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/oci/names.hpp"
 #include "berth/replication/cluster.hpp"
@@ -63,18 +64,43 @@ void EndpointWorker::wake() {
 }
 
 void EndpointWorker::run() {
+    net::run_in_background();
     while (!shared_.stopping) {
-        std::chrono::milliseconds wait = 1000ms;
+        // Changes and pull counts are paced apart: pull counts going out never cut short the
+        // changes' backoff or a receiver's Retry-After, nor does one's failure stop the other.
+        auto changes_wait = until(changes_after());
+        if (changes_wait == 0ms) {
+            try {
+                changes_wait = step();
+            } catch (const std::exception& error) {
+                changes_wait = 1000ms;
+                observe::log("error", "notifications: endpoint pass failed",
+                             {{"endpoint", endpoint_.name}, {"error", error.what()}});
+            }
+            std::lock_guard lock(mutex_);
+            changes_after_ = std::chrono::steady_clock::now() + changes_wait;
+        }
+        auto pulls_wait = 1000ms;
         try {
-            wait = std::min(step(), deliver_pulls());
+            pulls_wait = deliver_pulls();
         } catch (const std::exception& error) {
-            observe::log("error", "notifications: endpoint pass failed",
+            observe::log("error", "notifications: sending pull counts failed",
                          {{"endpoint", endpoint_.name}, {"error", error.what()}});
         }
         std::unique_lock lock(mutex_);
-        wake_.wait_for(lock, wait, [this] { return woken_ || shared_.stopping; });
+        wake_.wait_for(lock, std::min(changes_wait, pulls_wait), [this] { return woken_ || shared_.stopping; });
         woken_ = false;
     }
+}
+
+std::chrono::steady_clock::time_point EndpointWorker::changes_after() const {
+    std::lock_guard lock(mutex_);
+    return changes_after_;
+}
+
+std::chrono::milliseconds EndpointWorker::until(std::chrono::steady_clock::time_point when) {
+    const auto now = std::chrono::steady_clock::now();
+    return when <= now ? 0ms : std::chrono::ceil<std::chrono::milliseconds>(when - now);
 }
 
 Progress EndpointWorker::progress() const {
@@ -117,27 +143,45 @@ void EndpointWorker::replay(std::uint64_t since_ms) {
         progress_.origins.clear();
         sent_in_group_.clear();
         scan_ = shared_.meta.log_first() - 1;
+        changes_after_ = {};
         save_locked();
     }
     wake();
 }
 
-void EndpointWorker::add_pulls(std::vector<Notice> pulls) {
+void EndpointWorker::add_pulls(const std::vector<Notice>& pulls) {
     constexpr std::size_t max_pending_pulls = 20000;
+    std::vector<const Notice*> wanted;  // matched outside the lock that status() and /metrics take
+    for (auto& n : pulls)
+        if (matches(n)) wanted.push_back(&n);
+    if (wanted.empty()) return;
     std::size_t dropped = 0;
     {
         std::lock_guard lock(mutex_);
-        for (auto& n : pulls) {
-            if (!matches(n)) continue;
+        for (auto* n : wanted) {
             if (pulls_.size() >= max_pending_pulls) ++dropped;
-            else pulls_.push_back(std::move(n));
+            else pulls_.push_back(*n);
         }
-        dead_lettered_ += dropped;
     }
-    if (dropped)
-        observe::log("error", "notifications: pull counts dead-lettered: too many wait for the receiver",
-                     {{"endpoint", endpoint_.name}, {"events", dropped}});
+    if (dropped) drop_pulls(dropped, "too many wait for the receiver");
     wake();
+}
+
+// Pull counts are tallies, not changes: what cannot go is counted and logged (a line a minute at
+// most), not written to the dead letters, which keep the changes an operator may replay.
+void EndpointWorker::drop_pulls(std::size_t count, const char* why) {
+    std::size_t unlogged = 0;
+    {
+        std::lock_guard lock(mutex_);
+        pulls_dropped_ += count;
+        pulls_dropped_unlogged_ += count;
+        const auto now = std::chrono::steady_clock::now();
+        if (now < pulls_drop_logged_ + std::chrono::minutes(1)) return;
+        pulls_drop_logged_ = now;
+        std::swap(unlogged, pulls_dropped_unlogged_);
+    }
+    observe::log("error", std::string("notifications: pull counts dropped: ") + why,
+                 {{"endpoint", endpoint_.name}, {"counts", unlogged}});
 }
 
 std::chrono::milliseconds EndpointWorker::deliver_pulls() {
@@ -170,7 +214,12 @@ std::chrono::milliseconds EndpointWorker::deliver_pulls() {
         return wait;
     }
     if (outcome.kind != Outcome::Kind::delivered) {
-        dead_letter(batch, outcome, too_old ? "max_age passed" : "the receiver refused them");
+        {
+            std::lock_guard lock(mutex_);
+            ++failed_;
+            last_error_ = outcome.detail;
+        }
+        drop_pulls(batch.size(), too_old ? "max_age passed" : "the receiver refused them");
     } else {
         std::lock_guard lock(mutex_);
         delivered_ += batch.size();
@@ -186,6 +235,8 @@ void EndpointWorker::enable() {
         std::lock_guard lock(mutex_);
         progress_.enabled = shared_.clock.now();
         attempts_ = 0;
+        changes_after_ = {};
+        pulls_after_ = {};
         save_locked();
     }
     wake();
@@ -210,6 +261,8 @@ EndpointStatus EndpointWorker::status() const {
     s.failed = failed_;
     s.retried = retried_;
     s.dead_lettered = dead_lettered_;
+    s.pulls_waiting = pulls_.size();
+    s.pulls_dropped = pulls_dropped_;
     return s;
 }
 
@@ -294,12 +347,13 @@ std::chrono::milliseconds EndpointWorker::step() {
     for (auto* p : settled_ones)
         if (auto notice = notice_of(p->event, shared_.mirror_host(p->event.repo))) ready.push_back(std::move(*notice));
     std::chrono::milliseconds wait = pending.size() > settled_ones.size() ? 50ms : 100ms;
+    Describer describer(shared_.meta);
     for (std::size_t i = 0; i < ready.size() && !shared_.stopping;) {
         std::size_t end = i;
         while (end < ready.size() && ready[end].stamp == ready[i].stamp) ++end;
         std::vector<Notice> group(std::make_move_iterator(ready.begin() + i),
                                   std::make_move_iterator(ready.begin() + end));
-        if (!deliver_group(group, wait)) break;
+        if (!deliver_group(group, describer, wait)) break;
         pass(group.front().stamp);
         i = end;
     }
@@ -308,7 +362,7 @@ std::chrono::milliseconds EndpointWorker::step() {
 }
 
 // Only what this endpoint wants of a stamp is described (reads its manifest) and sent.
-bool EndpointWorker::deliver_group(std::vector<Notice>& group, std::chrono::milliseconds& wait) {
+bool EndpointWorker::deliver_group(std::vector<Notice>& group, Describer& describer, std::chrono::milliseconds& wait) {
     // A moved base's rebuild list is read only here, when its stamp is about to go, and lists only
     // the repositories this endpoint hears of.
     std::vector<Notice> candidates;
@@ -326,7 +380,7 @@ bool EndpointWorker::deliver_group(std::vector<Notice>& group, std::chrono::mill
         for (auto& n : candidates)
             if (!sent_in_group_.count(n.id)) wanted.push_back(std::move(n));
     }
-    for (auto& n : wanted) describe(n, shared_.meta);
+    for (auto& n : wanted) describer.describe(n);
     for (std::size_t i = 0; i < wanted.size();) {
         const auto count = std::min(endpoint_.max_batch, wanted.size() - i);
         std::vector<Notice> batch(wanted.begin() + i, wanted.begin() + i + count);

@@ -49,7 +49,7 @@ public:
     void replay(std::uint64_t since_ms);
     // One interval's pull counts (those this endpoint hears of), sent beside the changes; at most
     // max_pending_pulls wait, what does not fit is dead-lettered.
-    void add_pulls(std::vector<Notice> pulls);
+    void add_pulls(const std::vector<Notice>& pulls);
     void enable();
     EndpointStatus status() const;
     std::uint64_t scan() const;
@@ -66,7 +66,7 @@ private:
     std::vector<Pending> uncovered(const Progress& progress, std::uint64_t& scan_to);
     void note_lag(const std::vector<Pending>& pending);
     // Sends one stamp's notices; false when they could not all go.
-    bool deliver_group(std::vector<Notice>& group, std::chrono::milliseconds& wait);
+    bool deliver_group(std::vector<Notice>& group, Describer& describer, std::chrono::milliseconds& wait);
     bool in_scope(const std::string& repo) const;
     bool matches(const Notice& notice) const;
     void disable(const std::string& why);
@@ -75,6 +75,9 @@ private:
     void pass(const storage::Stamp& stamp);
     // Sends waiting pull counts; returns how long until it should be called again.
     std::chrono::milliseconds deliver_pulls();
+    void drop_pulls(std::size_t count, const char* why);
+    std::chrono::steady_clock::time_point changes_after() const;
+    static std::chrono::milliseconds until(std::chrono::steady_clock::time_point when);
 
     const Endpoint endpoint_;
     Shared& shared_;
@@ -96,7 +99,10 @@ private:
     std::uint64_t delivered_ = 0, failed_ = 0, retried_ = 0, dead_lettered_ = 0;
     std::deque<Notice> pulls_;  // pull counts not delivered yet, oldest first
     unsigned pull_attempts_ = 0;
-    std::chrono::steady_clock::time_point pulls_after_{};  // backing off until then
+    std::chrono::steady_clock::time_point pulls_after_{};    // backing off until then
+    std::chrono::steady_clock::time_point changes_after_{};  // the next pass over the log, not before
+    std::uint64_t pulls_dropped_ = 0, pulls_dropped_unlogged_ = 0;
+    std::chrono::steady_clock::time_point pulls_drop_logged_{};
 };
 
 }  // namespace berth::notify

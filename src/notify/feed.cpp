@@ -27,12 +27,18 @@ constexpr std::size_t window = 1000;
 // A request reads at most this many log entries; a page that stops there says `more`.
 constexpr std::size_t max_read = 20000;
 // Room for the origins of a cluster whose replicas were renamed a few dozen times; a request line
-// holds at most 16 KiB (server.max_header_bytes) with the cursor sealed.
-constexpr std::size_t max_cursor = 11 * 1024;
+// holds at most 16 KiB (server.max_header_bytes) with the cursor sealed: the HTTP layer's mark
+// (a few bytes) and this fit in 11 KiB, sealed in 1 KiB blocks to 11 KiB + 28 bytes, as base64
+// under 16 KiB.
+constexpr std::size_t max_cursor = 11 * 1024 - 16;
 // Moved base tags whose rebuild lists one page reads (each reads the lineage index): a page
 // stops before the next and says `more`.
 constexpr std::size_t moves_per_page = 8;
 constexpr std::size_t max_hints = 8;  // replicas whose log positions a cursor keeps
+// Work a request's `repository` glob may cost (pattern × name steps over the distinct repositories
+// it reads): a caller-chosen glob over long names would otherwise cost seconds. Ordinary globs
+// over 20,000 repositories stay far below it; a page that spends it stops and says `more`.
+constexpr std::size_t glob_budget = 32 << 20;
 
 struct Hint {
     std::string epoch;
@@ -86,9 +92,13 @@ public:
     bool shows(const std::string& repo) {
         if (query_.repository.empty()) return may_pull(repo);
         auto it = matching_.find(repo);
-        if (it == matching_.end()) it = matching_.emplace(repo, oci::glob_match(query_.repository, repo)).first;
+        if (it == matching_.end()) {
+            glob_spent_ += (query_.repository.size() + 1) * (repo.size() + 1);
+            it = matching_.emplace(repo, oci::glob_match(query_.repository, repo)).first;
+        }
         return it->second && may_pull(repo);
     }
+    bool spent() const { return glob_spent_ > glob_budget; }
     std::function<bool(const std::string&)> puller() {
         return [this](const std::string& repo) { return may_pull(repo); };
     }
@@ -97,6 +107,7 @@ public:
 private:
     const FeedQuery& query_;
     std::map<std::string, bool> pullable_, matching_;
+    std::size_t glob_spent_ = 0;
 };
 
 // Passes every change compaction took that the cursor lacks; true when there was one.
@@ -150,11 +161,11 @@ struct Feed::Impl {
         return n.action == Action::tag && names_base(options.base_images, n.repository, n.tag);
     }
     // One stamp's events as the caller sees them: rebuilds listed only for what it may see.
-    void tell(std::vector<Notice>& group, Viewer& viewer, std::vector<std::string>& events) {
+    void tell(std::vector<Notice>& group, Viewer& viewer, Describer& describer, std::vector<std::string>& events) {
         for (auto& n : group) {
             if (!viewer.shows(n.repository)) continue;
             if (!viewer.show_principal()) n.principal.clear();
-            describe(n, meta);
+            describer.describe(n);
             events.push_back(cloudevent_json(n));
             if (!moves_base(n)) continue;
             for (auto& rebuild : rebuilds.of(n, viewer.puller())) events.push_back(cloudevent_json(rebuild));
@@ -199,8 +210,11 @@ FeedPage Feed::read(const FeedQuery& query) const {
     // Whole stamps only: a cursor passes a stamp once all its events are given.
     const auto limit = std::max<std::size_t>(1, query.limit);
     Viewer viewer(query);
+    Describer describer(meta);
     std::size_t i = 0, moves_left = moves_per_page;
-    while (i < ready.size() && page.events.size() < limit) {
+    // Each stamp costs at most a bounded number of glob steps (a push's tags): past the budget the
+    // page stops, even with no event the caller can see in it yet, so its cursor moves on.
+    while (i < ready.size() && page.events.size() < limit && (i == 0 || !viewer.spent())) {
         const auto& stamp = ready[i]->event->stamp;
         std::vector<Notice> group;
         auto end = i;
@@ -213,7 +227,7 @@ FeedPage Feed::read(const FeedQuery& query) const {
         });
         if (std::size_t(moves) > moves_left && !page.events.empty()) break;
         moves_left -= std::min<std::size_t>(moves_left, moves);
-        impl_->tell(group, viewer, page.events);
+        impl_->tell(group, viewer, describer, page.events);
         cursor.given.pass(stamp);
         i = end;
     }

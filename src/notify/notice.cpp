@@ -142,19 +142,33 @@ std::optional<Notice> notice_of(const storage::Event& event, const std::string& 
     return n;
 }
 
-void describe(Notice& n, const storage::MetaStore& meta) {
+void Describer::describe(Notice& n) {
     if (n.digest.empty()) return;
-    auto record = meta.manifest(n.repository, n.digest);
-    if (!record || record->deleted) return;  // a deleted one's bytes are gone
-    auto bounded = [](std::string text) { return text.size() <= max_field ? text : std::string(); };
-    n.media_type = bounded(record->media_type);
-    n.size = record->bytes.size();
-    n.subject = bounded(record->subject);
-    try {
-        n.artifact_type = bounded(oci::parse_manifest(record->bytes, record->media_type).artifact_type);
-    } catch (const std::exception&) {
-        // Stored, so it was accepted once; its artifact type is only a nicety.
+    const auto key = n.repository + '@' + n.digest;
+    auto it = remembered_.find(key);
+    if (it == remembered_.end()) {
+        auto record = meta_.manifest(n.repository, n.digest, storage::MetaStore::CacheUse::bypass);
+        if (!record || record->deleted) return;  // a deleted one's bytes are gone
+        if (remembered_.size() >= max_remembered) remembered_.clear();
+        Description d;
+        {
+            auto bounded = [](std::string text) { return text.size() <= max_field ? text : std::string(); };
+            d.media_type = bounded(record->media_type);
+            d.size = record->bytes.size();
+            d.subject = bounded(record->subject);
+            try {
+                d.artifact_type = bounded(oci::parse_manifest(record->bytes, record->media_type).artifact_type);
+            } catch (const std::exception&) {
+                // Stored, so it was accepted once; its artifact type is only a nicety.
+            }
+        }
+        it = remembered_.emplace(key, std::move(d)).first;
     }
+    const auto& d = it->second;
+    n.media_type = d.media_type;
+    n.size = d.size;
+    n.subject = d.subject;
+    n.artifact_type = d.artifact_type;
 }
 
 std::string cloudevent_json(const Notice& notice) { return cloudevent(notice).dump(); }
@@ -169,7 +183,7 @@ std::string distribution_json(const std::vector<Notice>& notices) {
     json events = json::array();
     for (auto& n : notices) {
         // Distribution's receivers know push, pull and delete: a tag set or a mirrored manifest is
-        // a push to them, a retention's delete a delete.
+        // a push to them, a retention's delete a delete (pull counts are not sent in this format).
         const bool deleted = n.action == Action::del || n.action == Action::retention;
         json target = {{"repository", n.repository}};
         if (!n.digest.empty()) target["digest"] = n.digest;
@@ -180,7 +194,6 @@ std::string distribution_json(const std::vector<Notice>& notices) {
         json event = {{"id", n.id},
                       {"timestamp", rfc3339(n.time_ms)},
                       {"action", n.action == Action::rebuild ? "rebuild"
-                                 : n.action == Action::pull  ? "pull"
                                  : deleted                   ? "delete"
                                                              : "push"},
                       {"target", target},

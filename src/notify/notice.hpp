@@ -3,6 +3,7 @@
 // its two wire formats. Everything here is the same on every replica that holds the change: the
 // id and the sequence come from the change's stamp, never from a replica's own log position.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,11 +56,27 @@ std::string id_of(const std::string& identity);
 // are not (a blob alone is not an image). mirror_host: the upstream a repository mirrors, or "".
 // Reads nothing: what the manifest is comes from describe().
 std::optional<Notice> notice_of(const storage::Event& event, const std::string& mirror_host);
-// Adds what the manifest is (media type, size, artifact type, subject) while this replica holds
-// it. A pusher chooses those strings: one longer than max_field is left out, so no event grows
-// with what a manifest carries.
-void describe(Notice& notice, const storage::MetaStore& meta);
 inline constexpr std::size_t max_field = 256;
+
+// Adds what a notice's manifest is (media type, size, artifact type, subject) while this replica
+// holds it. A pusher chooses those strings: one longer than max_field is left out, so no event
+// grows with what a manifest carries. Each manifest is read and parsed once per Describer (one
+// manifest tagged a thousand times, up to max_manifest_bytes, costs one parse, not a thousand),
+// which lives for one pass or one request, so what it says is what the index says then.
+class Describer {
+public:
+    explicit Describer(const storage::MetaStore& meta) : meta_(meta) {}
+    void describe(Notice& notice);
+
+private:
+    struct Description {
+        std::string media_type, subject, artifact_type;
+        std::uint64_t size = 0;
+    };
+    static constexpr std::size_t max_remembered = 256;
+    const storage::MetaStore& meta_;
+    std::map<std::string, Description> remembered_;  // by repository '@' digest
+};
 
 const char* action_name(Action action);
 // CloudEvents 1.0, structured mode (one object) or batched mode (an array).

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "berth/observe/log.hpp"
+#include "berth/oci/names.hpp"
 #include "berth/replication/cluster.hpp"
 #include "endpoint_worker.hpp"
 #include "pull_tally.hpp"
@@ -38,12 +39,16 @@ struct Notifications::Impl {
     }
     void gossip();
     void count_pulls();
+    bool counts_pulls_of(const std::string& repo) const;
 
     std::string replica;
     Options options;
     bool wants_pulls = false;
     PullTally pulls;
     std::thread pull_thread;
+    std::mutex pull_mutex;
+    std::condition_variable pull_wake;
+    bool tally_full = false;  // guarded by pull_mutex
     Shared shared;
     std::vector<std::unique_ptr<EndpointWorker>> workers;
     std::thread gossip_thread;
@@ -73,18 +78,33 @@ void Notifications::Impl::gossip() {
     }
 }
 
-// Every pull_interval, what this replica served, to each endpoint that asks for pulls.
+// Every pull_interval, what this replica served, to each endpoint that asks for pulls; sooner when
+// the tally filled up (many distinct digests), so that pulls after are counted too.
 void Notifications::Impl::count_pulls() {
     while (!shared.stopping) {
+        bool early = false;
         {
-            std::unique_lock lock(gossip_mutex);
-            gossip_wake.wait_for(lock, options.pull_interval, [this] { return shared.stopping.load(); });
+            std::unique_lock lock(pull_mutex);
+            pull_wake.wait_for(lock, options.pull_interval, [this] { return shared.stopping || tally_full; });
+            std::swap(early, tally_full);
         }
-        auto counted = pulls.take(replica, wall_ms());
-        if (counted.empty()) continue;
+        auto counted = pulls.take(replica, wall_ms(), shared.mirror_host);
         for (auto& worker : workers)
-            if (worker->endpoint().wants(Action::pull)) worker->add_pulls(counted);
+            if (!counted.empty() && worker->endpoint().wants(Action::pull)) worker->add_pulls(counted);
+        if (!early) continue;
+        // Early takes at most once a second: a client filling the tally over and over costs a
+        // bounded stream of events (endpoints drop, and count, what they cannot keep).
+        std::unique_lock lock(pull_mutex);
+        pull_wake.wait_for(lock, std::chrono::seconds(1), [this] { return shared.stopping.load(); });
     }
+}
+
+bool Notifications::Impl::counts_pulls_of(const std::string& repo) const {
+    return std::any_of(workers.begin(), workers.end(), [&](auto& worker) {
+        const auto& endpoint = worker->endpoint();
+        return endpoint.wants(Action::pull) &&
+               (endpoint.repositories.empty() || oci::matches_any(endpoint.repositories, repo));
+    });
 }
 
 Notifications::Notifications(Options options, storage::MetaStore& meta, storage::HybridClock& clock,
@@ -98,8 +118,14 @@ Notifications::Notifications(Options options, storage::MetaStore& meta, storage:
     }
 }
 
+// Only what some endpoint hears of is counted: pulls elsewhere cannot fill the tally.
 void Notifications::pulled(const std::string& repo, const std::string& digest) {
-    if (impl_->wants_pulls) impl_->pulls.add(repo, digest, wall_ms());
+    if (!impl_->wants_pulls || !impl_->counts_pulls_of(repo)) return;
+    if (impl_->pulls.add(repo, digest, wall_ms())) {
+        std::lock_guard lock(impl_->pull_mutex);
+        impl_->tally_full = true;
+        impl_->pull_wake.notify_all();
+    }
 }
 
 Notifications::~Notifications() { stop(); }
@@ -116,6 +142,10 @@ void Notifications::stop() {
     {
         std::lock_guard lock(impl_->gossip_mutex);
         impl_->gossip_wake.notify_all();
+    }
+    {
+        std::lock_guard lock(impl_->pull_mutex);
+        impl_->pull_wake.notify_all();
     }
     if (impl_->gossip_thread.joinable()) impl_->gossip_thread.join();
     if (impl_->pull_thread.joinable()) impl_->pull_thread.join();
@@ -171,6 +201,7 @@ void Notifications::write_metrics(observe::MetricsWriter& out) const {
         out.add(Metric::notify_failed_total, endpoint, double(s.failed));
         out.add(Metric::notify_retried_total, endpoint, double(s.retried));
         out.add(Metric::notify_dead_lettered_total, endpoint, double(s.dead_lettered));
+        if (impl_->wants_pulls) out.add(Metric::notify_pulls_dropped_total, endpoint, double(s.pulls_dropped));
         out.add(Metric::notify_lag_events, endpoint, double(s.lag_events));
         out.add(Metric::notify_lag_seconds, endpoint, s.lag_seconds);
         out.add(Metric::notify_disabled, endpoint, s.disabled ? 1 : 0);

@@ -8,21 +8,23 @@ constexpr std::size_t max_counted = 10000;  // repository and digest pairs per i
 
 }  // namespace
 
-void PullTally::add(const std::string& repo, const std::string& digest, std::uint64_t now_ms) {
+bool PullTally::add(const std::string& repo, const std::string& digest, std::uint64_t now_ms) {
     std::lock_guard lock(mutex_);
     auto it = counts_.find({repo, digest});
     if (it == counts_.end()) {
         if (counts_.size() >= max_counted) {
             ++dropped_;
-            return;
+            return false;
         }
         it = counts_.emplace(std::make_pair(repo, digest), Count{0, now_ms, now_ms}).first;
     }
     ++it->second.pulls;
     it->second.last_ms = now_ms;
+    return counts_.size() == max_counted && it->second.pulls == 1;
 }
 
-std::vector<Notice> PullTally::take(const std::string& replica, std::uint64_t now_ms) {
+std::vector<Notice> PullTally::take(const std::string& replica, std::uint64_t now_ms,
+                                    const std::function<std::string(const std::string&)>& mirror_host) {
     std::map<std::pair<std::string, std::string>, Count> counts;
     {
         std::lock_guard lock(mutex_);
@@ -33,6 +35,7 @@ std::vector<Notice> PullTally::take(const std::string& replica, std::uint64_t no
         Notice n;
         n.action = Action::pull;
         n.repository = key.first;
+        n.upstream = mirror_host(n.repository);
         n.digest = key.second;
         n.replica = replica;
         n.pulls = count.pulls;

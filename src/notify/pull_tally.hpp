@@ -3,6 +3,7 @@
 // events. Counting is one map update under a mutex: a pull never waits on a receiver, and the
 // tally is bounded (what does not fit is counted as dropped).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -15,9 +16,11 @@ namespace berth::notify {
 
 class PullTally {
 public:
-    void add(const std::string& repo, const std::string& digest, std::uint64_t now_ms);
+    // True when this pull filled the tally: take() it early, or what follows goes uncounted.
+    bool add(const std::string& repo, const std::string& digest, std::uint64_t now_ms);
     // What was counted since the last take, as this replica's pull notices; the tally starts over.
-    std::vector<Notice> take(const std::string& replica, std::uint64_t now_ms);
+    std::vector<Notice> take(const std::string& replica, std::uint64_t now_ms,
+                             const std::function<std::string(const std::string&)>& mirror_host);
     std::uint64_t dropped() const;
 
 private:

@@ -16,7 +16,9 @@ constexpr std::size_t images_per_notice = 100;
 // with more is told in part, and the lineage API pages the rest.
 constexpr std::size_t max_images = 10000;
 constexpr std::size_t max_history = 1000;  // a tag's past versions looked at for the previous one
-constexpr std::size_t lists_kept = 64;
+// Lists kept, least recently read dropped first: more than one push's moved tags (at most 65), so
+// a page of them read again is read from here; and at most so many images in all (~30 MiB).
+constexpr std::size_t lists_kept = 128, images_kept = 200000;
 
 // The digest the tag named just before it named moved.digest at the move's clock.
 std::optional<std::string> previous_of(const storage::MetaStore& meta, const Notice& moved) {
@@ -68,7 +70,11 @@ bool names_base(const std::vector<std::string>& globs, const std::string& repo, 
 std::shared_ptr<const RebuildLists::List> RebuildLists::list_of(const Notice& moved) {
     {
         std::lock_guard lock(mutex_);
-        if (auto it = kept_.find(moved.id); it != kept_.end()) return it->second;
+        if (auto it = kept_.find(moved.id); it != kept_.end()) {
+            order_.erase(std::find(order_.begin(), order_.end(), moved.id));
+            order_.push_back(moved.id);
+            return it->second;
+        }
     }
     auto made = std::make_shared<List>();
     auto& list = *made;
@@ -83,9 +89,14 @@ std::shared_ptr<const RebuildLists::List> RebuildLists::list_of(const Notice& mo
         }
     }
     std::lock_guard lock(mutex_);
-    if (kept_.emplace(moved.id, made).second) order_.push_back(moved.id);
-    while (order_.size() > lists_kept) {
-        kept_.erase(order_.front());
+    if (kept_.emplace(moved.id, made).second) {
+        order_.push_back(moved.id);
+        images_kept_ += made->images.size();
+    }
+    while (order_.size() > lists_kept || (images_kept_ > images_kept && order_.size() > 1)) {
+        auto oldest = kept_.find(order_.front());
+        images_kept_ -= oldest->second->images.size();
+        kept_.erase(oldest);
         order_.pop_front();
     }
     return made;

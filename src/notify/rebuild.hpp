@@ -36,7 +36,8 @@ private:
     const storage::MetaStore& meta_;
     std::mutex mutex_;
     std::map<std::string, std::shared_ptr<const List>> kept_;  // by the tag notice's id
-    std::deque<std::string> order_;                            // oldest first
+    std::deque<std::string> order_;                            // least recently read first
+    std::size_t images_kept_ = 0;
 };
 
 }  // namespace berth::notify

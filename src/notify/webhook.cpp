@@ -16,6 +16,7 @@ namespace {
 
 net::ClientOptions client_options(const Endpoint& endpoint) {
     net::ClientOptions options;
+    options.background = true;
     const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(endpoint.timeout);
     options.connect_timeout = std::min(timeout, std::chrono::milliseconds(5000));
     options.header_timeout = timeout;

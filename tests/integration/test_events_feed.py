@@ -19,6 +19,14 @@
   tag and digest) and 1 of app/y counted per repository and digest (HEADs are not pulls), while
   another pull endpoint hangs: the 40 pulls take well under its timeout; other endpoints hear of no
   pulls.
+- Pulls only count where they were served to someone who may pull, for an endpoint that hears of
+  them: an out-of-scope repository, a 401, two 404s and a HEAD are no pulls. A receiver refusing
+  pull counts (400) while asking changes to wait (503, Retry-After 30): the counts are dropped
+  and counted (status `pull_counts.dropped`), not dead-lettered, and the changes are not tried
+  again early.
+- A glob that costs much over many long names (600 names of 230 characters, 256 characters and
+  16 stars) ends a page with `more` at the request's glob budget instead of computing on; the
+  cursor reaches the end.
 - Hardening: feed cursors are sealed (a changed one is 400) and survive a restart; a glob of 16
   stars answers at once, one of 17 is 400; who pushed is shown to operators only.
 """
@@ -115,6 +123,35 @@ class FeedTest(unittest.TestCase):
                 self.assertEqual(r.status, 400, r)
                 self.assertIn("cursor", r.json()["errors"][0]["message"])
 
+    def test_a_costly_glob_pages_instead_of_stalling(self):
+        """600 repositories of 230-character names and a 256-character glob of 16 stars that
+        matches none: a request spends at most its glob budget (about 500 such names) and ends its
+        page with `more`, its cursor moved on; following it reaches the end with no event."""
+        b = bt.serve(self.addCleanup, {})
+        first = "a" * 220 + "/r0000"
+        img = bt.make_image((64,))
+        for digest, data in img["blobs"].items():
+            self.assertEqual(b.request("POST", f"/v2/{first}/blobs/uploads/?digest={digest}", body=data).status, 201)
+        for i in range(600):  # the same image in each, its blobs mounted from the first
+            name = "a" * 220 + f"/r{i:04d}"
+            for digest in img["blobs"] if i else ():
+                m = b.request("POST", f"/v2/{name}/blobs/uploads/?mount={digest}&from={first}")
+                self.assertEqual(m.status, 201, m)
+            r = b.request("PUT", f"/v2/{name}/manifests/v1", body=img["manifest"],
+                          headers={"Content-Type": bt.OCI_MANIFEST})
+            self.assertEqual(r.status, 201, r)
+        glob = ("a" * 15 + "*") * 15 + "a" * 15 + "z"  # 16 stars, 256 characters
+        self.assertEqual((len(glob), glob.count("*")), (256, 15))
+        glob = "*" + glob[1:]
+        bt.poll(lambda: b.metrics().get("berth_changelog_entries", 0) >= 1200, 10, 0.1, "every change logged")
+        r = b.get(f"{EVENTS}?n=1000&repository={glob}")
+        self.assertEqual(r.status, 200, r)
+        doc = r.json()
+        self.assertEqual(doc["events"], [])
+        self.assertTrue(doc["more"], "the glob budget did not end the page")
+        events, _ = read_feed(b, doc["cursor"], n=1000, repository=glob, pages=10)
+        self.assertEqual(events, [])
+
     def test_filtered_by_pull_rights(self):
         passwords = {"root": "root-pw", "alice": "alice-pw"}
         b = bt.serve(self.addCleanup, {"auth": {"htpasswd": "htpasswd", "rules": [
@@ -123,14 +160,7 @@ class FeedTest(unittest.TestCase):
             "notifications": {"operators": ["user:root"]}}, passwords)
         root, alice = bt.basic_auth("root", "root-pw"), bt.basic_auth("alice", "alice-pw")
         for repo in ("alice/app", "bob/app", "alice/lib"):
-            img = bt.make_image((64,))
-            for data in img["blobs"].values():
-                r = b.request("POST", f"/v2/{repo}/blobs/uploads/?digest={bt.sha256_digest(data)}", body=data,
-                              headers={**root, "Content-Type": "application/octet-stream"})
-                self.assertEqual(r.status, 201, r)
-            r = b.request("PUT", f"/v2/{repo}/manifests/v1", body=img["manifest"],
-                          headers={**root, "Content-Type": bt.OCI_MANIFEST})
-            self.assertEqual(r.status, 201, r)
+            push_as(self, b, repo, "v1", root)
         everything = bt.poll(lambda: (lambda e: len(e) >= 6 and e)(read_feed(b, headers=root)[0]), 15, 0.1,
                              "root's feed")
         self.assertEqual({e["data"]["repository"] for e in everything}, {"alice/app", "bob/app", "alice/lib"})
@@ -271,6 +301,72 @@ class PullEventsTest(unittest.TestCase):
         changes = [json.loads(req.body)["type"] for req in counts.requests("ok") if req.path == "/changes"]
         self.assertNotIn("io.berth.pull", changes)
         self.assertIn("io.berth.push", changes)
+
+    def test_only_served_pulls_an_endpoint_hears_of_are_counted(self):
+        counts = Receiver(self)
+        passwords = {"root": "root-pw"}
+        b = bt.serve(self.addCleanup, {
+            "auth": {"htpasswd": "htpasswd", "rules": [
+                {"repository": "**", "principals": ["user:root"], "actions": ["pull", "push"]}]},
+            "notifications": {"pull_interval_seconds": 1, "endpoints": [
+                {"name": "prod", "url": counts.url(), "actions": ["pull"], "repositories": ["prod/**"]}]}}, passwords)
+        root = bt.basic_auth("root", "root-pw")
+        accept = {"Accept": bt.OCI_MANIFEST}
+        app = push_as(self, b, "prod/app", "v1", root)
+        pub = push_as(self, b, "pub/x", "v1", root)
+        self.assertEqual(b.get("/v2/pub/x/manifests/v1", headers={**root, **accept}).status, 200)  # out of scope
+        self.assertEqual(b.get("/v2/prod/app/manifests/v1", headers=accept).status, 401)  # not served
+        self.assertEqual(b.get("/v2/prod/app/manifests/v2", headers={**root, **accept}).status, 404)
+        self.assertEqual(b.get(f"/v2/prod/app/manifests/{pub}", headers={**root, **accept}).status, 404)
+        self.assertEqual(b.head("/v2/prod/app/manifests/v1", headers=root).status, 200)
+        for ref in ("v1", app):
+            self.assertEqual(b.get(f"/v2/prod/app/manifests/{ref}", headers={**root, **accept}).status, 200)
+
+        def counted():
+            return {(e["data"]["repository"], e["data"]["digest"]): e["data"]["count"] for e in counts.delivered()}
+        bt.poll(lambda: counted(), 15, 0.1, "a pull count")
+        self.assertEqual(counted(), {("prod/app", app): 2})
+        metrics = b.metrics()
+        self.assertEqual(metrics.get("berth_notify_pulls_uncounted_total"), 0)
+        self.assertEqual(metrics.get('berth_notify_pulls_dropped_total{endpoint="prod"}'), 0)
+
+    def test_pull_counts_keep_off_the_changes_backoff(self):
+        """A receiver that refuses pull counts (400) and asks changes to wait (503, Retry-After 30):
+        the refused counts are dropped and counted, not dead-lettered, and do not hurry the changes'
+        next try."""
+        def answer(req):
+            kinds = {e["type"] for e in json.loads(req.body)} if req.body.startswith(b"[") else \
+                {json.loads(req.body)["type"]}
+            return (400, b"", {}) if kinds == {"io.berth.pull"} else (503, b"", {"Retry-After": "30"})
+        rx = Receiver(self, answer=answer)
+        b = bt.serve(self.addCleanup, {"notifications": {"pull_interval_seconds": 1, "endpoints": [
+            {"name": "ci", "url": rx.url(), "actions": ["push", "tag", "pull"]}]}})
+        digests = [b.push_image(f"app/x{i}", "v1")["digest"] for i in range(20)]
+        for i in range(20):
+            self.assertEqual(b.get(f"/v2/app/x{i}/manifests/v1", headers={"Accept": bt.OCI_MANIFEST}).status, 200)
+
+        def status():
+            return b.get("/_berth/v1/notifications").json()["endpoints"][0]
+        bt.poll(lambda: status()["pull_counts"]["dropped"] == 20, 15, 0.1, "20 refused pull counts dropped")
+        changes = [req for req in rx.requests() if b"io.berth.pull" not in req.body]
+        self.assertEqual(len(changes), 1, "the changes were tried again before their Retry-After")
+        self.assertEqual(status()["dead_lettered"], 0)
+        dead = b.get("/_berth/v1/notifications/ci/dead-letters").json()
+        self.assertFalse([e for e in dead.get("events", []) if e["type"] == "io.berth.pull"], dead)
+        self.assertEqual(len(digests), 20)
+
+
+def push_as(test, b, repo, tag, headers):
+    """Pushes a one-layer image with `headers` (credentials); returns its manifest's digest."""
+    img = bt.make_image((64,))
+    for data in img["blobs"].values():
+        r = b.request("POST", f"/v2/{repo}/blobs/uploads/?digest={bt.sha256_digest(data)}", body=data,
+                      headers={**headers, "Content-Type": "application/octet-stream"})
+        test.assertEqual(r.status, 201, r)
+    r = b.request("PUT", f"/v2/{repo}/manifests/{tag}", body=img["manifest"],
+                  headers={**headers, "Content-Type": bt.OCI_MANIFEST})
+    test.assertEqual(r.status, 201, r)
+    return r.header("Docker-Content-Digest")
 
 
 if __name__ == "__main__":

@@ -609,6 +609,7 @@ class BadConfigTest(unittest.TestCase):
             ([{**good, "url": "nats://127.0.0.1:4222", "max_batch": 5}], e0),
             ([{**good, "url": "nats://127.0.0.1:4222", "subject": "berth.>"}], f"{e0}.subject"),
             ([{**good, "format": "distribution", "max_batch": 5}], f"{e0}.max_batch"),
+            ([{**good, "format": "distribution", "actions": ["push", "pull"]}], f"{e0}.actions"),
             ([{**good, "name": "Bad Name"}], f"{e0}.name"),
             ([{**good, "bogus": 1}], f"{e0}.bogus"),
             ([good, dict(good)], "notifications.endpoints[1].name"),

@@ -1,10 +1,14 @@
 // notify/: what receivers are told (ids, sequences, formats), the progress replicas merge, and the
 // overtaken changes a replica's log keeps so that it can tell them.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "berth/oci/digest.hpp"
 #include "berth/oci/manifest.hpp"
+#include "berth/notify/notifications.hpp"
+#include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "notify/notice.hpp"
 #include "notify/progress.hpp"
@@ -155,4 +159,42 @@ TEST_CASE("a tag move a newer one overtook is logged once, and its tag still nam
     auto log = meta.read_log(0, 10);
     REQUIRE(log.size() == 2);
     CHECK(Event::parse(log[1].event)->stamp.clock == 100);
+}
+
+TEST_CASE("pulls are counted only for an endpoint that hears of them, and a full tally goes early") {
+    TempDir dir;
+    storage::MetaStore meta(dir.path() / "meta");
+    storage::HybridClock clock(storage::system_wall_clock());
+    notify::Options options;
+    notify::Endpoint prod;
+    prod.name = "prod";
+    prod.url = "http://127.0.0.1:9/hook";  // refuses: counts wait
+    prod.actions = static_cast<unsigned>(notify::Action::pull);
+    prod.repositories = {"prod/**"};
+    options.endpoints.push_back(prod);
+    options.pull_interval = std::chrono::hours(1);
+    notify::Notifications notifications(
+        options, meta, clock, dir.path() / "notifications", nullptr, [](const std::string&) { return std::string(); },
+        "r1");
+    notifications.start();
+    auto uncounted = [&] {
+        observe::MetricsWriter out;
+        notifications.write_metrics(out);
+        const auto text = out.text();
+        const auto at = text.find("\nberth_notify_pulls_uncounted_total ");
+        REQUIRE(at != std::string::npos);
+        return std::stod(text.substr(text.find(' ', at + 1)));
+    };
+    auto digest = [](int i) { return oci::Digest::of(oci::DigestAlgorithm::sha256, std::to_string(i)).str(); };
+    // Pulls no endpoint hears of fill nothing: 10,001 distinct ones leave room for those that count.
+    for (int i = 0; i <= 10000; ++i) notifications.pulled("pub/x", digest(i));
+    CHECK(uncounted() == 0);
+    // 10,000 distinct ones fill the tally: it is taken at once, not an hour later.
+    for (int i = 0; i < 10000; ++i) notifications.pulled("prod/app", digest(i));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (notifications.status().at(0).pulls_waiting < 10000 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the worker's queue
+    REQUIRE(notifications.status().at(0).pulls_waiting == 10000);
+    notifications.pulled("prod/app", digest(10001));
+    CHECK(uncounted() == 0);
 }

@@ -35,6 +35,8 @@ struct EndpointStatus {
     double lag_seconds = 0;        // age of the oldest of them
     std::string last_error;
     std::uint64_t delivered = 0, failed = 0, retried = 0, dead_lettered = 0;  // since this replica started
+    std::uint64_t pulls_waiting = 0;  // pull counts taken from the tally, not sent yet
+    std::uint64_t pulls_dropped = 0;  // pull counts not sent: refused, too old, or too many waiting
 };
 
 // POST /_berth/v1/notifications/{name}/replay?since=UNIX-SECONDS: the operation's parameter.
