@@ -70,6 +70,7 @@ void EndpointWorker::run() {
         // changes' backoff or a receiver's Retry-After, nor does one's failure stop the other.
         auto changes_wait = until(changes_after());
         if (changes_wait == 0ms) {
+            const auto kicks = this->kicks();
             try {
                 changes_wait = step();
             } catch (const std::exception& error) {
@@ -78,8 +79,11 @@ void EndpointWorker::run() {
                              {{"endpoint", endpoint_.name}, {"error", error.what()}});
             }
             std::lock_guard lock(mutex_);
+            // A replay or an enable while the pass ran (a delivery hanging, say) is not waited out.
+            if (kicks_ != kicks) changes_wait = 0ms;
             changes_after_ = std::chrono::steady_clock::now() + changes_wait;
         }
+        if (shared_.stopping) break;
         auto pulls_wait = 1000ms;
         try {
             pulls_wait = deliver_pulls();
@@ -98,6 +102,11 @@ std::chrono::steady_clock::time_point EndpointWorker::changes_after() const {
     return changes_after_;
 }
 
+std::uint64_t EndpointWorker::kicks() const {
+    std::lock_guard lock(mutex_);
+    return kicks_;
+}
+
 std::chrono::milliseconds EndpointWorker::until(std::chrono::steady_clock::time_point when) {
     const auto now = std::chrono::steady_clock::now();
     return when <= now ? 0ms : std::chrono::ceil<std::chrono::milliseconds>(when - now);
@@ -108,8 +117,12 @@ Progress EndpointWorker::progress() const {
     return progress_;
 }
 
+// Not fsynced: a machine's crash may take back the last passes, which are then sent again with the
+// same ids (at least once); a write per stamp sent costs no fsync, and a niced thread never leads
+// a group commit that pushes wait on.
 void EndpointWorker::save_locked() {
-    shared_.meta.put_setting(setting::notify_progress(endpoint_.name), encode_progress(progress_));
+    shared_.meta.put_setting(setting::notify_progress(endpoint_.name), encode_progress(progress_),
+                             storage::MetaStore::Durability::none);
 }
 
 void EndpointWorker::merge(const Progress& other) {
@@ -144,6 +157,7 @@ void EndpointWorker::replay(std::uint64_t since_ms) {
         sent_in_group_.clear();
         scan_ = shared_.meta.log_first() - 1;
         changes_after_ = {};
+        ++kicks_;
         save_locked();
     }
     wake();
@@ -237,6 +251,7 @@ void EndpointWorker::enable() {
         attempts_ = 0;
         changes_after_ = {};
         pulls_after_ = {};
+        ++kicks_;
         save_locked();
     }
     wake();
@@ -274,11 +289,15 @@ bool EndpointWorker::matches(const Notice& notice) const {
     return endpoint_.wants(notice.action) && in_scope(notice.repository);
 }
 
-void EndpointWorker::pass(const storage::Stamp& stamp) {
+bool EndpointWorker::pass(const storage::Stamp& stamp, std::uint64_t generation) {
     std::lock_guard lock(mutex_);
+    // A replay (here or merged from a peer) began while this pass was sending: its progress starts
+    // over, and a stamp this pass sent must not mark the replay's earlier changes as sent.
+    if (progress_.generation != generation) return false;
     progress_.pass(stamp);
     sent_in_group_.clear();
     save_locked();
+    return true;
 }
 
 // The notices after scan_ that progress does not cover yet, in log order; scan_to: how far the log
@@ -328,7 +347,8 @@ std::chrono::milliseconds EndpointWorker::step() {
         std::lock_guard lock(mutex_);
         if (scan_to != scan_ && progress.generation == progress_.generation) {
             scan_ = scan_to;
-            shared_.meta.put_setting(setting::notify_scan(endpoint_.name), std::to_string(scan_));
+            shared_.meta.put_setting(setting::notify_scan(endpoint_.name), std::to_string(scan_),
+                                     storage::MetaStore::Durability::none);  // lost: the log is read again
         }
         delivering_ = mine;
     }
@@ -353,8 +373,7 @@ std::chrono::milliseconds EndpointWorker::step() {
         while (end < ready.size() && ready[end].stamp == ready[i].stamp) ++end;
         std::vector<Notice> group(std::make_move_iterator(ready.begin() + i),
                                   std::make_move_iterator(ready.begin() + end));
-        if (!deliver_group(group, describer, wait)) break;
-        pass(group.front().stamp);
+        if (!deliver_group(group, describer, wait) || !pass(group.front().stamp, progress.generation)) break;
         i = end;
     }
     note_lag(pending);

@@ -72,11 +72,12 @@ private:
     void disable(const std::string& why);
     void dead_letter(const std::vector<Notice>& batch, const Outcome& outcome, const char* why);
     void save_locked();
-    void pass(const storage::Stamp& stamp);
+    bool pass(const storage::Stamp& stamp, std::uint64_t generation);  // false: a replay began meanwhile
     // Sends waiting pull counts; returns how long until it should be called again.
     std::chrono::milliseconds deliver_pulls();
     void drop_pulls(std::size_t count, const char* why);
     std::chrono::steady_clock::time_point changes_after() const;
+    std::uint64_t kicks() const;
     static std::chrono::milliseconds until(std::chrono::steady_clock::time_point when);
 
     const Endpoint endpoint_;
@@ -101,6 +102,7 @@ private:
     unsigned pull_attempts_ = 0;
     std::chrono::steady_clock::time_point pulls_after_{};    // backing off until then
     std::chrono::steady_clock::time_point changes_after_{};  // the next pass over the log, not before
+    std::uint64_t kicks_ = 0;                                // replays and enables
     std::uint64_t pulls_dropped_ = 0, pulls_dropped_unlogged_ = 0;
     std::chrono::steady_clock::time_point pulls_drop_logged_{};
 };

@@ -1,6 +1,8 @@
 // pull_tally.hpp
 #include "pull_tally.hpp"
 
+#include <algorithm>
+
 namespace berth::notify {
 namespace {
 
@@ -29,6 +31,8 @@ std::vector<Notice> PullTally::take(const std::string& replica, std::uint64_t no
     {
         std::lock_guard lock(mutex_);
         counts.swap(counts_);
+        // Two takes in one millisecond (a full tally) still give their events ids of their own.
+        now_ms = last_take_ms_ = std::max(now_ms, last_take_ms_ + 1);
     }
     std::vector<Notice> out;
     for (auto& [key, count] : counts) {

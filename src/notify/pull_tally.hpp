@@ -30,6 +30,7 @@ private:
     mutable std::mutex mutex_;
     std::map<std::pair<std::string, std::string>, Count> counts_;
     std::uint64_t dropped_ = 0;
+    std::uint64_t last_take_ms_ = 0;
 };
 
 }  // namespace berth::notify

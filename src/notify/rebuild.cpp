@@ -17,7 +17,8 @@ constexpr std::size_t images_per_notice = 100;
 constexpr std::size_t max_images = 10000;
 constexpr std::size_t max_history = 1000;  // a tag's past versions looked at for the previous one
 // Lists kept, least recently read dropped first: more than one push's moved tags (at most 65), so
-// a page of them read again is read from here; and at most so many images in all (~30 MiB).
+// a page of them read again is read from here; and at most so many images in all (30 MiB with
+// names of ordinary length, ~100 MiB were every name 255 bytes).
 constexpr std::size_t lists_kept = 128, images_kept = 200000;
 
 // The digest the tag named just before it named moved.digest at the move's clock.

@@ -361,9 +361,9 @@ void MetaStore::visit_pulls(const std::string& repo, const std::string& after,
 
 std::optional<std::string> MetaStore::setting(const std::string& k) const { return impl_->get(cf_settings, k); }
 
-void MetaStore::put_setting(const std::string& k, const std::string& value) {
+void MetaStore::put_setting(const std::string& k, const std::string& value, Durability durability) {
     rocksdb::WriteOptions options;
-    options.sync = true;
+    options.sync = durability == Durability::now;
     check(impl_->db->Put(options, impl_->cf(cf_settings), k, value), "put setting");
 }
 

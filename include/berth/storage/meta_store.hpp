@@ -281,7 +281,9 @@ public:
     std::uint64_t copy_to(const std::filesystem::path& dir) const;
 
     std::optional<std::string> setting(const std::string& key) const;
-    void put_setting(const std::string& key, const std::string& value);
+    // Durability::now fsyncs; none is for what a crash of the machine may take back (a process's
+    // crash keeps it either way).
+    void put_setting(const std::string& key, const std::string& value, Durability durability = Durability::now);
 
 private:
     struct Impl;
