@@ -349,7 +349,8 @@ class PullEventsTest(unittest.TestCase):
         rx = Receiver(self, answer=answer)
         b = bt.serve(self.addCleanup, {"notifications": {"pull_interval_seconds": 1, "endpoints": [
             {"name": "ci", "url": rx.url(), "actions": ["push", "tag", "pull"]}]}})
-        digests = [b.push_image(f"app/x{i}", "v1")["digest"] for i in range(20)]
+        for i in range(20):
+            b.push_image(f"app/x{i}", "v1")
         for i in range(20):
             self.assertEqual(b.get(f"/v2/app/x{i}/manifests/v1", headers={"Accept": bt.OCI_MANIFEST}).status, 200)
 
@@ -361,7 +362,6 @@ class PullEventsTest(unittest.TestCase):
         self.assertEqual(status()["dead_lettered"], 0)
         dead = b.get("/_berth/v1/notifications/ci/dead-letters").json()
         self.assertFalse([e for e in dead.get("events", []) if e["type"] == "io.berth.pull"], dead)
-        self.assertEqual(len(digests), 20)
 
 
 def push_as(test, b, repo, tag, headers):
