@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
     }
     if (dir.empty()) dir = std::filesystem::temp_directory_path() / ("berth-ui-bench-" + std::to_string(getpid()));
     {
-        storage::BlobStore blobs(dir);
+        storage::FileBlobStore blobs(dir);
         storage::MetaStore meta(storage::layout::meta_dir(dir));
         storage::HybridClock clock(storage::system_wall_clock());
         registry::Registry registry({}, blobs, meta, clock);

@@ -59,7 +59,7 @@ int take(const Arguments& arguments) {
     const fs::path root = arguments.required("--root"), target = arguments.required("--to");
     if (!fs::exists(storage::layout::meta_dir(root))) throw UsageError("no registry store at " + root.string());
     storage::MetaStore meta(storage::layout::meta_dir(root), storage::MetaStore::Mode::read_only);
-    storage::BlobStore blobs(root);
+    storage::FileBlobStore blobs(root);
     const auto started = std::chrono::steady_clock::now();
     auto report = storage::take_backup(meta, blobs, target, arguments.flag("--incremental"), show);
     const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -32,7 +32,8 @@ Plan plan_blob(Context& context, Request& request) {
             const auto digest = oci::Digest::parse_or_throw(route.reference);
             response.set("Docker-Content-Digest", digest.str());
             response.set("ETag", "\"" + digest.str() + "\"");
-            FileBody file{-1, 0, blob.size(), blob.filling()};
+            const auto size = blob.size();
+            FileBody file{std::make_shared<const storage::OpenBlob>(std::move(blob)), 0, size};
             if (!request.range.empty()) {
                 std::optional<ByteRange> range;
                 try {
@@ -51,8 +52,7 @@ Plan plan_blob(Context& context, Request& request) {
                     file.length = range->length;
                 }
             }
-            file.fd = blob.release();
-            response.file = file;
+            response.file = std::move(file);
             return immediate(std::move(response));
         }
         case Method::del:

@@ -4,7 +4,8 @@
 // with user-space TLS a piece is read, then encrypted while it is still in
 // the CPU's cache. A window is sent only once it is in the page cache, so an
 // I/O thread never waits for the disk: a worker reads it in first. A blob
-// still arriving (proxy fetch) is sent as far as it has come.
+// still arriving (proxy fetch) is sent as far as it has come. A blob with no
+// descriptor (an object store's) is read a piece at a time on a worker.
 #include <sys/sendfile.h>
 #include <unistd.h>
 
@@ -41,9 +42,10 @@ public:
     // Sends file's bytes, then done(true); done(false) when the connection must close. owner
     // keeps the connection (and so this) alive while a send is under way.
     void send(FileBody file, std::shared_ptr<void> owner, std::function<void(bool)> done) {
-        file_ = file;
+        file_ = std::move(file);
         owner_ = std::move(owner);
         done_ = std::move(done);
+        if (file_->blob->fd() < 0) return copy();
         if constexpr (tls)
             if (!stream_.kernel_encrypts()) return copy();
         send_kernel();
@@ -53,7 +55,6 @@ public:
     std::uint64_t unsent() const { return file_ ? file_->length : 0; }
 
     void close() {
-        if (file_ && file_->fd >= 0) ::close(file_->fd);
         file_.reset();
         cached_until_ = 0;
         owner_.reset();
@@ -74,15 +75,36 @@ private:
         if (!window_cached(&FileSender::copy)) return;
         if (piece_.size() < piece_bytes) piece_.resize(piece_bytes);
         auto want = static_cast<std::size_t>(std::min<std::uint64_t>(cached_until_ - file_->offset, piece_bytes));
-        auto n = ::pread(file_->fd, piece_.data(), want, static_cast<off_t>(file_->offset));
+        if (file_->blob->fd() < 0) return read_on_worker(want);
+        auto n = ::pread(file_->blob->fd(), piece_.data(), want, static_cast<off_t>(file_->offset));
         if (n <= 0) return end(false);
-        file_->offset += static_cast<std::uint64_t>(n);
-        file_->length -= static_cast<std::uint64_t>(n);
+        write_piece(static_cast<std::size_t>(n));
+    }
+
+    // No descriptor: the read may wait on another party (an object store), so a worker does it.
+    void read_on_worker(std::size_t want) {
+        boost::asio::post(context_.worker_pool,
+                          [this, owner = owner_, blob = file_->blob, offset = file_->offset, want] {
+                              std::size_t n = 0;
+                              try {
+                                  n = blob->read(offset, {piece_.data(), want});
+                              } catch (const std::exception&) {}
+                              boost::asio::post(stream_.get_executor(), [this, owner, n] {
+                                  if (!file_) return;
+                                  if (n == 0) return end(false);  // cut short, or the store failed: the body ends early
+                                  write_piece(n);
+                              });
+                          });
+    }
+
+    void write_piece(std::size_t n) {
+        file_->offset += n;
+        file_->length -= n;
         lowest().expires_after(context_.options.body_timeout);
         // One write_some takes the whole piece (asio::async_write would cut it into 64 KiB writes).
-        stream_.async_write_some(boost::asio::buffer(piece_.data(), static_cast<std::size_t>(n)),
+        stream_.async_write_some(boost::asio::buffer(piece_.data(), n),
                                  [this, owner = owner_, n](boost::beast::error_code ec, std::size_t written) {
-                                     if (ec || written != static_cast<std::size_t>(n)) return end(false);
+                                     if (ec || written != n) return end(false);
                                      copy();
                                  });
     }
@@ -94,7 +116,7 @@ private:
         while (file_->length > 0) {
             if (!window_cached(&FileSender::send_kernel)) return;
             off_t offset = static_cast<off_t>(file_->offset);
-            auto n = ::sendfile(socket.native_handle(), file_->fd, &offset,
+            auto n = ::sendfile(socket.native_handle(), file_->blob->fd(), &offset,
                                 static_cast<std::size_t>(std::min(file_->length, cached_until_ - file_->offset)));
             if (n > 0) {
                 file_->offset += static_cast<std::uint64_t>(n);
@@ -115,16 +137,20 @@ private:
     // thread once it is there.
     bool window_cached(void (FileSender::*resume)()) {
         if (file_->offset < cached_until_) return true;
-        if (file_->filling) return filling_window(resume);
+        if (file_->blob->filling()) return filling_window(resume);
+        if (file_->blob->fd() < 0) {
+            cached_until_ = file_->offset + file_->length;  // no page cache to wait for: read_on_worker
+            return true;
+        }
         const auto window = std::min(file_->length, window_bytes);
-        if (storage::in_page_cache(file_->fd, file_->offset, window)) {
+        if (storage::in_page_cache(file_->blob->fd(), file_->offset, window)) {
             cached_until_ = file_->offset + window;
             return true;
         }
         context_.request_metrics.blob_bytes_read_from_disk += window;
         boost::asio::post(context_.worker_pool,
-                          [this, owner = owner_, fd = file_->fd, offset = file_->offset, window, resume] {
-                              storage::load_into_page_cache(fd, offset, window, window_bytes);
+                          [this, owner = owner_, blob = file_->blob, offset = file_->offset, window, resume] {
+                              storage::load_into_page_cache(blob->fd(), offset, window, window_bytes);
                               boost::asio::post(stream_.get_executor(), [this, owner, until = offset + window, resume] {
                                   cached_until_ = until;
                                   if (file_) (this->*resume)();
@@ -136,7 +162,7 @@ private:
     // A blob still arriving: send what is there (just written, so in the page
     // cache), else wait for more; a failed fetch cuts the body short.
     bool filling_window(void (FileSender::*resume)()) {
-        auto& filling = *file_->filling;
+        auto& filling = *file_->blob->filling();
         if (auto readable = filling.readable(); file_->offset < readable) {
             cached_until_ = readable;
             return true;

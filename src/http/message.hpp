@@ -16,6 +16,7 @@
 #include "berth/http/services.hpp"
 #include "berth/oci/error.hpp"
 #include "berth/storage/filling_blob.hpp"
+#include "berth/storage/open_blob.hpp"
 #include "router.hpp"
 
 namespace berth::ui {
@@ -95,11 +96,11 @@ public:
     virtual std::uint64_t offset() const = 0;
 };
 
+// A blob's bytes from offset; blob->filling() is set while they are still arriving.
 struct FileBody {
-    int fd = -1;
+    std::shared_ptr<const storage::OpenBlob> blob;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
-    std::shared_ptr<storage::FillingBlob> filling;  // set while the file is still arriving
 };
 
 struct Response {
@@ -108,7 +109,7 @@ struct Response {
     std::string body;
     // A HEAD answer: no body, but Content-Length says what GET would send.
     std::optional<std::uint64_t> head_length;
-    std::optional<FileBody> file;  // the session owns and closes the fd
+    std::optional<FileBody> file;
 
     void set(std::string name, std::string value) { headers.emplace_back(std::move(name), std::move(value)); }
 };

@@ -24,8 +24,8 @@ Plan blob_answer(const replication::PeerService& peers, std::string_view path) {
     if (!blob) not_found();
     Response response{200, {}, {}, {}, {}};
     response.set("Content-Type", "application/octet-stream");
-    response.file = FileBody{blob->fd(), 0, blob->size(), nullptr};
-    blob->release();
+    const auto size = blob->size();
+    response.file = FileBody{std::make_shared<const storage::OpenBlob>(std::move(*blob)), 0, size};
     return immediate(std::move(response));
 }
 

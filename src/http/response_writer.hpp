@@ -43,10 +43,7 @@ public:
             bhttp::async_write_header(
                 stream_, *head_serializer_,
                 [this, owner, done, file = *response.file](boost::beast::error_code ec, std::size_t) {
-                    if (ec) {
-                        if (file.fd >= 0) ::close(file.fd);
-                        return done(false);
-                    }
+                    if (ec) return done(false);
                     file_sender_.send(file, owner, done);
                 });
             return response.file->length;

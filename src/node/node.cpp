@@ -119,7 +119,7 @@ private:
     }
 
     config::Config config_;
-    storage::BlobStore blobs_;
+    storage::FileBlobStore blobs_;
     storage::MetaStore meta_;
     const std::string replica_id_;
     storage::HybridClock clock_;

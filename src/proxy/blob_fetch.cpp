@@ -1,9 +1,6 @@
 // Blobs from upstreams, fetched once however many ask: the first reader starts
 // a fetch thread, every reader (the first too) streams from the scratch file
 // as it fills, and the blob is committed and linked once its digest is right.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -12,7 +9,7 @@
 #include "berth/observe/log.hpp"
 #include "berth/net/reach.hpp"
 #include "berth/replication/cluster.hpp"
-#include "berth/storage/layout.hpp"
+#include "berth/storage/filling_blob.hpp"
 #include "proxy_impl.hpp"
 
 namespace berth::proxy {
@@ -21,16 +18,6 @@ namespace {
 // How long a reader waits for the upstream's answer to start.
 constexpr auto answer_wait = std::chrono::seconds(30);
 constexpr std::size_t piece_bytes = 1 << 20;
-
-void write_all(int fd, const char* data, std::size_t size) {
-    while (size) {
-        auto n = ::write(fd, data, size);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) throw std::runtime_error("cannot write the fetched blob");
-        data += n;
-        size -= static_cast<std::size_t>(n);
-    }
-}
 
 }  // namespace
 
@@ -75,9 +62,11 @@ std::optional<storage::OpenBlob> Proxy::fetch_blob(const std::string& repo, cons
     flight->started.wait_for(lock, answer_wait, [&] { return flight->filling || flight->ended; });
     if (flight->refused) std::rethrow_exception(flight->refused);
     if (!flight->filling || flight->filling->failed()) return std::nullopt;
-    int fd = flight->filling->open_reader();
-    if (fd < 0) return std::nullopt;
-    return storage::OpenBlob(fd, flight->filling->size(), flight->filling);
+    try {
+        return flight->filling->reader();
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
 }
 
 bool Proxy::Impl::holds(UpstreamState& upstream, const std::string& name, const oci::Digest& digest) {
@@ -147,9 +136,9 @@ bool Proxy::Impl::fill_from_store(UpstreamState& upstream, const std::string& na
     upstream.answered(head.status);
     if (head.status != 200 || head.content_length != *size) return false;
     admit(flight, digest, *size);
-    auto fd = ::open(blobs.path(digest).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    auto filling = std::make_shared<storage::FillingBlob>(fd, *size);
+    auto blob = blobs.open(digest);
+    if (!blob) return false;
+    auto filling = std::make_shared<storage::FillingBlob>(std::move(*blob));
     filling->wrote(*size);
     filling->verified();
     {
@@ -204,23 +193,8 @@ void Proxy::Impl::receive(UpstreamState& upstream, remote::Opened& opened, const
     if (limits.max_blob_bytes && size > limits.max_blob_bytes)
         throw std::runtime_error("blob larger than limits.max_blob_bytes");
     admit(flight, digest, size);
-    if (blobs.free_bytes() < size + limits.min_free_bytes) throw std::runtime_error("not enough free disk space");
-    const auto scratch = storage::layout::fetch_file(blobs.scratch_dir());
-    int out = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-    if (out < 0) throw std::runtime_error("cannot create a scratch file");
-    struct Scratch {
-        int fd;
-        std::filesystem::path path;
-        bool keep = false;
-        ~Scratch() {
-            ::close(fd);
-            std::error_code ec;
-            if (!keep) std::filesystem::remove(path, ec);
-        }
-    } guard{out, scratch};
-    int in = ::open(scratch.c_str(), O_RDONLY | O_CLOEXEC);
-    if (in < 0) throw std::runtime_error("cannot open a scratch file");
-    auto filling = std::make_shared<storage::FillingBlob>(in, size);
+    auto writer = blobs.write(digest.algorithm(), {size, limits.max_blob_bytes, limits.min_free_bytes});
+    auto filling = writer.follow();
     {
         std::lock_guard lock(flight.mutex);
         flight.filling = filling;
@@ -232,25 +206,19 @@ void Proxy::Impl::receive(UpstreamState& upstream, remote::Opened& opened, const
     // average, whatever size the upstream claims.
     const auto& options = upstream.options;
     const auto started = Clock::now();
-    oci::Hasher hasher(digest.algorithm());
     std::vector<char> piece(piece_bytes);
-    std::uint64_t total = 0;
     while (auto n = opened.exchange->read_body(piece)) {
         const auto late =
             std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started - options.fetch_timeout);
-        if (late.count() > 0 && total + n < options.min_bytes_per_second * static_cast<std::uint64_t>(late.count()))
+        if (late.count() > 0 &&
+            writer.size() + n < options.min_bytes_per_second * static_cast<std::uint64_t>(late.count()))
             throw std::runtime_error("blob slower than the upstream's min_bytes_per_second");
-        if (total + n > size) throw std::runtime_error("blob longer than its Content-Length");
-        hasher.update(piece.data(), n);
-        write_all(out, piece.data(), n);
-        total += n;
+        if (writer.size() + n > size) throw std::runtime_error("blob longer than its Content-Length");
+        writer.write(piece.data(), n);
         if (from_upstream) upstream.counters.fetched_bytes += n;
-        filling->wrote(total);
     }
-    if (total != size) throw std::runtime_error("blob shorter than its Content-Length");
-    if (hasher.peek() != digest) throw std::runtime_error("blob does not match its digest");
-    blobs.commit(scratch, digest);
-    guard.keep = true;
+    if (writer.size() != size) throw std::runtime_error("blob shorter than its Content-Length");
+    writer.commit(digest);
 }
 
 void Proxy::Impl::admit(BlobFlight& flight, const oci::Digest& digest, std::uint64_t size) {

@@ -1,8 +1,5 @@
 #include "berth/registry/maintenance.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <map>
 #include <set>
@@ -10,6 +7,7 @@
 
 #include "berth/oci/manifest.hpp"
 #include "berth/oci/media_types.hpp"
+#include "berth/storage/blob_hash.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "untagged.hpp"
@@ -157,26 +155,27 @@ ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint
     std::vector<std::pair<oci::Digest, std::uint64_t>> all;
     blobs.for_each(
         [&](const oci::Digest& digest, std::uint64_t size, std::int64_t) { all.emplace_back(digest, size); });
-    std::vector<char> buffer(1 << 20);
     const auto started = std::chrono::steady_clock::now();
     for (auto& [digest, size] : all) {
         if (stop) break;
-        int fd = ::open(blobs.path(digest).c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) continue;  // collected meanwhile
-        oci::Hasher hasher(digest.algorithm());
-        for (ssize_t n; (n = ::read(fd, buffer.data(), buffer.size())) > 0;) {
-            hasher.update(buffer.data(), static_cast<std::size_t>(n));
-            report.bytes_checked += static_cast<std::uint64_t>(n);
-            if (bytes_per_second) {
-                // Stay under the rate: sleep until the bytes so far are due.
-                auto due = started + std::chrono::microseconds(report.bytes_checked * 1'000'000 / bytes_per_second);
-                std::this_thread::sleep_until(due);
-            }
-            if (stop) break;
+        auto blob = blobs.open(digest);
+        if (!blob) continue;  // collected meanwhile
+        std::optional<storage::Hashed> hashed;
+        try {
+            hashed = storage::hash(*blob, digest.algorithm(), [&](const char*, std::size_t n) {
+                report.bytes_checked += n;
+                if (bytes_per_second) {
+                    // Stay under the rate: sleep until the bytes so far are due.
+                    auto due = started + std::chrono::microseconds(report.bytes_checked * 1'000'000 / bytes_per_second);
+                    std::this_thread::sleep_until(due);
+                }
+                return !stop;
+            });
+        } catch (const std::exception&) {
+            continue;  // unreadable now (the store is away): the next scrub tries again
         }
-        ::close(fd);
         ++report.blobs_checked;
-        if (!stop && hasher.peek() != digest) {
+        if (hashed && hashed->digest != digest) {
             report.corrupt.push_back(digest.str());
             try {
                 blobs.quarantine(digest);

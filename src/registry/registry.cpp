@@ -189,8 +189,9 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     auto expected = oci::Digest::parse_or_throw(digest_text);
     auto state = uploads_->acquire(repo, id);
     HeldUpload hold(*uploads_, state);
+    auto& files = uploads_->files();
     auto actual =
-        state->algorithm == expected.algorithm() ? state->hasher->peek() : hash_file(state->path, expected.algorithm());
+        state->algorithm == expected.algorithm() ? state->hasher->peek() : files.digest(*state, expected.algorithm());
     storage::MetaStore::Batch batch;
     batch.remove_upload(id);
     if (actual != expected) {
@@ -203,8 +204,8 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     // Under a quota the blob is made visible only once the quota allowed it,
     // under the write lock; the file's fsync, the slow part, comes first.
     const bool limited = has_quota(repo);
-    if (limited) storage::fsync_path(state->path);
-    else blobs_.commit(state->path, actual);
+    if (limited) files.sync(*state);
+    else files.commit(*state, actual);
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
     batch.record_link(repo, actual.str(), stamp, false, state->offset);
@@ -219,7 +220,7 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
             meta_.commit(end, storage::MetaStore::Durability::none);
             throw;
         }
-        blobs_.commit(state->path, actual);
+        files.commit(*state, actual);
     }
     uploads_->erase(state);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);

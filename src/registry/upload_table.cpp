@@ -1,14 +1,7 @@
-#include "berth/storage/layout.hpp"
 #include "upload_table.hpp"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <system_error>
 #include <thread>
 
 #include "berth/oci/error.hpp"
@@ -27,13 +20,14 @@ using oci::ErrorCode;
 
 UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, std::string replica_id, Limits limits,
                          Now now)
-    : blobs_(blobs), meta_(meta), replica_id_(std::move(replica_id)), limits_(limits), now_(std::move(now)) {
+    : blobs_(blobs), files_(blobs), meta_(meta), replica_id_(std::move(replica_id)), limits_(limits),
+      now_(std::move(now)) {
     storage::MetaStore::Batch orphans;
     bool orphaned = false;
     for (auto& [id, record] : meta_.uploads()) {
         // A crash between a finished upload's rename and its index commit
         // leaves the record without its file: the session is over.
-        if (!std::filesystem::exists(storage::layout::upload_file(blobs_.scratch_dir(), id))) {
+        if (!files_.exists(id)) {
             orphans.remove_upload(id);
             orphaned = true;
             continue;
@@ -42,17 +36,13 @@ UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, st
         state->id = id;
         state->repo = record.repository;
         state->algorithm = oci::parse_algorithm(record.algorithm).value_or(oci::DigestAlgorithm::sha256);
-        state->path = storage::layout::upload_file(blobs_.scratch_dir(), id);
         state->last_active_ms = now_();
         sessions_.emplace(id, std::move(state));
     }
     if (orphaned) meta_.commit(orphans, storage::MetaStore::Durability::none);
     // Nothing is in flight at start: an upload file no session owns (its
     // record lost in a crash) is only litter.
-    std::error_code ec;
-    for (auto& entry : std::filesystem::directory_iterator(blobs_.scratch_dir(), ec))
-        if (!storage::layout::is_fetch_file(entry.path()) && !sessions_.count(entry.path().filename().string()))
-            std::filesystem::remove(entry.path(), ec);
+    files_.sweep([&](const std::string& id) { return sessions_.count(id) > 0; });
 }
 
 void UploadTable::require_space(std::uint64_t incoming) const {
@@ -70,7 +60,6 @@ std::shared_ptr<UploadState> UploadTable::create(const std::string& repo, oci::D
     state->repo = repo;
     state->client = client;
     state->algorithm = algorithm;
-    state->path = storage::layout::upload_file(blobs_.scratch_dir(), state->id);
     state->hasher.emplace(algorithm);
     state->last_active_ms = now_();
     {
@@ -85,13 +74,13 @@ std::shared_ptr<UploadState> UploadTable::create(const std::string& repo, oci::D
         }
         sessions_.emplace(state->id, state);
     }
-    int fd = ::open(state->path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
+    try {
+        files_.create(*state);
+    } catch (...) {
         std::lock_guard lock(mutex_);
         sessions_.erase(state->id);
-        throw std::system_error(errno, std::generic_category(), "create upload file");
+        throw;
     }
-    ::close(fd);
     storage::MetaStore::Batch batch;
     batch.put_upload(state->id, {repo, std::string(oci::algorithm_name(algorithm))});
     // A crash may forget a session (its client starts the upload again); it
@@ -117,14 +106,11 @@ std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const
         state->busy = true;
     }
     try {
-        state->fd = ::open(state->path.c_str(), O_RDWR | O_CLOEXEC);
-        if (state->fd < 0 && errno == ENOENT) {
+        if (!files_.open(*state, state->algorithm)) {
             // Gone under a session that outlived it (see the constructor): forget it.
             forget(*state);
             throw Error(ErrorCode::blob_upload_unknown, "upload unknown (its file is gone)");
         }
-        if (state->fd < 0) throw std::system_error(errno, std::generic_category(), "open upload file");
-        if (!state->hasher) load(*state);
     } catch (...) {
         release(state);
         throw;
@@ -145,25 +131,8 @@ void UploadTable::remove_records(const std::vector<std::string>& ids) {
     meta_.commit(batch, storage::MetaStore::Durability::none);
 }
 
-void UploadTable::load(UploadState& state) {
-    oci::Hasher hasher(state.algorithm);
-    std::vector<char> buffer(1 << 20);
-    std::uint64_t total = 0;
-    while (true) {
-        auto n = ::pread(state.fd, buffer.data(), buffer.size(), static_cast<off_t>(total));
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw std::system_error(errno, std::generic_category(), "read upload file");
-        if (n == 0) break;
-        hasher.update(buffer.data(), static_cast<std::size_t>(n));
-        total += static_cast<std::uint64_t>(n);
-    }
-    state.hasher.emplace(hasher);
-    state.offset = total;
-}
-
 void UploadTable::release(const std::shared_ptr<UploadState>& state) {
-    if (state->fd >= 0) ::close(state->fd);
-    state->fd = -1;
+    files_.close(*state);
     bool cancelled;
     {
         std::lock_guard lock(mutex_);
@@ -171,27 +140,19 @@ void UploadTable::release(const std::shared_ptr<UploadState>& state) {
         state->busy = false;
         cancelled = state->cancelled;
     }
-    if (cancelled) {
-        std::error_code ec;
-        std::filesystem::remove(state->path, ec);
-    }
+    if (cancelled) files_.remove(*state);
 }
 
 void UploadTable::cancel(const std::string& repo, const std::string& id) {
     bool held;
-    std::filesystem::path path;
     {
         std::lock_guard lock(mutex_);
         auto state = find_locked(repo, id);
         sessions_.erase(id);  // from here on nobody else can take it up
         held = state->busy;
         state->cancelled = held;
-        path = state->path;
     }
-    if (!held) {
-        std::error_code ec;
-        std::filesystem::remove(path, ec);
-    }
+    if (!held) files_.remove(id);
     remove_records({id});
 }
 
@@ -210,8 +171,7 @@ std::size_t UploadTable::purge_idle(std::uint64_t cutoff_ms) {
     }
     std::vector<std::string> ids;
     for (auto& state : idle) {
-        std::error_code ec;
-        std::filesystem::remove(state->path, ec);
+        files_.remove(state->id);
         ids.push_back(state->id);
     }
     remove_records(ids);
@@ -219,10 +179,7 @@ std::size_t UploadTable::purge_idle(std::uint64_t cutoff_ms) {
 }
 
 void UploadTable::erase(const std::shared_ptr<UploadState>& state) {
-    if (state->fd >= 0) ::close(state->fd);
-    state->fd = -1;
-    std::error_code ec;
-    std::filesystem::remove(state->path, ec);
+    files_.remove(*state);
     std::lock_guard lock(mutex_);
     sessions_.erase(state->id);
 }

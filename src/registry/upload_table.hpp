@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -17,6 +16,7 @@
 
 #include "berth/oci/digest.hpp"
 #include "berth/storage/upload_appender.hpp"
+#include "berth/storage/upload_files.hpp"
 
 namespace berth::storage {
 class BlobStore;
@@ -63,6 +63,7 @@ public:
     bool contains(const std::string& repo, const std::string& id);
     std::uint64_t now() const { return now_(); }
     storage::UploadWriters& writers() { return writers_; }
+    storage::UploadFiles& files() { return files_; }
     std::size_t size() {
         std::lock_guard lock(mutex_);
         return sessions_.size();
@@ -70,12 +71,12 @@ public:
 
 private:
     std::shared_ptr<UploadState> find_locked(const std::string& repo, const std::string& id);
-    void load(UploadState& state);
     // Drops a session and its record (not its file, which is gone).
     void forget(const UploadState& state);
     void remove_records(const std::vector<std::string>& ids);
 
     storage::BlobStore& blobs_;
+    storage::UploadFiles files_;
     storage::MetaStore& meta_;
     std::string replica_id_;
     Limits limits_;

@@ -1,12 +1,5 @@
 #include "validate.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <system_error>
-#include <vector>
-
 #include "berth/oci/error.hpp"
 #include "berth/oci/names.hpp"
 
@@ -30,26 +23,6 @@ Reference parse_reference(const std::string& reference, Access access) {
         throw Error(ErrorCode::manifest_unknown, "manifest unknown", reference.substr(0, 200));
     require_tag(reference);
     return reference;
-}
-
-oci::Digest hash_file(const std::filesystem::path& path, oci::DigestAlgorithm algorithm) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path.string());
-    oci::Hasher hasher(algorithm);
-    std::vector<char> buffer(1 << 20);
-    while (true) {
-        auto n = ::read(fd, buffer.data(), buffer.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int saved = errno;
-            ::close(fd);
-            throw std::system_error(saved, std::generic_category(), "read " + path.string());
-        }
-        if (n == 0) break;
-        hasher.update(buffer.data(), static_cast<std::size_t>(n));
-    }
-    ::close(fd);
-    return hasher.peek();
 }
 
 void require_writable(const Options& options) {

@@ -1,6 +1,5 @@
 #pragma once
 // Checks on untrusted input shared by the registry operations.
-#include <filesystem>
 #include <string>
 #include <variant>
 
@@ -21,7 +20,5 @@ void require_tag(const std::string& tag);
 
 // Throws UNSUPPORTED on a pull-only registry (the node agent).
 void require_writable(const Options& options);
-
-oci::Digest hash_file(const std::filesystem::path& path, oci::DigestAlgorithm algorithm);
 
 }  // namespace berth::registry

@@ -8,7 +8,6 @@
 #include "berth/replication/protocol.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
-#include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
 
 namespace berth::replication {
@@ -49,21 +48,18 @@ ApplyResult Applier::ensure_blob(const oci::Digest& digest, const std::vector<Pe
     } done{*this, digest.str()};
     Outcome outcome;
     for (auto* source : sources) {
-        const auto scratch = storage::layout::fetch_file(blobs_.scratch_dir());
         try {
-            oci::Hasher hasher(digest.algorithm());
-            int status = source->download(protocol::blob_target(digest.str()), scratch, hasher);
-            if (status == 200 && hasher.peek() == digest) {
-                bytes_fetched_ += std::filesystem::file_size(scratch);
-                blobs_.commit(scratch, digest);
+            auto writer = blobs_.write(digest.algorithm());
+            int status = source->download(protocol::blob_target(digest.str()), writer);
+            if (status == 200 && writer.digest() == digest) {
+                bytes_fetched_ += writer.size();
+                writer.commit(digest);
                 return ApplyResult::applied;
             }
             if (status != 404) outcome.failed();  // a corrupt or refused copy is not proof of absence
         } catch (const std::exception&) {
             outcome.failed();
         }
-        std::error_code ec;
-        std::filesystem::remove(scratch, ec);
     }
     return outcome.missing();
 }

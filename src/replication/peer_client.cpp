@@ -1,8 +1,5 @@
 #include "peer_client.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <stdexcept>
 
 #include "berth/replication/protocol.hpp"
@@ -55,30 +52,13 @@ void PeerClient::async_request(const std::string& method, const std::string& tar
                           std::move(done));
 }
 
-int PeerClient::download(const std::string& target, const std::filesystem::path& file, oci::Hasher& hasher) {
+int PeerClient::download(const std::string& target, storage::BlobWriter& into) {
     // The header timeout is the client's; a body that stops arriving fails at its idle timeout.
     auto exchange = client_.open(origin_, head("GET", target, std::chrono::seconds(30)));
     const int status = exchange->read_head().status;
     if (status != 200) return status;  // the connection is dropped: its body was not read
-
-    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw std::runtime_error("open " + file.string());
     std::vector<char> chunk(1 << 20);
-    try {
-        while (auto got = exchange->read_body(chunk)) {
-            hasher.update(chunk.data(), got);
-            for (std::size_t done = 0; done < got;) {
-                auto n = ::write(fd, chunk.data() + done, got - done);
-                if (n < 0 && errno == EINTR) continue;
-                if (n < 0) throw std::runtime_error("write " + file.string());
-                done += static_cast<std::size_t>(n);
-            }
-        }
-    } catch (...) {
-        ::close(fd);
-        throw;
-    }
-    ::close(fd);
+    while (auto got = exchange->read_body(chunk)) into.write(chunk.data(), got);
     return status;
 }
 

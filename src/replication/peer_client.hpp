@@ -3,13 +3,13 @@
 // this build's protocol versions, and go over berth's HTTP client. Blocking:
 // for replication and worker threads only.
 #include <chrono>
-#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "berth/net/client.hpp"
 #include "berth/oci/digest.hpp"
+#include "berth/storage/blob_writer.hpp"
 
 namespace berth::replication {
 
@@ -33,9 +33,8 @@ public:
     // another layer sends a peer (a forwarded upload, a fetch's owner), the peer headers added.
     std::unique_ptr<net::Exchange> open(net::RequestHead head);
     net::Response ask(net::RequestHead head, std::size_t limit);
-    // Streams a 200 body into file while hashing it; returns the status. The
-    // file holds exactly the body when the digest matched.
-    int download(const std::string& target, const std::filesystem::path& file, oci::Hasher& hasher);
+    // Streams a 200 body into the writer (which hashes it); returns the status.
+    int download(const std::string& target, storage::BlobWriter& into);
 
 private:
     net::RequestHead head(const std::string& method, const std::string& target, std::chrono::milliseconds timeout,

@@ -18,7 +18,9 @@
 #include "berth/oci/encoding.hpp"
 #include "berth/oci/json.hpp"
 #include "berth/observe/log.hpp"
+#include "berth/storage/blob_hash.hpp"
 #include "berth/storage/blob_store.hpp"
+#include "files.hpp"
 #include "meta_store_impl.hpp"
 
 namespace berth::storage {
@@ -26,10 +28,18 @@ namespace berth::storage {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// A backup links the files store's blob files rather than copying them.
+struct BackupFiles {
+    static std::optional<fs::path> path(const BlobStore& blobs, const oci::Digest& digest) {
+        auto* files = dynamic_cast<const FileBlobStore*>(&blobs);
+        if (!files) return std::nullopt;
+        return files->path(digest);
+    }
+};
+
 namespace {
 
 constexpr const char* backup_format = "berth-backup-v1";
-constexpr std::size_t copy_chunk = 1 << 20;
 
 [[noreturn]] void fail(const std::string& what) { throw BackupError(what); }
 
@@ -42,50 +52,43 @@ std::string utc_id(std::chrono::system_clock::time_point when) {
     return text;
 }
 
-// Reads a file through a hasher; writes a copy to `to` (fsynced) when given. Returns the
-// digest (of the algorithm asked) and the size.
-std::pair<oci::Digest, std::uint64_t> hash_file(const fs::path& from, oci::DigestAlgorithm algorithm,
-                                                const fs::path* to = nullptr) {
-    int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-    if (in < 0) fail("cannot read " + from.string());
+// Reads a blob through a hasher, and writes a copy to `to` (fsynced) when given.
+std::pair<oci::Digest, std::uint64_t> copy_blob(const OpenBlob& in, oci::DigestAlgorithm algorithm, const fs::path* to,
+                                                const std::string& name) {
     int out = -1;
     if (to) {
         out = ::open(to->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (out < 0) {
-            ::close(in);
-            fail("cannot write " + to->string());
-        }
+        if (out < 0) fail("cannot write " + to->string());
     }
-    oci::Hasher hasher(algorithm);
-    std::vector<char> buffer(copy_chunk);
-    std::uint64_t size = 0;
     bool ok = true;
-    for (;;) {
-        auto n = ::read(in, buffer.data(), buffer.size());
-        if (n < 0) {
-            ok = false;
-            break;
-        }
-        if (n == 0) break;
-        hasher.update(buffer.data(), static_cast<std::size_t>(n));
-        size += static_cast<std::uint64_t>(n);
-        for (ssize_t written = 0; out >= 0 && written < n;) {
-            auto w = ::write(out, buffer.data() + written, static_cast<std::size_t>(n - written));
-            if (w <= 0) {
-                ok = false;
-                break;
+    std::optional<Hashed> hashed;
+    try {
+        hashed = hash(in, algorithm, [&](const char* data, std::size_t n) {
+            for (std::size_t written = 0; out >= 0 && written < n;) {
+                auto w = ::write(out, data + written, n - written);
+                if (w <= 0) return ok = false;
+                written += static_cast<std::size_t>(w);
             }
-            written += w;
-        }
-        if (!ok) break;
+            return true;
+        });
+    } catch (const std::exception&) {
+        ok = false;
     }
-    ::close(in);
     if (out >= 0) {
         if (::fsync(out) != 0) ok = false;
         ::close(out);
     }
-    if (!ok) fail("cannot copy " + from.string());
-    return {hasher.peek(), size};
+    if (!ok || !hashed) fail("cannot copy " + name);
+    return {hashed->digest, hashed->size};
+}
+
+// Reads a file through a hasher; writes a copy to `to` (fsynced) when given. Returns the
+// digest (of the algorithm asked) and the size.
+std::pair<oci::Digest, std::uint64_t> hash_file(const fs::path& from, oci::DigestAlgorithm algorithm,
+                                                const fs::path* to = nullptr) {
+    auto in = open_file(from);
+    if (!in) fail("cannot read " + from.string());
+    return copy_blob(*in, algorithm, to, from.string());
 }
 
 std::string sha256_hex(const fs::path& file) { return hash_file(file, oci::DigestAlgorithm::sha256).first.hex(); }
@@ -242,7 +245,9 @@ void place_blobs(const BlobStore& blobs, const fs::path& target, const fs::path&
             if (!ec) fs::remove(to);  // a damaged or partial copy: replaced
             bool linked = false;
             // A link too is read first: a store blob whose bytes rotted must not become a backup's.
-            if (!place_blob(blobs.path(digest), to, digest, linked, true)) {
+            const auto from = BackupFiles::path(blobs, digest);
+            if (!from) fail("backups of blobs outside the files store are not supported");
+            if (!place_blob(*from, to, digest, linked, true)) {
                 ++report.damaged;
                 observe::log("error", "backup: a blob file does not match its digest; left out",
                              {{"digest", digest.str()}});
@@ -465,14 +470,14 @@ void restore_index(const fs::path& backup, const std::string& id, const json& de
 // not what they claim. placed: the files written, for undoing a refused restore.
 void restore_blobs(const fs::path& target, const fs::path& backup, const fs::path& root, RestoreReport& report,
                    std::vector<fs::path>& placed, const std::function<void(const BackupProgress&)>& progress) {
-    BlobStore blobs(root);
+    FileBlobStore blobs(root);
     std::set<fs::path> touched;
     const auto target_blobs = layout::backup::blobs_dir(target);
     visit_blob_list(backup, [&](const oci::Digest& digest, std::uint64_t size) {
         const auto from = blob_in(target_blobs, digest);
         if (!fs::exists(from)) fail(report.id + ": blob " + digest.str() + " is gone from the backup");
         bool linked = false;
-        const auto to = blobs.path(digest);
+        const auto to = *BackupFiles::path(blobs, digest);
         const bool existed = fs::exists(to);
         if (!place_blob(from, to, digest, linked, true))
             fail(report.id + ": blob " + digest.str() + " is damaged in the backup (berth backup verify)");

@@ -1,6 +1,7 @@
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/crash_points.hpp"
 #include "berth/storage/layout.hpp"
+#include "files.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -23,61 +24,52 @@ namespace {
 
 }  // namespace
 
-void fsync_path(const fs::path& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw_errno("open " + path.string());
-    int rc = ::fsync(fd);
-    ::close(fd);
-    if (rc != 0) throw_errno("fsync " + path.string());
-}
-
-BlobStore::BlobStore(fs::path root)
-    : blobs_(layout::blobs_dir(root)), scratch_(layout::scratch_dir(root)), quarantine_(layout::quarantine_dir(root)) {
-    fs::create_directories(blobs_);
+BlobStore::BlobStore(fs::path scratch) : scratch_(std::move(scratch)) {
     fs::create_directories(scratch_);
     std::error_code ec;
     for (auto& entry : fs::directory_iterator(scratch_, ec))
         if (layout::is_fetch_file(entry.path())) fs::remove(entry.path(), ec);
 }
 
-fs::path BlobStore::path(const oci::Digest& digest) const { return layout::blob_file(blobs_, digest); }
-
-OpenBlob::~OpenBlob() {
-    if (fd_ >= 0) ::close(fd_);
-}
-
-std::optional<OpenBlob> BlobStore::open(const oci::Digest& digest) const {
-    int fd = ::open(path(digest).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::nullopt;
-    struct stat info {};
-    if (::fstat(fd, &info) != 0) {
-        ::close(fd);
-        return std::nullopt;
-    }
-    return OpenBlob(fd, static_cast<std::uint64_t>(info.st_size));
-}
-
 std::optional<std::string> BlobStore::read(const oci::Digest& digest, std::uint64_t limit) const {
     auto blob = open(digest);
     if (!blob || blob->size() > limit) return std::nullopt;
     std::string bytes(blob->size(), '\0');
-    for (std::size_t done = 0; done < bytes.size();) {
-        auto n = ::pread(blob->fd(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return std::nullopt;
-        done += static_cast<std::size_t>(n);
+    try {
+        if (blob->read(0, bytes) != bytes.size()) return std::nullopt;
+    } catch (const std::exception&) {
+        return std::nullopt;
     }
     return bytes;
 }
 
-std::optional<std::uint64_t> BlobStore::size(const oci::Digest& digest) const {
+BlobWriter BlobStore::write(oci::DigestAlgorithm algorithm, WriteLimits limits) {
+    return BlobWriter(*this, layout::fetch_file(scratch_), algorithm, limits);
+}
+
+std::uint64_t BlobStore::free_bytes() const {
+    struct statvfs info {};
+    if (::statvfs(scratch_.c_str(), &info) != 0) return UINT64_MAX;  // unknown: do not refuse on a guess
+    return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
+}
+
+FileBlobStore::FileBlobStore(const fs::path& root)
+    : BlobStore(layout::scratch_dir(root)), blobs_(layout::blobs_dir(root)), quarantine_(layout::quarantine_dir(root)) {
+    fs::create_directories(blobs_);
+}
+
+fs::path FileBlobStore::path(const oci::Digest& digest) const { return layout::blob_file(blobs_, digest); }
+
+std::optional<OpenBlob> FileBlobStore::open(const oci::Digest& digest) const { return open_file(path(digest)); }
+
+std::optional<std::uint64_t> FileBlobStore::size(const oci::Digest& digest) const {
     std::error_code ec;
     auto bytes = fs::file_size(path(digest), ec);
     if (ec) return std::nullopt;
     return bytes;
 }
 
-void BlobStore::commit(const fs::path& scratch, const oci::Digest& digest) {
+void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest) {
     const auto target = path(digest);
     std::error_code ec;
     {
@@ -107,23 +99,17 @@ void BlobStore::commit(const fs::path& scratch, const oci::Digest& digest) {
     crash_point("blob.dir_synced");
 }
 
-bool BlobStore::remove(const oci::Digest& digest) {
+bool FileBlobStore::remove(const oci::Digest& digest) {
     std::error_code ec;
     return fs::remove(path(digest), ec);
 }
 
-std::uint64_t BlobStore::free_bytes() const {
-    struct statvfs info {};
-    if (::statvfs(scratch_.c_str(), &info) != 0) return UINT64_MAX;  // unknown: do not refuse on a guess
-    return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
-}
-
-bool BlobStore::touch(const oci::Digest& digest) {
+bool FileBlobStore::touch(const oci::Digest& digest) {
     std::lock_guard lock(collect_mutex_);
     return ::utimensat(AT_FDCWD, path(digest).c_str(), nullptr, 0) == 0;
 }
 
-bool BlobStore::remove_if_older(const oci::Digest& digest, std::chrono::system_clock::time_point cutoff) {
+bool FileBlobStore::remove_if_older(const oci::Digest& digest, std::chrono::system_clock::time_point cutoff) {
     std::lock_guard lock(collect_mutex_);
     struct stat info {};
     const auto file = path(digest);
@@ -132,14 +118,14 @@ bool BlobStore::remove_if_older(const oci::Digest& digest, std::chrono::system_c
     return ::unlink(file.c_str()) == 0;
 }
 
-void BlobStore::quarantine(const oci::Digest& digest) {
+void FileBlobStore::quarantine(const oci::Digest& digest) {
     const auto target = layout::quarantine_file(quarantine_, digest);
     fs::create_directories(quarantine_);
     std::lock_guard lock(collect_mutex_);
     if (::rename(path(digest).c_str(), target.c_str()) != 0) throw_errno("quarantine " + digest.str());
 }
 
-void BlobStore::for_each(
+void FileBlobStore::for_each(
     const std::function<void(const oci::Digest&, std::uint64_t size, std::int64_t mtime)>& visit) const {
     std::error_code ec;
     for (auto& algorithm : fs::directory_iterator(blobs_, ec)) {

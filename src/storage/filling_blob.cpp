@@ -1,21 +1,14 @@
 #include "berth/storage/filling_blob.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 namespace berth::storage {
 
-FillingBlob::FillingBlob(int fd, std::uint64_t size) : fd_(fd), size_(size) {}
+FillingBlob::FillingBlob(OpenBlob blob) : blob_(std::move(blob)) {}
 
-FillingBlob::~FillingBlob() {
-    if (fd_ >= 0) ::close(fd_);
-}
-
-int FillingBlob::open_reader() const { return ::fcntl(fd_, F_DUPFD_CLOEXEC, 0); }
+OpenBlob FillingBlob::reader() { return blob_.another(shared_from_this()); }
 
 std::uint64_t FillingBlob::can_read_locked() const {
-    if (verified_) return size_;
-    const auto held_back = size_ ? size_ - 1 : 0;
+    if (verified_) return blob_.size();
+    const auto held_back = blob_.size() ? blob_.size() - 1 : 0;
     return written_ < held_back ? written_ : held_back;
 }
 

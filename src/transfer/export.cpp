@@ -2,9 +2,6 @@
 // from a store (beside a running berth: the index read-only) or a registry's API, written as an
 // OCI image layout into a directory or a tar archive. Tags become full-reference ref.name
 // annotations, so berth import puts every image back under its own name.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -16,13 +13,14 @@
 #include "berth/oci/json.hpp"
 #include "berth/oci/manifest.hpp"
 #include "berth/oci/paths.hpp"
+#include "berth/storage/blob_hash.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/transfer/transfer.hpp"
+#include "layout_writer.hpp"
 #include "names.hpp"
-#include "tar.hpp"
 
 namespace berth::transfer {
 
@@ -82,7 +80,7 @@ public:
         auto open = blobs_.open(digest);
         if (!open) throw std::runtime_error("blob " + digest.str() + " of " + repo + " is not in the store");
         begin(open->size());
-        read_pieces({open->fd(), 0, open->size()}, sink);
+        storage::read_all(*open, sink);
     }
     std::optional<std::uint64_t> linked_at(const std::string& repo, const oci::Digest& digest) override {
         auto link = meta_.link(repo, digest.str());
@@ -92,7 +90,7 @@ public:
 
 private:
     storage::MetaStore meta_;
-    storage::BlobStore blobs_;
+    storage::FileBlobStore blobs_;
 };
 
 class ApiReader : public Reader {
@@ -138,102 +136,6 @@ public:
 
 private:
     ApiClient api_;
-};
-
-// An OCI image layout being written: a directory (blobs already there are kept) or a tar archive.
-class LayoutWriter {
-public:
-    explicit LayoutWriter(const std::filesystem::path& to) : dir_(to) {
-        if (to.extension() == ".tar") tar_.emplace(to);
-        else std::filesystem::create_directories(to / "blobs");
-    }
-    bool has(const oci::Digest& digest) const {
-        if (written_.count(digest.str())) return true;
-        return !tar_ && std::filesystem::exists(path_of(digest));
-    }
-    // begin(size) is called before the bytes; every byte is hashed and must make `digest`.
-    void add(const oci::Digest& digest,
-             const std::function<void(const std::function<void(std::uint64_t)>&,
-                                      const std::function<void(const char*, std::size_t)>&)>& produce,
-             Progress& progress) {
-        oci::Hasher hasher(digest.algorithm());
-        const auto scratch = dir_ / ("blobs/.partial-" + digest.hex());
-        // The scratch file's descriptor, closed and the file removed if this ends early.
-        struct Scratch {
-            int fd = -1;
-            std::filesystem::path path;
-            ~Scratch() {
-                if (fd < 0) return;
-                ::close(fd);
-                std::error_code ignored;
-                std::filesystem::remove(path, ignored);
-            }
-        } file{-1, scratch};
-        int& fd = file.fd;
-        produce(
-            [&](std::uint64_t size) {
-                if (tar_)
-                    tar_->begin("blobs/" + std::string(oci::algorithm_name(digest.algorithm())) + "/" + digest.hex(),
-                                size);
-                else {
-                    std::filesystem::create_directories(path_of(digest).parent_path());
-                    fd = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                    if (fd < 0) throw std::runtime_error("cannot write " + scratch.string());
-                }
-            },
-            [&](const char* data, std::size_t n) {
-                hasher.update(data, n);
-                progress.bytes += n;
-                if (tar_) return tar_->write(data, n);
-                for (std::size_t done = 0; done < n;) {
-                    auto w = ::write(fd, data + done, n - done);
-                    if (w <= 0) throw std::runtime_error("cannot write " + scratch.string());
-                    done += static_cast<std::size_t>(w);
-                }
-            });
-        if (fd >= 0 && ::fsync(fd) != 0) throw std::runtime_error("cannot sync " + scratch.string());
-        if (hasher.peek() != digest) throw std::runtime_error("blob " + digest.str() + " read back as other bytes");
-        if (!tar_) {
-            ::close(std::exchange(fd, -1));
-            std::filesystem::rename(scratch, path_of(digest));
-        }
-        written_.insert(digest.str());
-    }
-    void add_bytes(const oci::Digest& digest, const std::string& bytes, Progress& progress) {
-        if (has(digest)) return;
-        add(
-            digest,
-            [&](auto& begin, auto& sink) {
-                begin(bytes.size());
-                sink(bytes.data(), bytes.size());
-            },
-            progress);
-    }
-    void finish(const json& index) {
-        const std::string layout = R"({"imageLayoutVersion":"1.0.0"})";
-        const auto text = index.dump(2);
-        if (tar_) {
-            for (auto& [name, content] : {std::pair{"oci-layout", layout}, std::pair{"index.json", text}}) {
-                tar_->begin(name, content.size());
-                tar_->write(content.data(), content.size());
-            }
-            tar_->finish();
-            return;
-        }
-        for (auto& [name, content] : {std::pair{"oci-layout", layout}, std::pair{"index.json", text}}) {
-            std::ofstream out(dir_ / name, std::ios::binary | std::ios::trunc);
-            out << content;
-            if (!out.flush()) throw std::runtime_error("cannot write " + (dir_ / name).string());
-        }
-    }
-
-private:
-    std::filesystem::path path_of(const oci::Digest& digest) const {
-        return dir_ / "blobs" / std::string(oci::algorithm_name(digest.algorithm())) / digest.hex();
-    }
-    std::filesystem::path dir_;
-    std::optional<TarWriter> tar_;
-    std::set<std::string> written_;
 };
 
 class Exporter {

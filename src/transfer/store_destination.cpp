@@ -1,9 +1,6 @@
 // Importing into the store directly (--root): blobs copied once into the store's scratch space,
 // hashed on the way, committed and linked; manifests through the registry's own checks (the
 // server's policies, quotas and limits) and change log, so peers replicate the result.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
@@ -31,32 +28,12 @@ public:
 
     oci::Digest put_blob(const std::string& repo, const FileRange& file, const std::optional<oci::Digest>& expected,
                          Progress& progress) override {
-        const auto scratch = storage::layout::fetch_file(blobs_.scratch_dir());
-        oci::Hasher hasher(expected ? expected->algorithm() : oci::DigestAlgorithm::sha256);
-        int out = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (out < 0) throw std::runtime_error("cannot write " + scratch.string());
-        try {
-            read_pieces(file, [&](const char* data, std::size_t n) {
-                for (std::size_t written = 0; written < n;) {
-                    auto w = ::write(out, data + written, n - written);
-                    if (w <= 0) throw std::runtime_error("cannot copy a blob into the store");
-                    written += static_cast<std::size_t>(w);
-                }
-                hasher.update(data, n);
-                progress.bytes += n;
-            });
-        } catch (...) {
-            ::close(out);
-            std::filesystem::remove(scratch);
-            throw;
-        }
-        ::close(out);
-        const auto digest = hasher.peek();
-        if (expected && digest != *expected) {
-            std::filesystem::remove(scratch);
-            throw std::runtime_error("blob " + expected->str() + " holds bytes of " + digest.str());
-        }
-        blobs_.commit(scratch, digest);  // fsyncs it before it is visible
+        auto writer = blobs_.write(expected ? expected->algorithm() : oci::DigestAlgorithm::sha256);
+        read_pieces(file, [&](const char* data, std::size_t n) {
+            writer.write(data, n);
+            progress.bytes += n;
+        });
+        const auto digest = writer.commit(expected);  // durable before it is visible
         if (!registry_.link_blob(repo, digest)) throw std::runtime_error("blob " + digest.str() + " vanished");
         return digest;
     }
@@ -82,7 +59,7 @@ private:
         return options;
     }
 
-    storage::BlobStore blobs_;
+    storage::FileBlobStore blobs_;
     std::unique_ptr<storage::MetaStore> meta_;
     storage::HybridClock clock_;
     registry::Registry registry_;

@@ -13,8 +13,11 @@
 #   dump-owners        no nlohmann `.dump(` in src/registry/ or src/storage/ but where an on-disk format is written;
 #   peer-secret        the peer-secret header (Berth-Peer-Secret, any case) spelled only in replication and read
 #                      only by src/http/request_head.cpp;
-#   services-members   http::Services (include/berth/http/services.hpp) holds at most 6 data members.
-# Rules about code (no-friends, no-async, dump-owners, peer-secret) read it without comments (cxx_code.awk).
+#   services-members   http::Services (include/berth/http/services.hpp) holds at most 6 data members;
+#   blob-files         storage owns blob bytes: outside src/storage/ nothing spells a blob or scratch path, and
+#                      the layers that carry blobs make no file call of their own (http's FileSender sends an
+#                      OpenBlob's descriptor: the one exception).
+# Rules about code (no-friends, no-async, dump-owners, peer-secret, blob-files) read it without comments (cxx_code.awk).
 # RocksDB outside storage is the layers test's (tests/layers/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -158,6 +161,17 @@ if members=$(awk -f $lint/cxx_code.awk $services | NAME=Services awk -f $lint/st
 else
     fail "$services:1: no definition of struct Services found (moved? update this script)"
 fi
+
+check blob-files
+blob_paths='layout::(blob_file|blobs_dir|scratch_dir|upload_file|fetch_file|is_fetch_file|quarantine_file|quarantine_dir)\(|(\.|->)scratch_dir\(|(^|[^A-Za-z0-9_])(fsync_path|hash_file)\(|blobs_?(\(\))?(\.|->)path\('
+fail_hits "a blob or scratch path outside src/storage/: use BlobStore, BlobWriter, UploadFiles or OpenBlob" \
+    < <(code_hits "$blob_paths" src include | grep -vE '^(src/storage/|include/berth/storage/)')
+# `::open(` and not `Limits::open(`: a member's definition is not a file call.
+file_calls='(^|[^A-Za-z0-9_:])::(open|openat|read|pread|write|pwrite|pwritev|fsync|ftruncate|unlink|rename|link|sendfile)\(|(std::filesystem|fs)::(remove|remove_all|rename|file_size|copy_file|exists|create_hard_link|directory_iterator)|std::[io]?fstream|(^|[^A-Za-z0-9_])fopen\(|(\.|->)release\(\)'
+fail_hits "a file call in a layer that carries blobs: go through storage" \
+    < <(code_hits "$file_calls" src/registry src/replication src/proxy src/trust src/ui src/http src/s3 \
+            src/transfer/store_destination.cpp src/transfer/export.cpp |
+        grep -vE '^(src/http/file_sender\.hpp:|src/http/server\.cpp:[0-9]+:.*/proc/sys/fs/nr_open|src/trust/keys\.cpp:[0-9]+:.*ifstream in\(path)')
 
 if ((${#failed[@]} == 0)); then
     echo "architecture: ok, ${#ran[@]} checks as docs/architecture.md says: ${ran[*]}"

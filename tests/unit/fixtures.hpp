@@ -82,14 +82,20 @@ inline std::string index_manifest(const std::string& child, std::uint64_t child_
 // ---------------------------------------------------------------------------
 // Stores
 
-// Puts bytes into a blob store the way a fetch from a peer does: a scratch file, committed under
+// Puts bytes into a blob store the way a fetch from a peer does: written, then committed under
 // its digest.
 inline oci::Digest store_blob(storage::BlobStore& blobs, const std::string& content) {
-    auto digest = sha256(content);
-    auto scratch = blobs.scratch_dir() / ("test-" + digest.hex());
-    std::ofstream(scratch, std::ios::binary) << content;
-    blobs.commit(scratch, digest);
-    return digest;
+    auto writer = blobs.write(oci::DigestAlgorithm::sha256);
+    writer.write(content.data(), content.size());
+    return writer.commit();
+}
+
+// Behind a files store's back (to read or damage what it holds): where its files are.
+inline std::filesystem::path blob_path(const std::filesystem::path& root, const oci::Digest& digest) {
+    return storage::layout::blob_file(storage::layout::blobs_dir(root), digest);
+}
+inline std::filesystem::path scratch_dir(const std::filesystem::path& root) {
+    return storage::layout::scratch_dir(root);
 }
 
 // A store (blobs, index, pull times) in a temp dir, with a hybrid clock over a wall clock the test
@@ -101,7 +107,7 @@ struct StoreFixture {
 
     TempDir dir;
     std::uint64_t now_ms;
-    storage::BlobStore blobs{dir.path()};
+    storage::FileBlobStore blobs{dir.path()};
     storage::MetaStore meta{storage::layout::meta_dir(dir.path())};
     storage::HybridClock clock{[this] { return now_ms; }};
     storage::PullTimes pulls{meta};

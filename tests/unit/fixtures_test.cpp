@@ -39,7 +39,7 @@ TEST_CASE("a store fixture's clock follows now_ms; its blobs are stored under th
     CHECK(f.wall()() == 9'000);
     auto digest = f.add_blob("bytes");
     CHECK(digest == test::sha256("bytes"));
-    CHECK(test::read_file(f.blobs.path(digest)) == "bytes");
+    CHECK(test::read_file(test::blob_path(f.dir.path(), digest)) == "bytes");
     CHECK(f.tags("r").empty());
 }
 

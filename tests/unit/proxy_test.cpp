@@ -18,6 +18,7 @@
 
 using berth::remote::parse_challenge;
 using berth::storage::FillingBlob;
+using berth::storage::OpenBlob;
 
 TEST_CASE("challenges are read as registries send them") {
     auto bearer = parse_challenge(
@@ -40,7 +41,8 @@ TEST_CASE("a filling blob holds back its last byte until verified") {
     TempDir dir;
     auto path = dir.path() / "f";
     std::ofstream(path) << "hello";
-    FillingBlob blob(::open(path.c_str(), O_RDONLY), 5);
+    auto shared = std::make_shared<FillingBlob>(OpenBlob(::open(path.c_str(), O_RDONLY), 5));
+    auto& blob = *shared;
     CHECK(blob.readable() == 0);
     int woken = 0;
     blob.when_readable(0, [&] { ++woken; });
@@ -59,18 +61,17 @@ TEST_CASE("a filling blob holds back its last byte until verified") {
     blob.when_readable(1, [&] { ++woken; });  // readable already: at once
     CHECK(woken == 4);
 
-    int fd = blob.open_reader();
-    REQUIRE(fd >= 0);
+    auto reader = blob.reader();
+    CHECK(reader.filling() == shared);
     char buffer[5];
-    CHECK(::pread(fd, buffer, 5, 0) == 5);
-    ::close(fd);
+    CHECK(reader.read(0, buffer) == 5);
 }
 
 TEST_CASE("a failed fetch wakes every reader and reads as nothing") {
     TempDir dir;
     auto path = dir.path() / "f";
     std::ofstream(path) << "x";
-    FillingBlob blob(::open(path.c_str(), O_RDONLY), 100);
+    FillingBlob blob(OpenBlob(::open(path.c_str(), O_RDONLY), 100));
     blob.wrote(50);
     int woken = 0;
     blob.when_readable(60, [&] { ++woken; });
@@ -78,7 +79,7 @@ TEST_CASE("a failed fetch wakes every reader and reads as nothing") {
     CHECK(woken == 1);
     CHECK(blob.failed());
     CHECK(blob.readable() == 0);
-    FillingBlob empty(::open(path.c_str(), O_RDONLY), 0);
+    FillingBlob empty(OpenBlob(::open(path.c_str(), O_RDONLY), 0));
     CHECK(empty.readable() == 0);
     empty.verified();
     CHECK(empty.readable() == 0);

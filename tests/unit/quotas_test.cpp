@@ -77,7 +77,7 @@ TEST_CASE("a byte quota refuses the upload that would pass it, and keeps none of
     CHECK_FALSE(f.meta.has_link("team-a/app", b.str()));
     CHECK(f.reg->uploads_in_progress() == 0);
     CHECK(f.meta.usage("team-a").bytes == 60);
-    CHECK(std::filesystem::is_empty(f.blobs.scratch_dir()));
+    CHECK(std::filesystem::is_empty(test::scratch_dir(f.dir.path())));
 
     // The same blob again, in another repository of the namespace: it counts once, so it fits.
     CHECK(f.push_blob("team-a/other", first) == a);

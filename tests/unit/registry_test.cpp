@@ -48,7 +48,7 @@ void append_rest_and_check(Fixture& f, const std::string& id, const std::string&
     f.reg.append("r", id, from)->write(content.data() + from, content.size() - from);
     auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, content);
     CHECK(f.reg.finish_upload("r", id, digest.str()) == digest);
-    CHECK(test::read_file(f.blobs.path(digest)) == content);
+    CHECK(test::read_file(test::blob_path(f.dir.path(), digest)) == content);
 }
 
 // Makes the disk refuse writes to any file past `limit` bytes while it lives.
@@ -248,13 +248,15 @@ TEST_CASE("upload sessions are capped and idle ones purged") {
     CHECK(f.reg.purge_idle_uploads() == 3);
     CHECK(f.reg.upload_status("r", ids[0]).offset == 1);
     CHECK(code_of([&] { f.reg.upload_status("r", ids[1]); }) == ErrorCode::blob_upload_unknown);
-    CHECK(std::distance(std::filesystem::directory_iterator(f.blobs.scratch_dir()), {}) == 1);
+    CHECK(std::distance(std::filesystem::directory_iterator(test::scratch_dir(f.dir.path())), {}) == 1);
 }
 
 TEST_CASE("a DELETE ends a session a stalled append still holds") {
     Fixture f;
     auto id = f.reg.start_upload("r").id;
-    auto scratch_files = [&] { return std::distance(std::filesystem::directory_iterator(f.blobs.scratch_dir()), {}); };
+    auto scratch_files = [&] {
+        return std::distance(std::filesystem::directory_iterator(test::scratch_dir(f.dir.path())), {});
+    };
     {
         auto appender = f.reg.append("r", id, 0);
         appender->write("abc", 3);

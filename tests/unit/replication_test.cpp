@@ -82,9 +82,7 @@ public:
 bool copy_blob(Replica& from, Replica& to, const std::string& repo, const oci::Digest& digest) {
     auto link = from.meta.link(repo, digest.str());
     if (!link || link->deleted) return false;
-    auto scratch = to.blobs.scratch_dir() / ("fetch-test-" + digest.hex());
-    std::filesystem::copy_file(from.blobs.path(digest), scratch, std::filesystem::copy_options::overwrite_existing);
-    to.blobs.commit(scratch, digest);
+    test::store_blob(to.blobs, *from.blobs.read(digest, 1 << 20));
     auto lock = to.meta.lock_writes();
     storage::MetaStore::Batch batch;
     batch.record_link(repo, digest.str(), link->stamp, false, *to.blobs.size(digest));
@@ -545,9 +543,7 @@ TEST_CASE("pages of one store's state applied to another give the same state, on
     REQUIRE(from.apply({Event::Type::unlink, "b", extra.str(), {}, {41, "o"}}) == ApplyResult::applied);
     // The receiver has the blobs (no sources here to fetch them from).
     from.blobs.for_each([&](const oci::Digest& digest, std::uint64_t, std::int64_t) {
-        auto scratch = to.blobs.scratch_dir() / ("copy-" + digest.hex());
-        std::filesystem::copy_file(from.blobs.path(digest), scratch);
-        to.blobs.commit(scratch, digest);
+        test::store_blob(to.blobs, *from.blobs.read(digest, 1 << 20));
     });
 
     auto copy_all = [&](std::size_t page_size) {

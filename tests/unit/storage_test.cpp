@@ -3,7 +3,9 @@
 #include <chrono>
 #include <fstream>
 
+#include "berth/storage/blob_hash.hpp"
 #include "berth/storage/blob_store.hpp"
+#include "berth/storage/layout.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "temp_dir.hpp"
@@ -11,23 +13,67 @@
 using namespace berth;
 using namespace berth::storage;
 
-TEST_CASE("blob store commits scratch files by digest and keeps the first copy") {
+TEST_CASE("blob store commits written blobs by digest and keeps the first copy") {
     TempDir dir;
-    BlobStore blobs(dir.path());
+    FileBlobStore blobs(dir.path());
     auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, "hello");
     CHECK_FALSE(blobs.size(digest));
-    auto scratch = blobs.scratch_dir() / "one";
-    std::ofstream(scratch) << "hello";
-    blobs.commit(scratch, digest);
+    auto scratch_files = [&] {
+        return std::distance(std::filesystem::directory_iterator(layout::scratch_dir(dir.path())), {});
+    };
+    {
+        auto writer = blobs.write(oci::DigestAlgorithm::sha256);
+        writer.write("hello", 5);
+        CHECK(scratch_files() == 1);
+        CHECK(writer.commit(digest) == digest);
+    }
     CHECK(blobs.size(digest) == 5u);
-    CHECK(blobs.path(digest).string().find("/blobs/sha256/" + digest.hex().substr(0, 2) + "/") != std::string::npos);
-    CHECK_FALSE(std::filesystem::exists(scratch));
+    CHECK(std::filesystem::exists(layout::blob_file(layout::blobs_dir(dir.path()), digest)));
+    CHECK(scratch_files() == 0);
+    CHECK(blobs.read(digest, 5) == "hello");
+    CHECK_FALSE(blobs.read(digest, 4));  // over the limit
 
-    std::ofstream(scratch) << "hello";
-    blobs.commit(scratch, digest);  // already there: the scratch file is dropped
-    CHECK_FALSE(std::filesystem::exists(scratch));
+    {
+        auto writer = blobs.write(oci::DigestAlgorithm::sha256);
+        writer.write("hello", 5);
+        writer.commit();  // already there: the scratch file is dropped
+    }
+    CHECK(scratch_files() == 0);
+    {
+        auto writer = blobs.write(oci::DigestAlgorithm::sha256);
+        writer.write("hellO", 5);
+        CHECK_THROWS_AS(writer.commit(digest), DigestMismatch);
+    }
+    CHECK(scratch_files() == 0);  // a writer dropped uncommitted leaves nothing
+    {
+        auto writer = blobs.write(oci::DigestAlgorithm::sha256, {.expected_size = 3, .max_bytes = 4});
+        CHECK_THROWS(writer.write("hello", 5));  // past its announced size
+        CHECK_THROWS(writer.commit());           // short of it
+    }
+    CHECK_THROWS(blobs.write(oci::DigestAlgorithm::sha256, {.expected_size = 5, .max_bytes = 4}));
     CHECK(blobs.remove(digest));
     CHECK_FALSE(blobs.size(digest));
+}
+
+TEST_CASE("the one hash reads a blob whole and can stop early") {
+    TempDir dir;
+    FileBlobStore blobs(dir.path());
+    const std::string bytes(3 << 20, 'x');
+    auto writer = blobs.write(oci::DigestAlgorithm::sha256);
+    writer.write(bytes.data(), bytes.size());
+    auto digest = writer.commit();
+    auto blob = blobs.open(digest);
+    REQUIRE(blob);
+    auto hashed = hash(*blob, oci::DigestAlgorithm::sha256);
+    REQUIRE(hashed);
+    CHECK(hashed->digest == digest);
+    CHECK(hashed->size == bytes.size());
+    int pieces = 0;
+    CHECK_FALSE(hash(*blob, oci::DigestAlgorithm::sha256, [&](const char*, std::size_t) { return ++pieces < 2; }));
+    CHECK(pieces == 2);
+    std::string all;
+    read_all(*blob, [&](const char* data, std::size_t n) { all.append(data, n); });
+    CHECK(all == bytes);
 }
 
 namespace {

@@ -10,20 +10,21 @@
 #include <mutex>
 #include <vector>
 
+#include "berth/storage/open_blob.hpp"
+
 namespace berth::storage {
 
-class FillingBlob {
+class FillingBlob : public std::enable_shared_from_this<FillingBlob> {
 public:
-    // fd: the scratch file opened for reading; FillingBlob owns and closes it.
-    FillingBlob(int fd, std::uint64_t size);
-    ~FillingBlob();
+    // blob: the bytes as they arrive (a scratch file opened for reading), or all of them already.
+    explicit FillingBlob(OpenBlob blob);
     FillingBlob(const FillingBlob&) = delete;
     FillingBlob& operator=(const FillingBlob&) = delete;
 
-    std::uint64_t size() const { return size_; }
-    // A descriptor of the file for one reader (pread/sendfile with explicit
-    // offsets only); valid after the file is renamed into place. -1 on failure.
-    int open_reader() const;
+    std::uint64_t size() const { return blob_.size(); }
+    // The bytes for one more reader, who reads only what readable() says; valid after the
+    // scratch file is renamed into place.
+    OpenBlob reader();
     // Bytes from the start that readers may send.
     std::uint64_t readable() const;
     bool failed() const;
@@ -42,8 +43,7 @@ private:
     void change(const std::function<void()>& update);
     std::vector<std::function<void()>> take_waiters_locked();
 
-    const int fd_;
-    const std::uint64_t size_;
+    const OpenBlob blob_;
     mutable std::mutex mutex_;
     std::uint64_t written_ = 0;
     bool verified_ = false, failed_ = false;

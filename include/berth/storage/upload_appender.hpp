@@ -9,7 +9,6 @@
 // state never disagree for anyone else.
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -20,12 +19,16 @@
 
 namespace berth::storage {
 
-// An upload's scratch file (layout::upload_file) as it is appended to.
+// An upload's scratch file as it is appended to; UploadFiles (upload_files.hpp) creates, opens,
+// verifies and commits it.
 struct UploadFile {
-    std::string id;  // for logs
-    std::filesystem::path path;
+    std::string id;                     // names the file
     std::optional<oci::Hasher> hasher;  // of the bytes up to offset; empty until rebuilt from the file
     std::uint64_t offset = 0;
+
+private:
+    friend class UploadFiles;
+    friend class UploadAppender;
     int fd = -1;  // open while an appender holds it
 };
 
