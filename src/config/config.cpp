@@ -345,6 +345,7 @@ Config parse_config(const std::string& text, const std::filesystem::path& base) 
     });
     top.section("agent", [&](Section& s) { read_agent(s, r); });
     top.section("backup", [&](Section& s) { read_backup(s, r); });
+    top.section("storage", [&](Section& s) { read_storage(s, r); });
     top.section("ui", [&](Section& s) { read_ui(s, r); });
     top.section("notifications", [&](Section& s) { read_notifications(s, r); });
     top.section("cache", [&](Section& s) {

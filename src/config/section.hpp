@@ -149,6 +149,7 @@ void check_url(const std::string& key, const std::string& url);
 void read_auth(Section& s, Reading& r);            // auth_config.cpp
 void read_policies(const json& list, Reading& r);  // policy_config.cpp
 void read_backup(Section& s, Reading& r);          // backup_config.cpp
+void read_storage(Section& s, Reading& r);         // storage_config.cpp
 void read_ui(Section& s, Reading& r);              // ui_config.cpp
 void read_notifications(Section& s, Reading& r);   // notify_config.cpp
 

@@ -81,20 +81,21 @@ private:
         write_piece(static_cast<std::size_t>(n));
     }
 
-    // No descriptor: the read may wait on another party (an object store), so a worker does it.
+    // No descriptor: the read waits on another party (an object store), so it runs on that
+    // party's pool, never on the workers everyone else needs.
     void read_on_worker(std::size_t want) {
-        boost::asio::post(context_.worker_pool,
-                          [this, owner = owner_, blob = file_->blob, offset = file_->offset, want] {
-                              std::size_t n = 0;
-                              try {
-                                  n = blob->read(offset, {piece_.data(), want});
-                              } catch (const std::exception&) {}
-                              boost::asio::post(stream_.get_executor(), [this, owner, n] {
-                                  if (!file_) return;
-                                  if (n == 0) return end(false);  // cut short, or the store failed: the body ends early
-                                  write_piece(n);
-                              });
-                          });
+        auto read = [this, owner = owner_, blob = file_->blob, offset = file_->offset, want] {
+            std::size_t n = 0;
+            try {
+                n = blob->read(offset, {piece_.data(), want});
+            } catch (const std::exception&) {}
+            boost::asio::post(stream_.get_executor(), [this, owner, n] {
+                if (!file_) return;
+                if (n == 0) return end(false);  // cut short, or the store failed: the body ends early
+                write_piece(n);
+            });
+        };
+        if (!context_.party_pools.post(file_->blob->party(), [read](auto) { read(); })) end(false);
     }
 
     void write_piece(std::size_t n) {

@@ -23,6 +23,7 @@
 #include "berth/registry/registry.hpp"
 #include "berth/registry/retention.hpp"
 #include "berth/replication/replicator.hpp"
+#include "berth/s3/blob_store.hpp"
 #include "berth/storage/backup.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
@@ -67,6 +68,13 @@ auto as_config_error(const std::string& key, F&& make) {
     } catch (const std::exception& error) {
         throw ConfigError(key + ": " + error.what());
     }
+}
+
+// Where blob bytes live: the files under root, or a bucket (storage.blobs).
+std::unique_ptr<storage::BlobStore> open_blobs(const config::Config& config) {
+    if (!config.s3_blobs) return std::make_unique<storage::FileBlobStore>(config.root);
+    return as_config_error("storage.blobs",
+                           [&] { return std::make_unique<s3::S3BlobStore>(config.root, *config.s3_blobs); });
 }
 
 // The store made ready for the objects over it: namespace usage counted and lineage indexed (once,
@@ -119,7 +127,8 @@ private:
     }
 
     config::Config config_;
-    storage::FileBlobStore blobs_;
+    std::unique_ptr<storage::BlobStore> blobs_;
+    s3::S3BlobStore* bucket_ = nullptr;  // blobs_ when they live in a bucket
     storage::MetaStore meta_;
     const std::string replica_id_;
     storage::HybridClock clock_;
@@ -141,15 +150,15 @@ private:
 };
 
 Node::Node(config::Config config)
-    : config_(std::move(config)), blobs_(config_.root),
+    : config_(std::move(config)), blobs_(open_blobs(config_)), bucket_(dynamic_cast<s3::S3BlobStore*>(blobs_.get())),
       meta_(storage::layout::meta_dir(config_.root), storage::MetaStore::Mode::read_write,
             config_.metadata_cache_bytes),
-      replica_id_(prepare_store(config_, meta_, blobs_)), clock_(storage::system_wall_clock()), pulls_(meta_),
-      backups_(config_.backup.enabled() ? std::make_unique<storage::BackupJob>(config_.backup, meta_, blobs_)
+      replica_id_(prepare_store(config_, meta_, *blobs_)), clock_(storage::system_wall_clock()), pulls_(meta_),
+      backups_(config_.backup.enabled() ? std::make_unique<storage::BackupJob>(config_.backup, meta_, *blobs_)
                                         : nullptr),
       replicator_(config_.replication.enabled()
                       ? std::make_unique<replication::Replicator>(
-                            config_.replication, replica_id_, blobs_, meta_, clock_, pulls_,
+                            config_.replication, replica_id_, *blobs_, meta_, clock_, pulls_,
                             replication::ContentRules{
                                 [this](const std::string& repo) { return proxy::mirrors(config_.proxy, repo); },
                                 config_.registry.sparse_manifests},
@@ -159,15 +168,15 @@ Node::Node(config::Config config)
                                                                       proxy::Limits{config_.registry.max_manifest_bytes,
                                                                                     config_.registry.max_blob_bytes,
                                                                                     config_.registry.min_free_bytes},
-                                                                      blobs_, meta_, replicator_.get())
+                                                                      *blobs_, meta_, replicator_.get())
                                      : nullptr),
       verifier_(as_config_error("policies",
                                 [&] {
                                     const auto& rules = config_.signature_rules;
                                     return rules.empty() ? nullptr
-                                                         : std::make_unique<trust::Verifier>(rules, meta_, blobs_);
+                                                         : std::make_unique<trust::Verifier>(rules, meta_, *blobs_);
                                 })),
-      registry_(config_.registry, blobs_, meta_, clock_, {replicator_.get(), proxy_.get(), &pulls_, verifier_.get()}),
+      registry_(config_.registry, *blobs_, meta_, clock_, {replicator_.get(), proxy_.get(), &pulls_, verifier_.get()}),
       retention_(config_.retention, meta_, clock_, replica_id_, pulls_, {.peers = replicator_.get()}),
       authorizer_(as_config_error("auth",
                                   [&] {
@@ -213,6 +222,7 @@ void Node::write_metrics(observe::MetricsWriter& out) {
     if (authorizer_) authorizer_->write_metrics(out);
     if (backups_) backups_->write_metrics(out);
     if (notifications_) notifications_->write_metrics(out);
+    if (bucket_) bucket_->write_metrics(out);
 }
 
 void Node::schedule_storage_jobs() {
@@ -222,7 +232,7 @@ void Node::schedule_storage_jobs() {
     });
     if (config_.gc_interval.count())
         scheduler_.every("gc", config_.gc_interval, [this] {
-            auto report = registry::collect_garbage(blobs_, meta_, clock_, replica_id_, config_.gc, false);
+            auto report = registry::collect_garbage(*blobs_, meta_, clock_, replica_id_, config_.gc, false);
             observe::log("info", "garbage collected",
                          {{"manifests", report.manifests},
                           {"links", report.links},
@@ -232,11 +242,16 @@ void Node::schedule_storage_jobs() {
             maintenance_.last_gc = std::move(report);
             ++maintenance_.gc_runs;
         });
+    if (bucket_)
+        scheduler_.every("s3_abandoned_uploads", config_.s3_blobs->sweep_interval, [this] {
+            if (auto aborted = bucket_->abort_abandoned())
+                observe::log("info", "aborted abandoned multipart uploads", {{"count", aborted}});
+        });
     if (backups_ && config_.backup.interval.count())
         scheduler_.every("backup", config_.backup.interval, [this] { backups_->start(); });
     if (config_.scrub_interval.count())
         scheduler_.every("scrub", config_.scrub_interval, [this] {
-            auto report = registry::scrub(blobs_, meta_, config_.scrub_rate_mib << 20, stopping_);
+            auto report = registry::scrub(*blobs_, meta_, config_.scrub_rate_mib << 20, stopping_);
             for (auto& corrupt : report.corrupt)
                 observe::log("error", "scrub found corrupt content; blob quarantined", {{"digest", corrupt}});
             std::lock_guard lock(maintenance_.mutex);

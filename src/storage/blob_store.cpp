@@ -24,7 +24,7 @@ namespace {
 
 }  // namespace
 
-BlobStore::BlobStore(fs::path scratch) : scratch_(std::move(scratch)) {
+BlobStore::BlobStore(const fs::path& root) : scratch_(layout::scratch_dir(root)) {
     fs::create_directories(scratch_);
     std::error_code ec;
     for (auto& entry : fs::directory_iterator(scratch_, ec))
@@ -43,6 +43,17 @@ std::optional<std::string> BlobStore::read(const oci::Digest& digest, std::uint6
     return bytes;
 }
 
+OpenBlob BlobStore::open_scratch(const fs::path& scratch) {
+    auto blob = open_file(scratch);
+    if (!blob) throw_errno("open " + scratch.string());
+    return std::move(*blob);
+}
+
+void BlobStore::drop_scratch(const fs::path& scratch) {
+    std::error_code ec;
+    fs::remove(scratch, ec);
+}
+
 BlobWriter BlobStore::write(oci::DigestAlgorithm algorithm, WriteLimits limits) {
     return BlobWriter(*this, layout::fetch_file(scratch_), algorithm, limits);
 }
@@ -54,7 +65,7 @@ std::uint64_t BlobStore::free_bytes() const {
 }
 
 FileBlobStore::FileBlobStore(const fs::path& root)
-    : BlobStore(layout::scratch_dir(root)), blobs_(layout::blobs_dir(root)), quarantine_(layout::quarantine_dir(root)) {
+    : BlobStore(root), blobs_(layout::blobs_dir(root)), quarantine_(layout::quarantine_dir(root)) {
     fs::create_directories(blobs_);
 }
 

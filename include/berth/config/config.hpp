@@ -2,6 +2,7 @@
 // berth's configuration: a JSON file, validated strictly (an unknown key or a
 // wrong type stops the start), then overridden by command-line flags.
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "berth/registry/options.hpp"
 #include "berth/registry/retention.hpp"
 #include "berth/replication/options.hpp"
+#include "berth/s3/options.hpp"
 #include "berth/storage/backup.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "berth/trust/options.hpp"
@@ -36,8 +38,9 @@ struct Config {
     std::uint64_t scrub_rate_mib = 64;
     // cache.memory_bytes: manifests, tags and pages of tag lists kept decoded in memory.
     std::uint64_t metadata_cache_bytes = storage::MetaStore::default_cache_bytes;
-    storage::BackupOptions backup;  // backups the server takes (docs/backup.md)
-    notify::Options notifications;  // endpoints that hear of changes (docs/events.md)
+    std::optional<s3::StoreOptions> s3_blobs;  // storage.blobs {"type": "s3"}; unset: the files store
+    storage::BackupOptions backup;             // backups the server takes (docs/backup.md)
+    notify::Options notifications;             // endpoints that hear of changes (docs/events.md)
     // The keys of the policies that require signatures (policies[].require_signature).
     std::vector<trust::SignatureRule> signature_rules;
 };

@@ -56,6 +56,17 @@
     M(backups_total, counter, "Backups the server took, by result.")                                                   \
     M(backup_last_success_timestamp_seconds, gauge, "When the last backup that succeeded ended (0: none yet).")        \
     M(backup_running, gauge, "1 while a backup is under way.")                                                         \
+    /* blobs in an S3 bucket (s3/blob_store) */                                                                        \
+    M(s3_objects_uploaded_total, counter,                                                                              \
+      "Blobs this replica uploaded to the bucket (one PUT or one multipart upload).")                                  \
+    M(s3_uploaded_bytes_total, counter, "Blob bytes this replica uploaded to the bucket.")                             \
+    M(s3_multipart_uploads_total, counter, "Blobs uploaded in parts.")                                                 \
+    M(s3_abandoned_uploads_aborted_total, counter,                                                                     \
+      "Multipart uploads found neither completed nor aborted past storage.blobs.abandoned_upload_hours, aborted.")     \
+    M(s3_blobs_renewed_total, counter, "Pushes of a blob the bucket held already: renewed, not uploaded.")             \
+    M(s3_cache_requests_total, counter, "Reads of the local blob cache, by result (hit, miss).")                       \
+    M(s3_cache_evictions_total, counter, "Blobs the local cache let go, least recently used first.")                   \
+    M(s3_cache_bytes, gauge, "Bytes in the local blob cache, and its capacity (by kind: used, capacity).")             \
     /* replication */                                                                                                  \
     M(replication_lag_events, gauge, "Change-log events of the peer not yet applied here.")                            \
     M(replication_lag_seconds, gauge, "Age of the oldest peer event not yet applied.")                                 \

@@ -20,8 +20,8 @@ namespace berth::storage {
 
 class BlobStore {
 public:
-    // scratch: the replica's own directory for bytes on their way in.
-    explicit BlobStore(std::filesystem::path scratch);
+    // root: the replica's own directory; bytes on their way in go to its scratch directory.
+    explicit BlobStore(const std::filesystem::path& root);
     virtual ~BlobStore() = default;
     BlobStore(const BlobStore&) = delete;
     BlobStore& operator=(const BlobStore&) = delete;
@@ -55,6 +55,9 @@ protected:
     // the same size, it is renewed instead and the scratch file dropped.
     virtual void commit(const std::filesystem::path& scratch, const oci::Digest& digest) = 0;
     const std::filesystem::path& scratch_dir() const { return scratch_; }
+    // For stores whose blobs live elsewhere: the scratch file's bytes, and its end.
+    static OpenBlob open_scratch(const std::filesystem::path& scratch);
+    static void drop_scratch(const std::filesystem::path& scratch);
 
 private:
     std::filesystem::path scratch_;

@@ -124,6 +124,15 @@ namespace berth::storage::layout {
 inline std::filesystem::path blobs_dir(const std::filesystem::path& root) { return root / "blobs"; }
 inline std::filesystem::path scratch_dir(const std::filesystem::path& root) { return root / "uploads"; }
 inline std::filesystem::path quarantine_dir(const std::filesystem::path& root) { return root / "quarantine"; }
+// With blobs in an object store: the hot ones on this replica's disk (BlobCache), <alg>-<hex> each.
+inline std::filesystem::path blob_cache_dir(const std::filesystem::path& root) { return root / "blob-cache"; }
+// With blobs in an object store: the object keys under its prefix.
+inline std::string blob_key(const oci::Digest& digest) {
+    return "blobs/" + std::string(oci::algorithm_name(digest.algorithm())) + "/" + digest.hex();
+}
+inline std::string quarantine_key(const oci::Digest& digest) {
+    return "quarantine/" + std::string(oci::algorithm_name(digest.algorithm())) + "-" + digest.hex();
+}
 inline std::filesystem::path meta_dir(const std::filesystem::path& root) { return root / "meta"; }
 inline std::filesystem::path issuer_keys_dir(const std::filesystem::path& root) { return root / "issuer-keys"; }
 inline std::filesystem::path notifications_dir(const std::filesystem::path& root) { return root / "notifications"; }

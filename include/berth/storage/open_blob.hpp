@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 
 namespace berth::storage {
@@ -17,6 +18,8 @@ public:
     virtual ~BlobSource() = default;
     // Blocking; returns 0 only at the end; throws when the bytes cannot be had.
     virtual std::size_t read(std::uint64_t offset, std::span<char> into) const = 0;
+    // The outside party reads wait on (net/reach.hpp's names): they run on its pool.
+    virtual std::string party() const = 0;
 };
 
 class OpenBlob {
@@ -37,6 +40,8 @@ public:
     int fd() const { return fd_; }
     // Blocking, like pread: fewer bytes than asked only at the end (0 there). Throws on failure.
     std::size_t read(std::uint64_t offset, std::span<char> into) const;
+    // The party read() waits on; "" for a local file.
+    std::string party() const { return source_ ? source_->party() : std::string(); }
     // Another handle on the same bytes, for one more reader.
     OpenBlob another(std::shared_ptr<FillingBlob> filling) const;
 

@@ -1,0 +1,23 @@
+#pragma once
+// storage.blobs {"type": "s3", ...}: blob bytes in a bucket every replica of a cluster shares
+// (docs/storage.md). The index stays on each replica's disk, replicated as ever.
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "berth/s3/client.hpp"
+
+namespace berth::s3 {
+
+struct StoreOptions {
+    Config bucket;                           // endpoint, bucket, region, credentials, ca_file, path_style, part_size
+    std::string prefix;                      // every key under it: <prefix>blobs/<alg>/<hex>
+    unsigned parallel_parts = 4;             // parts of one multipart upload in flight at once
+    std::uint64_t cache_bytes = 1ull << 30;  // the read cache on the replica's disk; 0: none
+    // Multipart uploads begun this long ago and neither completed nor aborted (a replica died
+    // mid-push) are aborted by the sweep, which runs every sweep_interval.
+    std::chrono::seconds abandoned_after{std::chrono::hours(24)};
+    std::chrono::seconds sweep_interval{std::chrono::hours(1)};
+};
+
+}  // namespace berth::s3

@@ -1,0 +1,185 @@
+#include "berth/s3/blob_store.hpp"
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "berth/net/client.hpp"
+#include "berth/observe/log.hpp"
+#include "berth/observe/metrics.hpp"
+#include "berth/storage/crash_points.hpp"
+#include "berth/storage/layout.hpp"
+#include "object_source.hpp"
+
+namespace berth::s3 {
+namespace {
+
+net::ClientOptions client_options(const StoreOptions& options) {
+    net::ClientOptions out;
+    out.io_threads = 2;
+    out.max_idle_per_origin = 16 + options.parallel_parts;
+    return out;
+}
+
+}  // namespace
+
+S3BlobStore::S3BlobStore(const std::filesystem::path& root, StoreOptions options)
+    : BlobStore(root), options_(std::move(options)),
+      http_(std::make_unique<net::Client>(client_options(options_))), client_(options_.bucket, *http_) {
+    if (options_.parallel_parts < 1 || options_.parallel_parts > 64)
+        throw std::invalid_argument("storage.blobs.parallel_parts is 1 to 64");
+    if (options_.cache_bytes)
+        cache_ = std::make_unique<storage::BlobCache>(storage::layout::blob_cache_dir(root), options_.cache_bytes);
+}
+
+S3BlobStore::~S3BlobStore() = default;
+
+std::string S3BlobStore::key(const oci::Digest& digest) const {
+    return options_.prefix + storage::layout::blob_key(digest);
+}
+
+std::optional<oci::Digest> S3BlobStore::digest_of(const std::string& key) const {
+    const auto blobs = options_.prefix + "blobs/";
+    if (!key.starts_with(blobs)) return std::nullopt;
+    const auto rest = key.substr(blobs.size());
+    const auto slash = rest.find('/');
+    if (slash == std::string::npos) return std::nullopt;
+    auto digest = oci::Digest::parse(rest.substr(0, slash) + ":" + rest.substr(slash + 1));
+    if (!digest || key != this->key(*digest)) return std::nullopt;
+    return digest;
+}
+
+std::optional<std::uint64_t> S3BlobStore::size(const oci::Digest& digest) const {
+    if (cache_)
+        if (auto cached = cache_->open(digest)) return cached->size();
+    auto info = client_.head(key(digest));
+    if (!info) return std::nullopt;
+    return info->size;
+}
+
+std::optional<storage::OpenBlob> S3BlobStore::open(const oci::Digest& digest) const {
+    if (cache_)
+        if (auto cached = cache_->open(digest)) return cached;
+    const auto object = key(digest);
+    auto info = client_.head(object);
+    if (!info) return std::nullopt;
+    // A blob small enough for the cache comes in whole and verified, then goes out with sendfile.
+    if (cache_ && info->size <= cache_->capacity() / 8)
+        return cache_->fill(digest, info->size,
+                            [&](const storage::BlobCache::Sink& sink) { client_.get(object, 0, info->size, sink); });
+    return storage::OpenBlob(std::make_shared<ObjectSource>(client_, object), info->size);
+}
+
+void S3BlobStore::commit(const std::filesystem::path& scratch, const oci::Digest& digest) {
+    const auto object = key(digest);
+    auto bytes = open_scratch(scratch);
+    // Stored already (pushed through another replica, or before): renewed, so that garbage
+    // collection's grace counts from now, as the files store's touch does.
+    if (auto info = client_.head(object); info && info->size == bytes.size()) {
+        client_.copy(object, object);
+        ++renewed_;
+    } else {
+        upload(bytes, object);
+        storage::crash_point("blob.uploaded");
+    }
+    if (cache_) cache_->admit(scratch, digest);
+    drop_scratch(scratch);
+}
+
+void S3BlobStore::upload(const storage::OpenBlob& bytes, const std::string& object) {
+    if (bytes.size() > options_.bucket.part_size) {
+        upload_parts(bytes, object);
+    } else {
+        std::string whole(bytes.size(), '\0');
+        if (bytes.read(0, whole) != whole.size()) throw std::runtime_error("a scratch file ended early");
+        client_.put(object, whole);
+    }
+    ++objects_uploaded_;
+    bytes_uploaded_ += bytes.size();
+}
+
+bool S3BlobStore::remove(const oci::Digest& digest) {
+    if (cache_) cache_->drop(digest);
+    if (!client_.head(key(digest))) return false;
+    client_.remove(key(digest));
+    return true;
+}
+
+bool S3BlobStore::touch(const oci::Digest& digest) {
+    // Only whether it is there: what put it there (commit) renewed it already, and a copy of
+    // every replicated blob onto itself would cost the bucket a blob's bytes per replica.
+    return size(digest).has_value();
+}
+
+bool S3BlobStore::remove_if_older(const oci::Digest& digest, std::chrono::system_clock::time_point cutoff) {
+    auto info = client_.head(key(digest));
+    if (!info || info->last_modified >= cutoff) return false;
+    if (cache_) cache_->drop(digest);
+    client_.remove(key(digest));
+    return true;
+}
+
+void S3BlobStore::quarantine(const oci::Digest& digest) {
+    if (cache_) cache_->drop(digest);
+    client_.copy(key(digest), options_.prefix + storage::layout::quarantine_key(digest));
+    client_.remove(key(digest));
+}
+
+void S3BlobStore::for_each(
+    const std::function<void(const oci::Digest&, std::uint64_t size, std::int64_t mtime)>& visit) const {
+    std::string next;
+    do {
+        auto page = client_.list(options_.prefix + "blobs/", next);
+        for (auto& object : page.objects)
+            if (auto digest = digest_of(object.key))
+                visit(*digest, object.size, std::chrono::system_clock::to_time_t(object.last_modified));
+        next = page.truncated ? page.next_continuation_token : std::string();
+    } while (!next.empty());
+}
+
+std::size_t S3BlobStore::abort_abandoned() {
+    const auto cutoff = std::chrono::system_clock::now() - options_.abandoned_after;
+    std::size_t aborted = 0;
+    UploadMarkers after;
+    do {
+        auto page = client_.list_multipart_uploads(options_.prefix, after);
+        for (auto& upload : page.uploads) {
+            if (upload.initiated >= cutoff) continue;
+            client_.abort_multipart(upload.key, upload.upload_id);
+            ++aborted;
+            observe::log("info", "aborted an abandoned multipart upload",
+                         {{"key", upload.key}, {"upload_id", upload.upload_id}});
+        }
+        after = page.truncated ? UploadMarkers{page.next_key_marker, page.next_upload_id_marker} : UploadMarkers{};
+    } while (!after.key_marker.empty());
+    uploads_aborted_ += aborted;
+    return aborted;
+}
+
+S3BlobStore::Stats S3BlobStore::stats() const {
+    Stats out{objects_uploaded_, bytes_uploaded_, multipart_uploads_, uploads_aborted_, renewed_, 0, 0, 0, 0, 0};
+    if (cache_) {
+        out.cache_hits = cache_->hits();
+        out.cache_misses = cache_->misses();
+        out.cache_evictions = cache_->evictions();
+        out.cache_bytes = cache_->bytes();
+        out.cache_capacity = cache_->capacity();
+    }
+    return out;
+}
+
+void S3BlobStore::write_metrics(observe::MetricsWriter& out) const {
+    using observe::Metric;
+    const auto s = stats();
+    out.add(Metric::s3_objects_uploaded_total, static_cast<double>(s.objects_uploaded));
+    out.add(Metric::s3_uploaded_bytes_total, static_cast<double>(s.bytes_uploaded));
+    out.add(Metric::s3_multipart_uploads_total, static_cast<double>(s.multipart_uploads));
+    out.add(Metric::s3_abandoned_uploads_aborted_total, static_cast<double>(s.uploads_aborted));
+    out.add(Metric::s3_blobs_renewed_total, static_cast<double>(s.renewed));
+    out.add(Metric::s3_cache_requests_total, {{"result", "hit"}}, static_cast<double>(s.cache_hits));
+    out.add(Metric::s3_cache_requests_total, {{"result", "miss"}}, static_cast<double>(s.cache_misses));
+    out.add(Metric::s3_cache_evictions_total, static_cast<double>(s.cache_evictions));
+    out.add(Metric::s3_cache_bytes, {{"kind", "used"}}, static_cast<double>(s.cache_bytes));
+    out.add(Metric::s3_cache_bytes, {{"kind", "capacity"}}, static_cast<double>(s.cache_capacity));
+}
+
+}  // namespace berth::s3

@@ -1,0 +1,60 @@
+// A blob larger than a part goes up as a multipart upload: parallel_parts parts in flight, each
+// hashed and signed on its own, and completed only once every part is in. A failure aborts it;
+// a crash leaves it for abort_abandoned(). Until the completion, the key holds nothing.
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "berth/s3/blob_store.hpp"
+
+namespace berth::s3 {
+
+void S3BlobStore::upload_parts(const storage::OpenBlob& bytes, const std::string& object) {
+    const auto part_size = options_.bucket.part_size;
+    const auto count = static_cast<int>((bytes.size() + part_size - 1) / part_size);
+    if (count > 10000) throw std::runtime_error("a blob of more than 10,000 parts: raise storage.blobs.part_size_mib");
+    const auto upload_id = client_.create_multipart(object);
+    std::vector<Part> parts(static_cast<std::size_t>(count));
+    std::atomic<int> next{0};
+    std::mutex failed_mutex;
+    std::exception_ptr failed;
+    auto work = [&] {
+        std::vector<char> piece;
+        for (int n; (n = next++) < count;) {
+            {
+                std::lock_guard lock(failed_mutex);
+                if (failed) return;
+            }
+            try {
+                const auto offset = static_cast<std::uint64_t>(n) * part_size;
+                piece.resize(static_cast<std::size_t>(std::min<std::uint64_t>(part_size, bytes.size() - offset)));
+                if (bytes.read(offset, piece) != piece.size()) throw std::runtime_error("a scratch file ended early");
+                parts[static_cast<std::size_t>(n)] = {n + 1, client_.upload_part(object, upload_id, n + 1, piece)};
+            } catch (...) {
+                std::lock_guard lock(failed_mutex);
+                if (!failed) failed = std::current_exception();
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (unsigned i = 1; i < std::min<unsigned>(options_.parallel_parts, static_cast<unsigned>(count)); ++i)
+        threads.emplace_back(work);
+    work();
+    for (auto& thread : threads) thread.join();
+    try {
+        if (failed) std::rethrow_exception(failed);
+        client_.complete_multipart(object, upload_id, parts);
+    } catch (...) {
+        try {
+            client_.abort_multipart(object, upload_id);
+        } catch (const std::exception&) {
+            // left for abort_abandoned()
+        }
+        throw;
+    }
+    ++multipart_uploads_;
+}
+
+}  // namespace berth::s3

@@ -1,0 +1,29 @@
+#include "object_source.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace berth::s3 {
+
+std::size_t ObjectSource::read(std::uint64_t offset, std::span<char> into) const {
+    std::lock_guard lock(mutex_);
+    std::size_t done = 0;
+    while (done < into.size()) {
+        const auto at = offset + done;
+        if (at < buffer_offset_ || at >= buffer_offset_ + buffer_.size()) {
+            buffer_.clear();
+            buffer_offset_ = at;
+            const auto want = std::max<std::uint64_t>(into.size() - done, read_ahead);
+            client_.get(key_, at, want,
+                        [&](const char* data, std::size_t n) { buffer_.insert(buffer_.end(), data, data + n); });
+            if (buffer_.empty()) break;  // the object ends here
+        }
+        const auto from = static_cast<std::size_t>(at - buffer_offset_);
+        const auto n = std::min(into.size() - done, buffer_.size() - from);
+        std::memcpy(into.data() + done, buffer_.data() + from, n);
+        done += n;
+    }
+    return done;
+}
+
+}  // namespace berth::s3

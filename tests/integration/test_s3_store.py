@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Blobs in an S3 bucket on a real Ceph (tests/lib/cephlab.py: mon, OSD and radosgw on loopback).
+
+- A push lands as one object per blob under the prefix, nothing under the replica's blobs/; pulls
+  and ranged reads come back byte for byte, from the bucket (no cache) and from the local cache.
+- A blob larger than a part goes up as a multipart upload; the bucket holds no upload afterwards.
+- A multipart upload left by a replica that died mid-push is aborted by the sweep, and counted.
+- Two replicas on one bucket: a blob pushed through one is served by the other, which never
+  copied it (replication carries the index; the bucket holds one object).
+- radosgw frozen: /healthz and /readyz stay quick, cached blobs are still served; thawed, pushes
+  go on.
+"""
+
+import hashlib
+import os
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import berthtest as bt  # noqa: E402
+import cephlab  # noqa: E402
+
+SKIP = cephlab.skip_reason()
+BUCKET = "berth-blobs"
+
+
+def blob_files(root):
+    found = []
+    for dirpath, _, files in os.walk(os.path.join(root, "blobs")):
+        found += [os.path.join(dirpath, f) for f in files]
+    return found
+
+
+@unittest.skipIf(SKIP, SKIP)
+class S3StoreTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.lab = cephlab.CephLab(tempfile.mkdtemp(prefix="berth-ceph-"))
+        cls.addClassCleanup(cls.lab.cleanup)
+        cls.lab.start()
+        cls.lab.make_bucket(BUCKET)
+        cls.s3 = cls.lab.s3()
+
+    def serve(self, prefix, **store):
+        def config(b):
+            for name, value in (("access", self.lab.access_key), ("secret", self.lab.secret_key)):
+                with open(os.path.join(b.tmp, name), "w") as f:
+                    f.write(value + "\n")
+            blobs = {"type": "s3", "endpoint": self.lab.endpoint, "bucket": BUCKET, "prefix": prefix,
+                     "region": "us-east-1", "access_key_file": os.path.join(b.tmp, "access"),
+                     "secret_key_file": os.path.join(b.tmp, "secret"), "path_style": True}
+            blobs.update(store)
+            return {"storage": {"blobs": blobs}}
+        return bt.serve(self.addCleanup, config)
+
+    def keys(self, prefix):
+        return self.lab.keys(BUCKET, prefix)
+
+    def test_push_and_pull_through_the_bucket(self):
+        for cache_bytes in (0, 64 << 20):
+            with self.subTest(cache_bytes=cache_bytes):
+                prefix = f"push{cache_bytes}/"
+                b = self.serve(prefix, cache_bytes=cache_bytes)
+                img = b.push_image(f"app{cache_bytes}", "v1", layer_sizes=(300_000, 20_000))
+                for digest, data in img["blobs"].items():
+                    self.assertIn(f"{prefix}blobs/sha256/{digest.split(':')[1]}", self.keys(prefix))
+                    r = b.get(f"/v2/app{cache_bytes}/blobs/{digest}")
+                    self.assertEqual((r.status, r.body), (200, data))
+                    r = b.get(f"/v2/app{cache_bytes}/blobs/{digest}", headers={"Range": "bytes=100-4195"})
+                    self.assertEqual((r.status, r.body), (206, data[100:4196]))
+                self.assertEqual(blob_files(b.root), [], "the replica's disk holds no blob")
+                r = b.get(f"/v2/app{cache_bytes}/manifests/v1")
+                self.assertEqual(r.status, 200)
+                metrics = b.metrics()
+                self.assertEqual(metrics["berth_s3_objects_uploaded_total"], len(img["blobs"]))
+                self.assertEqual(metrics['berth_s3_cache_bytes{kind="capacity"}'], cache_bytes)
+
+    def test_a_large_blob_goes_up_in_parts(self):
+        prefix = "parts/"
+        b = self.serve(prefix, part_size_mib=5, parallel_parts=2, cache_bytes=0)
+        data = os.urandom(11 << 20)
+        digest = b.push_blob("big", data)
+        self.assertEqual(self.s3.head_object(Bucket=BUCKET, Key=f"{prefix}blobs/sha256/{digest[7:]}")["ContentLength"],
+                         len(data))
+        r = b.get(f"/v2/big/blobs/{digest}")
+        self.assertEqual(hashlib.sha256(r.body).hexdigest(), digest[7:])
+        r = b.get(f"/v2/big/blobs/{digest}", headers={"Range": f"bytes={(5 << 20) - 10}-{(5 << 20) + 9}"})
+        self.assertEqual((r.status, r.body), (206, data[(5 << 20) - 10:(5 << 20) + 10]))
+        self.assertEqual(self.lab.list_multipart_uploads(BUCKET, prefix), [])
+        self.assertEqual(b.metrics()["berth_s3_multipart_uploads_total"], 1)
+
+    def test_an_abandoned_multipart_upload_is_aborted(self):
+        prefix = "abandoned/"
+        # What a replica killed mid-push leaves: an upload begun, a part in, never completed.
+        key = f"{prefix}blobs/sha256/{'ab' * 32}"
+        upload = self.s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+        self.s3.upload_part(Bucket=BUCKET, Key=key, UploadId=upload, PartNumber=1, Body=b"x" * (5 << 20))
+        other = self.s3.create_multipart_upload(Bucket=BUCKET, Key="elsewhere/x")["UploadId"]
+        self.addCleanup(self.s3.abort_multipart_upload, Bucket=BUCKET, Key="elsewhere/x", UploadId=other)
+        b = self.serve(prefix, abandoned_upload_seconds=10, abandoned_sweep_seconds=1)
+        bt.poll(lambda: not self.lab.list_multipart_uploads(BUCKET, prefix), 40, what="the upload aborted")
+        self.assertEqual(b.metrics()["berth_s3_abandoned_uploads_aborted_total"], 1)
+        # Outside the prefix: not berth's to abort.
+        self.assertEqual([u["UploadId"] for u in self.lab.list_multipart_uploads(BUCKET, "elsewhere/")], [other])
+
+    def test_two_replicas_share_the_bucket(self):
+        prefix = "shared/"
+        store = {"type": "s3", "endpoint": self.lab.endpoint, "bucket": BUCKET, "prefix": prefix,
+                 "access_key_file": "access", "secret_key_file": "secret"}
+        cluster = bt.Cluster(n=2, config={"storage": {"blobs": store}})
+        self.addCleanup(cluster.cleanup)
+        for replica in cluster.replicas:
+            for name, value in (("access", self.lab.access_key), ("secret", self.lab.secret_key)):
+                with open(os.path.join(replica.tmp, name), "w") as f:
+                    f.write(value + "\n")
+        cluster.start()
+        a, b = cluster.replicas
+        img = a.push_image("shared/app", "v1", layer_sizes=(200_000,))
+        bt.poll(lambda: b.get("/v2/shared/app/manifests/v1").status == 200, 30, what="the tag replicated")
+        for digest, data in img["blobs"].items():
+            self.assertEqual(b.get(f"/v2/shared/app/blobs/{digest}").body, data)
+        self.assertEqual(len(self.keys(prefix)), len(img["blobs"]), "one object per blob, whoever pushed it")
+        for replica in cluster.replicas:
+            self.assertEqual(blob_files(replica.root), [])
+        self.assertEqual(b.metrics()["berth_s3_objects_uploaded_total"], 0, "b uploaded nothing")
+
+    def test_a_frozen_gateway_stalls_no_probe(self):
+        prefix = "frozen/"
+        b = self.serve(prefix, cache_bytes=64 << 20)
+        img = b.push_image("cold", "v1", layer_sizes=(50_000,))
+        layer = bt.sha256_digest(img["layers"][0])
+        self.lab.freeze("radosgw")
+        try:
+            for path in ("/healthz", "/readyz"):
+                t0 = time.monotonic()
+                r = b.get(path, timeout=5)
+                self.assertLess(time.monotonic() - t0, 1.0, path)
+                self.assertEqual(r.status, 200, path)
+            # Pushed through this replica: in its cache, served without the bucket.
+            r = b.get(f"/v2/cold/blobs/{layer}", timeout=5)
+            self.assertEqual((r.status, r.body), (200, img["blobs"][layer]))
+        finally:
+            self.lab.thaw("radosgw")
+        b.push_image("cold", "v2", layer_sizes=(1000,))
+
+
+if __name__ == "__main__":
+    unittest.main()
