@@ -2,6 +2,7 @@
 with its output in a log file, ready once a GET answers 200, stopped with SIGTERM and then SIGKILL;
 and the configuration file of a Distribution (Debian's docker-registry) on loopback."""
 
+import json
 import os
 import signal
 import subprocess
@@ -63,15 +64,20 @@ class ServerProcess:
         raise NotImplementedError
 
 
-def distribution_config(root, port, level, formatter=None, access_log=False, tls=None, proxy_url=None):
+def distribution_config(root, port, level, formatter=None, access_log=False, tls=None, proxy_url=None, s3=None):
     """A Distribution 2.8 configuration (YAML) serving root on 127.0.0.1:port: uploads never purged,
-    deletes allowed; tls = (certificate, key) files; proxy_url makes it a pull-through cache."""
+    deletes allowed; tls = (certificate, key) files; proxy_url makes it a pull-through cache; s3 (a
+    dict of its S3 driver's parameters) puts the blobs in a bucket instead, redirects off."""
     lines = ["version: 0.1", "log:", f"  level: {level}"]
     if formatter:
         lines.append(f"  formatter: {formatter}")
-    lines += ["  accesslog:", f"    disabled: {'false' if access_log else 'true'}",
-              "storage:", "  filesystem:", f"    rootdirectory: {root}",
-              "  delete:", "    enabled: true",
+    lines += ["  accesslog:", f"    disabled: {'false' if access_log else 'true'}", "storage:"]
+    if s3:
+        lines += ["  s3:"] + [f"    {key}: {json.dumps(value)}" for key, value in s3.items()]
+        lines += ["  redirect:", "    disable: true"]
+    else:
+        lines += ["  filesystem:", f"    rootdirectory: {root}"]
+    lines += ["  delete:", "    enabled: true",
               "  maintenance:", "    uploadpurging:", "      enabled: false",
               "http:", f"  addr: 127.0.0.1:{port}", "  secret: berth-bench-not-a-secret"]
     if tls:

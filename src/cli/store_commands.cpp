@@ -87,6 +87,8 @@ int gc(const std::vector<std::string>& args) {
     refuse_operands(arguments);
     const bool dry_run = arguments.flag("--dry-run");
     auto config = load(arguments);
+    if (config.s3_blobs)
+        throw UsageError("the store keeps its blobs in a bucket (storage.blobs): the server's own gc collects them");
     if (!std::filesystem::exists(layout::meta_dir(config.root)))
         throw UsageError("no registry store at " + config.root.string());
     using Mode = storage::MetaStore::Mode;

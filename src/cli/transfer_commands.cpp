@@ -84,12 +84,16 @@ registry::Options server_registry_options(const Arguments& arguments, const std:
         if (!remembered || remembered->empty()) return {};
         file = *remembered;
     }
+    config::Config config;
     try {
-        return config::load_config(*file).registry;
+        config = config::load_config(*file);
     } catch (const std::exception& error) {
         throw UsageError(std::string(error.what()) +
                          " (the server's policies and quotas apply to an import: give --config)");
     }
+    if (config.s3_blobs)
+        throw UsageError("the store keeps its blobs in a bucket (storage.blobs): import through the server (--url)");
+    return config.registry;
 }
 
 // A progress line on a terminal, twice a second, while the work runs.

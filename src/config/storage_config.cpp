@@ -55,7 +55,9 @@ void read_storage(Section& s, Reading& r) {
         blobs.string("type", type, false);
         if (type == "files") return;
         if (type != "s3") throw ConfigError("storage.blobs.type is \"files\" or \"s3\"");
-        read_s3(blobs, r, r.config.s3_blobs.emplace());
+        auto& store = r.config.s3_blobs.emplace();
+        read_s3(blobs, r, store);
+        store.renew_after = r.config.gc.grace / 2;
     });
 }
 

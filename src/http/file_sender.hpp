@@ -101,11 +101,17 @@ private:
     void write_piece(std::size_t n) {
         file_->offset += n;
         file_->length -= n;
+        write_rest(0, n);
+    }
+
+    // With user-space TLS one write_some takes the whole piece (asio::async_write would cut it
+    // into 64 KiB writes); a plain socket may take less, and is given the rest.
+    void write_rest(std::size_t from, std::size_t to) {
         lowest().expires_after(context_.options.body_timeout);
-        // One write_some takes the whole piece (asio::async_write would cut it into 64 KiB writes).
-        stream_.async_write_some(boost::asio::buffer(piece_.data(), n),
-                                 [this, owner = owner_, n](boost::beast::error_code ec, std::size_t written) {
-                                     if (ec || written != n) return end(false);
+        stream_.async_write_some(boost::asio::buffer(piece_.data() + from, to - from),
+                                 [this, owner = owner_, from, to](boost::beast::error_code ec, std::size_t written) {
+                                     if (ec || written == 0) return end(false);
+                                     if (from + written < to) return write_rest(from + written, to);
                                      copy();
                                  });
     }

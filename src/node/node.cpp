@@ -118,6 +118,7 @@ public:
 
 private:
     void schedule_storage_jobs();
+    registry::GcOptions gc_options() const;
     void schedule_other_jobs();
     void write_metrics(observe::MetricsWriter& out);
     // The upstream registry a repository mirrors, "" for none: what events say of a mirror.
@@ -225,6 +226,20 @@ void Node::write_metrics(observe::MetricsWriter& out) {
     if (bucket_) bucket_->write_metrics(out);
 }
 
+// A bucket every replica shares: one replica collects its blobs, and only those unlinked since
+// before it heard every peer's links (docs/storage.md).
+registry::GcOptions Node::gc_options() const {
+    auto options = config_.gc;
+    if (bucket_ && replicator_) {
+        using namespace std::chrono;
+        options.blobs_heard_until =
+            replicator_->leads("gc")
+                ? system_clock::time_point(milliseconds(replicator_->heard_from_every_peer_until_ms()))
+                : system_clock::time_point{};
+    }
+    return options;
+}
+
 void Node::schedule_storage_jobs() {
     scheduler_.every("upload_purge", config_.upload_purge_interval, [this] {
         if (auto purged = registry_.purge_idle_uploads())
@@ -232,7 +247,7 @@ void Node::schedule_storage_jobs() {
     });
     if (config_.gc_interval.count())
         scheduler_.every("gc", config_.gc_interval, [this] {
-            auto report = registry::collect_garbage(*blobs_, meta_, clock_, replica_id_, config_.gc, false);
+            auto report = registry::collect_garbage(*blobs_, meta_, clock_, replica_id_, gc_options(), false);
             observe::log("info", "garbage collected",
                          {{"manifests", report.manifests},
                           {"links", report.links},
@@ -251,6 +266,7 @@ void Node::schedule_storage_jobs() {
         scheduler_.every("backup", config_.backup.interval, [this] { backups_->start(); });
     if (config_.scrub_interval.count())
         scheduler_.every("scrub", config_.scrub_interval, [this] {
+            if (bucket_ && replicator_ && !replicator_->leads("scrub")) return;  // one replica reads the bucket
             auto report = registry::scrub(*blobs_, meta_, config_.scrub_rate_mib << 20, stopping_);
             for (auto& corrupt : report.corrupt)
                 observe::log("error", "scrub found corrupt content; blob quarantined", {{"digest", corrupt}});

@@ -107,12 +107,15 @@ struct Collection {
     // a blob renews its file first (BlobStore::commit and touch), so a blob linked since the state
     // was read is young now.
     void sweep_blobs() {
+        auto cutoff = now - options.grace;
+        if (options.blobs_heard_until) cutoff = std::min(cutoff, *options.blobs_heard_until - options.grace);
+        if (cutoff <= Clock::time_point{} + options.grace) return;  // nothing may go: not even listed
         std::sort(linked.begin(), linked.end());
         linked.erase(std::unique(linked.begin(), linked.end()), linked.end());
         std::vector<std::pair<oci::Digest, std::uint64_t>> orphans;
         blobs.for_each([&](const oci::Digest& digest, std::uint64_t size, std::int64_t mtime) {
             if (std::binary_search(linked.begin(), linked.end(), fingerprint(digest.str())) ||
-                Clock::from_time_t(mtime) > now - options.grace) {
+                Clock::from_time_t(mtime) > cutoff) {
                 ++report.blobs_kept;
                 report.bytes_kept += size;
             } else {
@@ -120,7 +123,7 @@ struct Collection {
             }
         });
         for (auto& [digest, size] : orphans) {
-            if (!dry_run && !blobs.remove_if_older(digest, now - options.grace)) {
+            if (!dry_run && !blobs.remove_if_older(digest, cutoff)) {
                 ++report.blobs_kept;
                 report.bytes_kept += size;
                 continue;
@@ -158,10 +161,10 @@ ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint
     const auto started = std::chrono::steady_clock::now();
     for (auto& [digest, size] : all) {
         if (stop) break;
-        auto blob = blobs.open(digest);
-        if (!blob) continue;  // collected meanwhile
         std::optional<storage::Hashed> hashed;
         try {
+            auto blob = blobs.open(digest);
+            if (!blob) continue;  // collected meanwhile
             hashed = storage::hash(*blob, digest.algorithm(), [&](const char*, std::size_t n) {
                 report.bytes_checked += n;
                 if (bytes_per_second) {
@@ -171,6 +174,9 @@ ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint
                 }
                 return !stop;
             });
+        } catch (const storage::DigestMismatch&) {
+            // A store that verifies what it reads (a bucket through its cache) found it damaged.
+            hashed = storage::Hashed{oci::Digest::of(digest.algorithm(), ""), 0};
         } catch (const std::exception&) {
             continue;  // unreadable now (the store is away): the next scrub tries again
         }

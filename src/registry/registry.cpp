@@ -201,10 +201,13 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
                     "expected " + expected.str() + ", got " + actual.str());
     }
     storage::crash_point("upload.verified");
-    // Under a quota the blob is made visible only once the quota allowed it,
-    // under the write lock; the file's fsync, the slow part, comes first.
+    // Under a quota a blob file is made visible only once the quota allowed it,
+    // under the write lock; the file's fsync, the slow part, comes first. A blob in
+    // a bucket goes up first (never under the lock): refused, it is an object no
+    // link names, garbage collection's to take.
     const bool limited = has_quota(repo);
-    if (limited) files.sync(*state);
+    const bool commit_under_lock = limited && !blobs_.remote();
+    if (commit_under_lock) files.sync(*state);
     else files.commit(*state, actual);
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
@@ -220,7 +223,7 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
             meta_.commit(end, storage::MetaStore::Durability::none);
             throw;
         }
-        files.commit(*state, actual);
+        if (commit_under_lock) files.commit(*state, actual);
     }
     uploads_->erase(state);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);

@@ -184,12 +184,15 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
         if (fatal(result)) return result;
     }
 
+    // Sizes first: a store in a bucket answers them over the network, never under the write lock.
+    std::vector<std::optional<std::uint64_t>> sizes;
+    for (auto& blob : blobs) sizes.push_back(blobs_.size(blob.digest));
     auto lock = meta_.lock_writes();
     if (newer_here()) return ApplyResult::skipped;
     storage::MetaStore::Batch batch({}, principal);
-    for (auto& blob : blobs)
-        if (auto size = blobs_.size(blob.digest); size && !meta_.has_link(repo, blob.digest.str()))
-            batch.record_link(repo, blob.digest.str(), stamp, false, *size);
+    for (std::size_t i = 0; i < blobs.size(); ++i)
+        if (sizes[i] && !meta_.has_link(repo, blobs[i].digest.str()))
+            batch.record_link(repo, blobs[i].digest.str(), stamp, false, *sizes[i]);
     batch.record_manifest(repo, *digest, parsed, std::move(content->bytes), stamp);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     return ApplyResult::applied;

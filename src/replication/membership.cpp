@@ -79,6 +79,14 @@ std::uint64_t Replicator::heard_until_ms() const {
     return until;
 }
 
+std::uint64_t Replicator::heard_from_every_peer_until_ms() const {
+    std::lock_guard lock(impl_->mutex);
+    auto until = now_ms();
+    for (auto& peer : impl_->peers)
+        if (!peer->self) until = std::min(until, peer->heard_ms);
+    return until;
+}
+
 std::optional<std::string> Replicator::address_of(const std::string& replica_id) const {
     std::lock_guard lock(impl_->mutex);
     for (auto& peer : impl_->peers)

@@ -23,12 +23,17 @@ net::ClientOptions client_options(const StoreOptions& options) {
 }  // namespace
 
 S3BlobStore::S3BlobStore(const std::filesystem::path& root, StoreOptions options)
-    : BlobStore(root), options_(std::move(options)),
-      http_(std::make_unique<net::Client>(client_options(options_))), client_(options_.bucket, *http_) {
+    : BlobStore(root), options_(std::move(options)), http_(std::make_unique<net::Client>(client_options(options_))),
+      client_(options_.bucket, *http_) {
     if (options_.parallel_parts < 1 || options_.parallel_parts > 64)
         throw std::invalid_argument("storage.blobs.parallel_parts is 1 to 64");
     if (options_.cache_bytes)
         cache_ = std::make_unique<storage::BlobCache>(storage::layout::blob_cache_dir(root), options_.cache_bytes);
+    if (options_.bucket.endpoint.starts_with("http://"))
+        observe::log("warning",
+                     "storage.blobs.endpoint is plain http: blob bytes and requests cross the network "
+                     "unencrypted (reads the cache does not serve are verified only when whole)",
+                     {{"endpoint", options_.bucket.endpoint}});
 }
 
 S3BlobStore::~S3BlobStore() = default;
@@ -66,23 +71,37 @@ std::optional<storage::OpenBlob> S3BlobStore::open(const oci::Digest& digest) co
     if (cache_ && info->size <= cache_->capacity() / 8)
         return cache_->fill(digest, info->size,
                             [&](const storage::BlobCache::Sink& sink) { client_.get(object, 0, info->size, sink); });
-    return storage::OpenBlob(std::make_shared<ObjectSource>(client_, object), info->size);
+    return storage::OpenBlob(std::make_shared<ObjectSource>(client_, object, digest, info->size), info->size);
 }
 
 void S3BlobStore::commit(const std::filesystem::path& scratch, const oci::Digest& digest) {
     const auto object = key(digest);
     auto bytes = open_scratch(scratch);
-    // Stored already (pushed through another replica, or before): renewed, so that garbage
-    // collection's grace counts from now, as the files store's touch does.
-    if (auto info = client_.head(object); info && info->size == bytes.size()) {
-        client_.copy(object, object);
-        ++renewed_;
-    } else {
+    if (!renew_if_whole(object, bytes.size())) {
         upload(bytes, object);
         storage::crash_point("blob.uploaded");
     }
     if (cache_) cache_->admit(scratch, digest);
     drop_scratch(scratch);
+}
+
+// A large blob the bucket holds already (pushed through another replica, or before) is renewed
+// rather than sent again, so that garbage collection's grace counts from now, as the files
+// store's touch does. A small one is sent again: that also mends an object damaged behind
+// berth's back, which a copy would keep.
+bool S3BlobStore::renew_if_whole(const std::string& object, std::uint64_t size) {
+    if (size <= options_.bucket.part_size) return false;
+    std::lock_guard lock(collect_mutex_);
+    auto info = client_.head(object);
+    if (!info || info->size != size) return false;
+    try {
+        client_.copy(object, object);
+    } catch (const Error& error) {
+        if (error.code() == "NoSuchKey") return false;  // gone since the HEAD
+        throw;
+    }
+    ++renewed_;
+    return true;
 }
 
 void S3BlobStore::upload(const storage::OpenBlob& bytes, const std::string& object) {
@@ -105,12 +124,26 @@ bool S3BlobStore::remove(const oci::Digest& digest) {
 }
 
 bool S3BlobStore::touch(const oci::Digest& digest) {
-    // Only whether it is there: what put it there (commit) renewed it already, and a copy of
-    // every replicated blob onto itself would cost the bucket a blob's bytes per replica.
-    return size(digest).has_value();
+    // Renewed only once it is older than renew_after, not at every replicated link: a copy onto
+    // itself costs the bucket the blob's bytes.
+    std::lock_guard lock(collect_mutex_);
+    const auto object = key(digest);
+    auto info = client_.head(object);
+    if (!info) return false;
+    if (info->last_modified < std::chrono::system_clock::now() - options_.renew_after) {
+        try {
+            client_.copy(object, object);
+            ++renewed_;
+        } catch (const Error& error) {
+            if (error.code() == "NoSuchKey") return false;
+            throw;
+        }
+    }
+    return true;
 }
 
 bool S3BlobStore::remove_if_older(const oci::Digest& digest, std::chrono::system_clock::time_point cutoff) {
+    std::lock_guard lock(collect_mutex_);
     auto info = client_.head(key(digest));
     if (!info || info->last_modified >= cutoff) return false;
     if (cache_) cache_->drop(digest);
@@ -132,6 +165,8 @@ void S3BlobStore::for_each(
         for (auto& object : page.objects)
             if (auto digest = digest_of(object.key))
                 visit(*digest, object.size, std::chrono::system_clock::to_time_t(object.last_modified));
+        if (page.truncated && page.next_continuation_token == next)
+            throw std::runtime_error("the bucket's listing does not advance");  // or it would never end
         next = page.truncated ? page.next_continuation_token : std::string();
     } while (!next.empty());
 }
@@ -143,13 +178,17 @@ std::size_t S3BlobStore::abort_abandoned() {
     do {
         auto page = client_.list_multipart_uploads(options_.prefix, after);
         for (auto& upload : page.uploads) {
-            if (upload.initiated >= cutoff) continue;
+            if (upload.initiated >= cutoff || !digest_of(upload.key)) continue;  // live, or not berth's
             client_.abort_multipart(upload.key, upload.upload_id);
             ++aborted;
             observe::log("info", "aborted an abandoned multipart upload",
                          {{"key", upload.key}, {"upload_id", upload.upload_id}});
         }
-        after = page.truncated ? UploadMarkers{page.next_key_marker, page.next_upload_id_marker} : UploadMarkers{};
+        UploadMarkers next =
+            page.truncated ? UploadMarkers{page.next_key_marker, page.next_upload_id_marker} : UploadMarkers{};
+        if (page.truncated && next.key_marker == after.key_marker && next.upload_id_marker == after.upload_id_marker)
+            throw std::runtime_error("the bucket's listing of uploads does not advance");
+        after = next;
     } while (!after.key_marker.empty());
     uploads_aborted_ += aborted;
     return aborted;

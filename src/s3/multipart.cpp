@@ -1,6 +1,7 @@
 // A blob larger than a part goes up as a multipart upload: parallel_parts parts in flight, each
 // hashed and signed on its own, and completed only once every part is in. A failure aborts it;
 // a crash leaves it for abort_abandoned(). Until the completion, the key holds nothing.
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <mutex>
@@ -12,9 +13,9 @@
 namespace berth::s3 {
 
 void S3BlobStore::upload_parts(const storage::OpenBlob& bytes, const std::string& object) {
-    const auto part_size = options_.bucket.part_size;
+    // S3 takes at most 10,000 parts: a blob larger than that many parts goes in larger ones.
+    const auto part_size = std::max(options_.bucket.part_size, (bytes.size() + 9999) / 10000);
     const auto count = static_cast<int>((bytes.size() + part_size - 1) / part_size);
-    if (count > 10000) throw std::runtime_error("a blob of more than 10,000 parts: raise storage.blobs.part_size_mib");
     const auto upload_id = client_.create_multipart(object);
     std::vector<Part> parts(static_cast<std::size_t>(count));
     std::atomic<int> next{0};

@@ -1,7 +1,10 @@
 #include "object_source.hpp"
 
+#include "berth/storage/blob_writer.hpp"
+
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace berth::s3 {
 
@@ -20,6 +23,13 @@ std::size_t ObjectSource::read(std::uint64_t offset, std::span<char> into) const
         }
         const auto from = static_cast<std::size_t>(at - buffer_offset_);
         const auto n = std::min(into.size() - done, buffer_.size() - from);
+        if (at == hashed_) {
+            hasher_.update(buffer_.data() + from, n);
+            hashed_ += n;
+            if (hashed_ == size_ && hasher_.peek() != digest_)
+                throw storage::DigestMismatch("the bucket's object for " + digest_.str() +
+                                              " does not match its digest");
+        }
         std::memcpy(into.data() + done, buffer_.data() + from, n);
         done += n;
     }

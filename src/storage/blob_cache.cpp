@@ -4,40 +4,23 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <map>
 #include <stdexcept>
 #include <system_error>
 
 #include "berth/oci/encoding.hpp"
 #include "berth/storage/blob_hash.hpp"
+#include "berth/storage/blob_writer.hpp"
 #include "files.hpp"
 
 namespace berth::storage {
 namespace fs = std::filesystem;
 
 BlobCache::BlobCache(fs::path dir, std::uint64_t capacity) : dir_(std::move(dir)), capacity_(capacity) {
-    fs::create_directories(dir_);
-    // What was cached before a restart, oldest use first (by the files' times); partial fills go.
-    std::multimap<fs::file_time_type, std::pair<oci::Digest, std::uint64_t>> found;
+    // Nothing here is fsynced (it is a copy): after a crash a file may hold what its name does
+    // not promise, so the cache starts empty.
     std::error_code ec;
-    for (auto& entry : fs::directory_iterator(dir_, ec)) {
-        auto name = entry.path().filename().string();
-        auto dash = name.find('-');
-        auto digest = dash == std::string::npos
-                          ? std::nullopt
-                          : oci::Digest::parse(name.substr(0, dash) + ":" + name.substr(dash + 1));
-        if (!digest || !entry.is_regular_file(ec)) {
-            fs::remove_all(entry.path(), ec);
-            continue;
-        }
-        found.emplace(entry.last_write_time(ec), std::pair{*digest, entry.file_size(ec)});
-    }
-    std::lock_guard lock(mutex_);
-    for (auto& [when, blob] : found) {
-        entries_[blob.first.str()] = {blob.second, ++tick_};
-        bytes_ += blob.second;
-    }
-    make_room_locked(0);
+    fs::remove_all(dir_, ec);
+    fs::create_directories(dir_);
 }
 
 fs::path BlobCache::file(const oci::Digest& digest) const {
@@ -126,7 +109,7 @@ OpenBlob BlobCache::fill(const oci::Digest& digest, std::uint64_t size,
         got += n;
     });
     if (got != size || hasher.peek() != digest)
-        throw std::runtime_error("blob " + digest.str() + " read from the store does not match its digest");
+        throw DigestMismatch("blob " + digest.str() + " read from the store does not match its digest");
     if (size <= capacity_ / 2 && ::rename(partial.c_str(), file(digest).c_str()) == 0) keep(digest, size);
     return blob;
 }

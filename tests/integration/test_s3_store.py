@@ -9,12 +9,18 @@
   copied it (replication carries the index; the bucket holds one object).
 - radosgw frozen: /healthz and /readyz stay quick, cached blobs are still served; thawed, pushes
   go on.
+- The conformance suite passes against one of three replicas sharing the bucket.
+- GC runs every second on three replicas taking pushes of shared layers: everything acknowledged
+  stays whole, and blobs nothing references go from the bucket once the grace has passed.
 """
 
 import hashlib
 import os
+import socket
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -58,6 +64,18 @@ class S3StoreTest(unittest.TestCase):
     def keys(self, prefix):
         return self.lab.keys(BUCKET, prefix)
 
+    def cluster(self, prefix, config=None, n=3):
+        store = {"type": "s3", "endpoint": self.lab.endpoint, "bucket": BUCKET, "prefix": prefix,
+                 "access_key_file": "access", "secret_key_file": "secret"}
+        cluster = bt.Cluster(n=n, config={"storage": {"blobs": store}, **(config or {})})
+        self.addCleanup(cluster.cleanup)
+        for replica in cluster.replicas:
+            for name, value in (("access", self.lab.access_key), ("secret", self.lab.secret_key)):
+                with open(os.path.join(replica.tmp, name), "w") as f:
+                    f.write(value + "\n")
+        cluster.start()
+        return cluster
+
     def test_push_and_pull_through_the_bucket(self):
         for cache_bytes in (0, 64 << 20):
             with self.subTest(cache_bytes=cache_bytes):
@@ -90,6 +108,30 @@ class S3StoreTest(unittest.TestCase):
         self.assertEqual((r.status, r.body), (206, data[(5 << 20) - 10:(5 << 20) + 10]))
         self.assertEqual(self.lab.list_multipart_uploads(BUCKET, prefix), [])
         self.assertEqual(b.metrics()["berth_s3_multipart_uploads_total"], 1)
+        # A reader slower than the bucket: the socket takes less than a piece at a time, and the
+        # rest follows.
+        with socket.create_connection(("127.0.0.1", b.port), timeout=30) as s:
+            s.sendall(f"GET /v2/big/blobs/{digest} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            received = b""
+            while chunk := s.recv(16384):
+                received += chunk
+                time.sleep(0.0005)
+        body = received.split(b"\r\n\r\n", 1)[1]
+        self.assertEqual(hashlib.sha256(body).hexdigest(), digest[7:])
+        # Replaced behind berth's back (same size): a whole read is cut short, never complete
+        # with the wrong bytes.
+        wrong = bytearray(data)
+        wrong[-1] ^= 1
+        self.s3.put_object(Bucket=BUCKET, Key=f"{prefix}blobs/sha256/{digest[7:]}", Body=bytes(wrong))
+        with socket.create_connection(("127.0.0.1", b.port), timeout=30) as s:
+            s.sendall(f"GET /v2/big/blobs/{digest} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            received = b""
+            while chunk := s.recv(1 << 20):
+                received += chunk
+        head, body = received.split(b"\r\n\r\n", 1)
+        self.assertIn(b" 200 ", head.split(b"\r\n")[0])
+        self.assertLess(len(body), len(data), "the last piece is held back")
+        self.assertEqual(body, data[:len(body)])
 
     def test_an_abandoned_multipart_upload_is_aborted(self):
         prefix = "abandoned/"
@@ -107,24 +149,66 @@ class S3StoreTest(unittest.TestCase):
 
     def test_two_replicas_share_the_bucket(self):
         prefix = "shared/"
-        store = {"type": "s3", "endpoint": self.lab.endpoint, "bucket": BUCKET, "prefix": prefix,
-                 "access_key_file": "access", "secret_key_file": "secret"}
-        cluster = bt.Cluster(n=2, config={"storage": {"blobs": store}})
-        self.addCleanup(cluster.cleanup)
-        for replica in cluster.replicas:
-            for name, value in (("access", self.lab.access_key), ("secret", self.lab.secret_key)):
-                with open(os.path.join(replica.tmp, name), "w") as f:
-                    f.write(value + "\n")
-        cluster.start()
-        a, b = cluster.replicas
+        a, b = self.cluster(prefix, n=2).replicas
         img = a.push_image("shared/app", "v1", layer_sizes=(200_000,))
         bt.poll(lambda: b.get("/v2/shared/app/manifests/v1").status == 200, 30, what="the tag replicated")
         for digest, data in img["blobs"].items():
             self.assertEqual(b.get(f"/v2/shared/app/blobs/{digest}").body, data)
         self.assertEqual(len(self.keys(prefix)), len(img["blobs"]), "one object per blob, whoever pushed it")
-        for replica in cluster.replicas:
+        for replica in (a, b):
             self.assertEqual(blob_files(replica.root), [])
         self.assertEqual(b.metrics()["berth_s3_objects_uploaded_total"], 0, "b uploaded nothing")
+
+    def test_conformance_on_three_replicas(self):
+        suite = os.path.join(os.path.dirname(bt.BIN), "conformance", "berth-conformance.pyz")
+        cluster = self.cluster("conformance/")
+        r = subprocess.run([sys.executable, suite, f"http://127.0.0.1:{cluster.replicas[0].port}"],
+                           capture_output=True, text=True, timeout=240)
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-2000:])
+
+    def test_gc_deletes_only_what_nothing_references(self):
+        prefix = "gc/"
+        cluster = self.cluster(prefix, {"gc": {"interval_seconds": 1, "grace_seconds": 3}})
+        base = os.urandom(100_000)
+        pushed, errors = [], []
+
+        def pusher(replica, n):
+            try:
+                for i in range(n):
+                    img = bt.image_of([base, os.urandom(2000 + i)])
+                    for data in img["blobs"].values():
+                        replica.push_blob(f"gc/app{replica.index}", data)
+                    r = replica.put_manifest(f"gc/app{replica.index}", f"v{i}", img["manifest"])
+                    if r.status != 201:
+                        raise AssertionError(r)
+                    pushed.append((f"gc/app{replica.index}", f"v{i}", img))
+            except Exception as error:  # noqa: BLE001 (reported below)
+                errors.append(error)
+
+        threads = [threading.Thread(target=pusher, args=(replica, 12)) for replica in cluster.replicas]
+        for thread in threads:
+            thread.start()
+        orphan = os.urandom(3000)
+        orphan_digest = cluster.replicas[2].push_blob("gc/orphans", orphan)
+        for thread in threads:
+            thread.join()
+        self.assertEqual(errors, [])
+        # Unlinked from its one repository, the blob is referenced nowhere.
+        r = cluster.replicas[2].request("DELETE", f"/v2/gc/orphans/blobs/{orphan_digest}")
+        self.assertEqual(r.status, 202, r)
+        orphan_key = f"{prefix}blobs/sha256/{orphan_digest[7:]}"
+        bt.poll(lambda: orphan_key not in self.keys(prefix), 60, what="the orphan collected from the bucket")
+        keys = set(self.keys(prefix))
+        self.assertEqual(len(pushed), 36)
+        for repo, tag, img in pushed:
+            for digest in img["blobs"]:
+                self.assertIn(f"{prefix}blobs/sha256/{digest[7:]}", keys, f"{repo}:{tag} lost {digest}")
+        for replica in cluster.replicas:
+            for repo, tag, img in pushed[::5]:
+                bt.poll(lambda: replica.get(f"/v2/{repo}/manifests/{tag}").status == 200, 30,
+                        what=f"{repo}:{tag} on {replica.replica_id}")
+                for digest, data in img["blobs"].items():
+                    self.assertEqual(replica.get(f"/v2/{repo}/blobs/{digest}").body, data)
 
     def test_a_frozen_gateway_stalls_no_probe(self):
         prefix = "frozen/"

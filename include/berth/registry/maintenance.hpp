@@ -9,6 +9,7 @@
 // than the grace period, checked atomically against uploads that reuse them.
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -28,6 +29,10 @@ struct GcOptions {
     std::chrono::seconds grace{3600};
     bool delete_untagged = false;                  // untagged, unreferenced manifests...
     std::chrono::seconds untagged_age{7 * 86400};  // ...older than this
+    // Set on a blob store every replica shares: blobs are collected only if they were also
+    // older than the grace at this moment, before which this replica has heard every peer's
+    // links (the epoch: collect no blob here; another replica does).
+    std::optional<std::chrono::system_clock::time_point> blobs_heard_until;
 };
 
 struct GcReport {

@@ -101,6 +101,9 @@ public:
     std::optional<std::vector<std::pair<std::string, std::uint64_t>>> pulls_elsewhere(const std::string& repo,
                                                                                       std::uint64_t since_ms) override;
 
+    // Wall-clock ms before which every change any known peer made is here, reachable or not (0
+    // while one has never been read to its head): what a store every replica shares may collect.
+    std::uint64_t heard_from_every_peer_until_ms() const;
     // The last sequence each known peer has read of this replica's log (log compaction).
     std::vector<std::uint64_t> peer_cursors() const;
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "berth/s3/client.hpp"
@@ -42,6 +43,7 @@ public:
     // Aborts the multipart uploads under the prefix begun more than abandoned_after ago (a
     // replica that died mid-push leaves them); returns how many.
     std::size_t abort_abandoned();
+    bool remote() const override { return true; }
 
     struct Stats {
         std::uint64_t objects_uploaded, bytes_uploaded, multipart_uploads, uploads_aborted, renewed;
@@ -57,12 +59,16 @@ private:
     std::string key(const oci::Digest& digest) const;
     std::optional<oci::Digest> digest_of(const std::string& key) const;
     void upload(const storage::OpenBlob& bytes, const std::string& key);
+    bool renew_if_whole(const std::string& object, std::uint64_t size);
     void upload_parts(const storage::OpenBlob& bytes, const std::string& key);
 
     StoreOptions options_;
     std::unique_ptr<net::Client> http_;
     mutable Client client_;
     std::unique_ptr<storage::BlobCache> cache_;
+    // Within this process, a commit's or touch's check-then-renew and garbage collection's
+    // check-then-delete of one object do not interleave (across replicas, docs/storage.md).
+    std::mutex collect_mutex_;
     std::atomic<std::uint64_t> objects_uploaded_{0}, bytes_uploaded_{0}, multipart_uploads_{0}, uploads_aborted_{0},
         renewed_{0};
 };

@@ -18,6 +18,9 @@ struct StoreOptions {
     // mid-push) are aborted by the sweep, which runs every sweep_interval.
     std::chrono::seconds abandoned_after{std::chrono::hours(24)};
     std::chrono::seconds sweep_interval{std::chrono::hours(1)};
+    // A blob linked again (a mount, a replicated link) whose object is older than this is renewed
+    // (copied onto itself), so garbage collection's grace counts from the link: gc.grace / 2.
+    std::chrono::seconds renew_after{std::chrono::minutes(30)};
 };
 
 }  // namespace berth::s3

@@ -2,6 +2,7 @@
 // Blobs whose home is elsewhere (an object store's bucket), kept on the replica's own disk within
 // a budget, the least recently used going first. A file comes in only once its bytes were
 // verified against its digest, and is served from here with sendfile like the files store's.
+// It is emptied at start: nothing in it is synced, so what a crash left is not trusted.
 #include <atomic>
 #include <cstdint>
 #include <filesystem>

@@ -45,6 +45,9 @@ public:
     virtual void for_each(
         const std::function<void(const oci::Digest&, std::uint64_t size, std::int64_t mtime)>& visit) const = 0;
 
+    // True when the bytes live with another party (a bucket): size(), open() and commit() then
+    // wait on it, so no caller holds a lock every writer needs across them.
+    virtual bool remote() const { return false; }
     // Bytes the disk holding the scratch files can still take.
     std::uint64_t free_bytes() const;
 
