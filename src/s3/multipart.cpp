@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "berth/s3/blob_store.hpp"
+#include "mapped_buffer.hpp"
 
 namespace berth::s3 {
 
@@ -22,17 +23,34 @@ void S3BlobStore::upload_parts(const storage::OpenBlob& bytes, const std::string
     std::mutex failed_mutex;
     std::exception_ptr failed;
     auto work = [&] {
-        std::vector<char> piece;
         for (int n; (n = next++) < count;) {
             {
                 std::lock_guard lock(failed_mutex);
                 if (failed) return;
             }
+            // A part's bytes are in memory until it is sent: bounded across every upload at once.
+            {
+                std::unique_lock lock(parts_mutex_);
+                part_freed_.wait(lock, [&] { return parts_in_memory_ < 2 * options_.parallel_parts; });
+                ++parts_in_memory_;
+            }
+            struct Held {
+                S3BlobStore& store;
+                ~Held() {
+                    {
+                        std::lock_guard lock(store.parts_mutex_);
+                        --store.parts_in_memory_;
+                    }
+                    store.part_freed_.notify_one();
+                }
+            } held{*this};
             try {
                 const auto offset = static_cast<std::uint64_t>(n) * part_size;
-                piece.resize(static_cast<std::size_t>(std::min<std::uint64_t>(part_size, bytes.size() - offset)));
-                if (bytes.read(offset, piece) != piece.size()) throw std::runtime_error("a scratch file ended early");
-                parts[static_cast<std::size_t>(n)] = {n + 1, client_.upload_part(object, upload_id, n + 1, piece)};
+                MappedBuffer piece(static_cast<std::size_t>(std::min<std::uint64_t>(part_size, bytes.size() - offset)));
+                if (bytes.read(offset, piece.span()) != piece.size())
+                    throw std::runtime_error("a scratch file ended early");
+                parts[static_cast<std::size_t>(n)] = {n + 1,
+                                                      client_.upload_part(object, upload_id, n + 1, piece.span())};
             } catch (...) {
                 std::lock_guard lock(failed_mutex);
                 if (!failed) failed = std::current_exception();

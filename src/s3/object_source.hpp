@@ -6,11 +6,11 @@
 // never complete with the wrong bytes (an object replaced behind berth's back), it is cut short.
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "berth/oci/digest.hpp"
 #include "berth/s3/client.hpp"
 #include "berth/storage/open_blob.hpp"
+#include "mapped_buffer.hpp"
 
 namespace berth::s3 {
 
@@ -31,7 +31,8 @@ private:
     mutable std::mutex mutex_;
     mutable oci::Hasher hasher_;
     mutable std::uint64_t hashed_ = 0;  // bytes from the start handed out in order, and hashed
-    mutable std::vector<char> buffer_;
+    mutable MappedBuffer buffer_;       // read_ahead bytes, mapped on the first read
+    mutable std::size_t buffered_ = 0;  // of them, what the last GET filled
     mutable std::uint64_t buffer_offset_ = 0;
 };
 

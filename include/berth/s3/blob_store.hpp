@@ -5,6 +5,7 @@
 // its push is acknowledged, so a final key never holds a partial object. Hot blobs are read from
 // a cache on the replica's disk; the rest is streamed from the bucket with ranged GETs.
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -69,6 +70,10 @@ private:
     // Within this process, a commit's or touch's check-then-renew and garbage collection's
     // check-then-delete of one object do not interleave (across replicas, docs/storage.md).
     std::mutex collect_mutex_;
+    // Parts of multipart uploads held in memory at once, across every upload: 2 x parallel_parts.
+    std::mutex parts_mutex_;
+    std::condition_variable part_freed_;
+    unsigned parts_in_memory_ = 0;
     std::atomic<std::uint64_t> objects_uploaded_{0}, bytes_uploaded_{0}, multipart_uploads_{0}, uploads_aborted_{0},
         renewed_{0};
 };
