@@ -111,6 +111,7 @@ private:
         stream_.async_write_some(boost::asio::buffer(piece_.data() + from, to - from),
                                  [this, owner = owner_, from, to](boost::beast::error_code ec, std::size_t written) {
                                      if (ec || written == 0) return end(false);
+                                     if (!file_) return;  // closed meanwhile
                                      if (from + written < to) return write_rest(from + written, to);
                                      copy();
                                  });

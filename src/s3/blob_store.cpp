@@ -80,6 +80,10 @@ void S3BlobStore::commit(const std::filesystem::path& scratch, const oci::Digest
     if (!renew_if_whole(object, bytes.size())) {
         upload(bytes, object);
         storage::crash_point("blob.uploaded");
+        // This process's GC may have seen an old object of this digest and deleted it while the
+        // upload landed (its HEAD and DELETE hold the lock): checked under the lock, it is there.
+        std::lock_guard lock(collect_mutex_);
+        if (!client_.head(object)) upload(bytes, object);
     }
     if (cache_) cache_->admit(scratch, digest);
     drop_scratch(scratch);
@@ -90,7 +94,7 @@ void S3BlobStore::commit(const std::filesystem::path& scratch, const oci::Digest
 // store's touch does. A small one is sent again: that also mends an object damaged behind
 // berth's back, which a copy would keep.
 bool S3BlobStore::renew_if_whole(const std::string& object, std::uint64_t size) {
-    if (size <= options_.bucket.part_size) return false;
+    if (size <= options_.bucket.part_size || size > (5ull << 30)) return false;  // S3 copies at most 5 GiB
     std::lock_guard lock(collect_mutex_);
     auto info = client_.head(object);
     if (!info || info->size != size) return false;
@@ -130,13 +134,17 @@ bool S3BlobStore::touch(const oci::Digest& digest) {
     const auto object = key(digest);
     auto info = client_.head(object);
     if (!info) return false;
-    if (info->last_modified < std::chrono::system_clock::now() - options_.renew_after) {
+    // S3 copies at most 5 GiB in one request: a larger object keeps its age.
+    if (info->last_modified < std::chrono::system_clock::now() - options_.renew_after && info->size <= (5ull << 30)) {
         try {
             client_.copy(object, object);
             ++renewed_;
         } catch (const Error& error) {
             if (error.code() == "NoSuchKey") return false;
-            throw;
+            // Present all the same: a renewal that failed must not fail the link (a replicated
+            // event retried for ever); the next link renews it.
+            observe::log("warning", "could not renew a blob in the bucket",
+                         {{"digest", digest.str()}, {"error", error.what()}});
         }
     }
     return true;
