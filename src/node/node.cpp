@@ -128,9 +128,11 @@ private:
     }
 
     config::Config config_;
+    // The index first: its lock on the root keeps a second server from touching the blob store's
+    // files (the bucket's cache is emptied when the store opens).
+    storage::MetaStore meta_;
     std::unique_ptr<storage::BlobStore> blobs_;
     s3::S3BlobStore* bucket_ = nullptr;  // blobs_ when they live in a bucket
-    storage::MetaStore meta_;
     const std::string replica_id_;
     storage::HybridClock clock_;
     storage::PullTimes pulls_;
@@ -151,9 +153,9 @@ private:
 };
 
 Node::Node(config::Config config)
-    : config_(std::move(config)), blobs_(open_blobs(config_)), bucket_(dynamic_cast<s3::S3BlobStore*>(blobs_.get())),
-      meta_(storage::layout::meta_dir(config_.root), storage::MetaStore::Mode::read_write,
-            config_.metadata_cache_bytes),
+    : config_(std::move(config)), meta_(storage::layout::meta_dir(config_.root), storage::MetaStore::Mode::read_write,
+                                        config_.metadata_cache_bytes),
+      blobs_(open_blobs(config_)), bucket_(dynamic_cast<s3::S3BlobStore*>(blobs_.get())),
       replica_id_(prepare_store(config_, meta_, *blobs_)), clock_(storage::system_wall_clock()), pulls_(meta_),
       backups_(config_.backup.enabled() ? std::make_unique<storage::BackupJob>(config_.backup, meta_, *blobs_)
                                         : nullptr),
