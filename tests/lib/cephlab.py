@@ -36,6 +36,7 @@ import time
 import uuid
 
 from berthserver import poll
+from distribution import port_bindable
 
 __all__ = ["CephLab", "skip_reason", "PACKAGES", "REGION"]
 
@@ -79,11 +80,9 @@ def _port_range():
     return (10000, lo) if lo - 10000 >= 4096 else (hi + 1, 65536)
 
 
-def _bindable(port, reuse=False):
-    """Whether nothing holds the port (reuse: nothing listens on it; TIME_WAIT does not count)."""
+def _bindable(port):
+    """Whether nothing holds the port, TIME_WAIT included (a fresh port for a fresh lab)."""
     with socket.socket() as s:
-        if reuse:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
             return True
@@ -547,7 +546,7 @@ rgw_enable_usage_log = false
             return
         os.makedirs(self.run_dir, exist_ok=True)
         for attempt in range(3):
-            if name == RGW and attempt > 0 and not _bindable(self.rgw_port, reuse=True):
+            if name == RGW and attempt > 0 and not port_bindable(self.rgw_port):
                 self.rgw_port = _free_ports(1)  # taken while radosgw was down (it exits 98): move
                 self._write_conf()
                 self._s3 = None
