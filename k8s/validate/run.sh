@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Validates berth's Kubernetes manifests offline (see validate.mjs): every
-# YAML file under DIR, recursively (k8s/node/ included), and the node agent's
+# YAML file under DIR, recursively (k8s/node/ included), what the patches of
+# k8s/bucket/ make of the base (kustomize.mjs), and the node agent's
 # container runtime files (node/containerd/**/hosts.toml,
 # node/crio/registries.conf) against the agent's ConfigMap:
 #   bash k8s/validate/run.sh [DIR]     DIR defaults to k8s/

@@ -12,9 +12,17 @@
 //     by default since 1.27 but the API server otherwise drops silently, so a
 //     misspelt "readinesProbe" would vanish); free-form maps such as labels,
 //     annotations, ConfigMap data and resource quantities are not checked;
-//   - or be a kustomize Kustomization: every file it lists must exist, and
-//     every YAML file beside it must be listed (a manifest that is not listed
-//     is never applied by `kubectl apply -k`).
+//   - or be a kustomize Kustomization or Component: every file it lists must
+//     exist, and every YAML file beside it must be listed as a resource or a
+//     patch (a manifest that is not listed is never applied by
+//     `kubectl apply -k`);
+//   - or be a patch a kustomization names: then what the patch makes is
+//     checked instead. Every kustomization with patches or components, and
+//     every Component applied to the kustomization of a folder above it (the
+//     base it is an option of: k8s/bucket/ on k8s/), is built with the model of
+//     kustomize in kustomize.mjs, and each document a patch changed must pass
+//     the checks above and below. A patch that fails to apply (a "test"
+//     operation that fails, a path or target that does not exist) is a problem.
 // ConfigMap data keys ending in .json must hold valid JSON.
 //
 // The node agent's container runtime files (every hosts.toml and
@@ -36,6 +44,7 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { parseAllDocuments, LineCounter } from "yaml";
 import { parse as parseToml } from "smol-toml";
+import { build, kustomizationFile, patchFiles, readKustomization } from "./kustomize.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(process.argv[2] ?? join(here, ".."));
@@ -136,6 +145,9 @@ const kustomizeKeys = new Set([
     "secretGenerator", "generatorOptions", "replacements", "buildMetadata", "openapi", "crds",
 ]);
 
+const patchKeys = new Set(["path", "patch", "target", "options"]);
+const targetKeys = new Set(["group", "version", "kind", "name", "namespace", "labelSelector", "annotationSelector"]);
+
 function checkKustomization(doc, file, where) {
     for (const key of Object.keys(doc)) if (!kustomizeKeys.has(key)) problem(where, `unknown kustomize field "${key}"`);
     const dir = dirname(file);
@@ -153,20 +165,84 @@ function checkKustomization(doc, file, where) {
             problem(where, `lists directory "${entry}", which has no kustomization.yaml`);
         listed.add(target);
     }
+    for (const [i, entry] of (doc.patches ?? []).entries()) {
+        if (typeof entry?.path !== "string" && typeof entry?.patch !== "string")
+            problem(where, `patches[${i}] needs a path or an inline patch`);
+        for (const key of Object.keys(entry ?? {}))
+            if (!patchKeys.has(key)) problem(where, `patches[${i}]: unknown field "${key}"`);
+        for (const key of Object.keys(entry?.target ?? {}))
+            if (!targetKeys.has(key)) problem(where, `patches[${i}].target: unknown field "${key}"`);
+    }
+    for (const target of patchFiles(doc, dir)) {
+        if (!existsSync(target)) problem(where, `patches name "${relative(dir, target)}", which does not exist`);
+        listed.add(target);
+    }
     for (const entry of readdirSync(dir)) {
         if (!/\.ya?ml$/.test(entry) || /^kustomization\.ya?ml$/.test(entry)) continue;
         if (!listed.has(resolve(dir, entry))) problem(where, `does not list ${entry}, so kubectl apply -k would skip it`);
     }
 }
 
+// The checks of one Kubernetes object (not a kustomization): its model's
+// schema, field names, and the facts the cross-checks below need. at(segments)
+// names the place of a field for a message.
+async function checkObject(value, label, at) {
+    const { apiVersion, kind } = value;
+    const Model = await modelFor(apiVersion, kind);
+    if (!Model) {
+        problem(label, `kubernetes-models has no ${kind} in ${apiVersion}`);
+        return;
+    }
+    try {
+        new Model(value).validate();
+    } catch (error) {
+        const errors = error.errors ?? [];
+        if (errors.length === 0) problem(label, error.message);
+        for (const e of errors) {
+            const segments = e.instancePath.split("/").slice(1)
+                .map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"))
+                .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+            const extra = e.params?.allowedValues ? ` (${e.params.allowedValues.join(", ")})` : "";
+            problem(at(segments), `${dotted(segments)}: ${e.message}${extra}`);
+        }
+    }
+    for (const segments of unknownFields(value, [], kind, known))
+        problem(at(segments), `unknown field "${dotted(segments)}"`);
+    if (kind === "Service" && apiVersion === "v1" && value.spec?.clusterIP === "None" && value.metadata?.name)
+        headlessServices.add(value.metadata.name);
+    if (kind === "ConfigMap" && apiVersion === "v1")
+        for (const [key, text] of Object.entries(value.data ?? {}))
+            if (key.endsWith(".json")) {
+                let config;
+                try {
+                    config = JSON.parse(text);
+                } catch (error) {
+                    problem(at(["data", key]), `data.${key} is not valid JSON: ${error.message}`);
+                    continue;
+                }
+                if (config?.agent && typeof config.agent === "object")
+                    agentConfigs.push({ where: at(["data", key]), listen: config.listen, replicas: config.agent.replicas });
+            }
+}
+
 const known = knownFieldNames();
 const files = yamlFiles(root);
+// Kustomization files, and the patch files they name: a patch is checked in
+// the build it is part of (below), not as a document of its own.
+const kustomizationFiles = new Set(files.filter((f) => kustomizationFile(dirname(f)) === f));
+const patches = new Set();
+for (const file of kustomizationFiles)
+    try {
+        for (const patch of patchFiles(readKustomization(dirname(file)), dirname(file))) patches.add(patch);
+    } catch {
+        // reported when the file is checked below
+    }
 // Seen while checking the YAML, for the runtime files' cross-checks.
 const headlessServices = new Set(); // names of Services with clusterIP None
 const agentConfigs = []; // { where, listen, replicas }
 if (files.length === 0) problem(root, "no YAML files found");
 
-for (const file of files) {
+for (const file of files.filter((f) => !patches.has(f))) {
     const name = relative(process.cwd(), file) || file;
     const lineCounter = new LineCounter();
     const docs = parseAllDocuments(readFileSync(file, "utf8"), { version: "1.1", lineCounter, prettyErrors: true });
@@ -196,41 +272,52 @@ for (const file of files) {
             else checkKustomization(value, file, label);
             continue;
         }
-        const Model = await modelFor(apiVersion, kind);
-        if (!Model) {
-            problem(label, `kubernetes-models has no ${kind} in ${apiVersion}`);
+        await checkObject(value, label, at);
+    }
+}
+
+// Overlays: what each kustomization with patches or components builds, and
+// each Component applied to the kustomization of the folder above it (the
+// base it is an option of), through the model in kustomize.mjs. Documents a
+// patch changed are checked like files; the others were checked as files.
+const builds = [];
+for (const file of files.filter((f) => kustomizationFiles.has(f))) {
+    const dir = dirname(file);
+    let doc;
+    try {
+        doc = readKustomization(dir);
+    } catch {
+        continue; // reported above
+    }
+    if (doc.kind === "Kustomization" && (doc.patches || doc.components)) builds.push([dir, []]);
+    if (doc.kind === "Component") {
+        let base = dir;
+        do base = dirname(base); while (base !== root && base !== dirname(base) && !kustomizationFile(base));
+        let listed;
+        try {
+            listed = (readKustomization(base).components ?? []).some((c) => resolve(base, c) === dir);
+        } catch {
+            problem(relative(process.cwd(), file), "a Component with no kustomization in a folder above it to apply it to");
             continue;
         }
-        try {
-            new Model(value).validate();
-        } catch (error) {
-            const errors = error.errors ?? [];
-            if (errors.length === 0) problem(label, error.message);
-            for (const e of errors) {
-                const segments = e.instancePath.split("/").slice(1)
-                    .map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"))
-                    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
-                const extra = e.params?.allowedValues ? ` (${e.params.allowedValues.join(", ")})` : "";
-                problem(at(segments), `${dotted(segments)}: ${e.message}${extra}`);
-            }
-        }
-        for (const segments of unknownFields(value, [], kind, known))
-            problem(at(segments), `unknown field "${dotted(segments)}"`);
-        if (kind === "Service" && apiVersion === "v1" && value.spec?.clusterIP === "None" && value.metadata?.name)
-            headlessServices.add(value.metadata.name);
-        if (kind === "ConfigMap" && apiVersion === "v1")
-            for (const [key, text] of Object.entries(value.data ?? {}))
-                if (key.endsWith(".json")) {
-                    let config;
-                    try {
-                        config = JSON.parse(text);
-                    } catch (error) {
-                        problem(at(["data", key]), `data.${key} is not valid JSON: ${error.message}`);
-                        continue;
-                    }
-                    if (config?.agent && typeof config.agent === "object")
-                        agentConfigs.push({ where: at(["data", key]), listen: config.listen, replicas: config.agent.replicas });
-                }
+        if (!listed) builds.push([base, [dir]]); // when the base lists it, its own build covers it
+    }
+}
+let builtCount = 0;
+for (const [dir, components] of builds) {
+    const name = relative(process.cwd(), dir) || ".";
+    const what = components.length ? `${name} with ${components.map((c) => relative(dir, c)).join(", ")}` : name;
+    let docs;
+    try {
+        docs = build(dir, components);
+    } catch (error) {
+        problem(`build of ${what}`, error.message);
+        continue;
+    }
+    for (const { value, patchedBy } of docs.filter((d) => d.patchedBy.length)) {
+        builtCount++;
+        const label = `build of ${what}: ${value.kind}/${value.metadata?.name} (patched by ${patchedBy.join(", ")})`;
+        await checkObject(value, label, () => label);
     }
 }
 
@@ -336,4 +423,5 @@ if (problems.length) {
     console.error(`${problems.length} problem(s) in ${files.length} file(s) under ${root}`);
     process.exit(1);
 }
-console.log(`ok: ${documentCount} document(s) and ${runtimeFiles.length} runtime file(s) in ${files.length} file(s) under ${root} are valid`);
+console.log(`ok: ${documentCount} document(s) and ${runtimeFiles.length} runtime file(s) in ${files.length} file(s) under ${root} are valid, ` +
+    `and ${builtCount} patched document(s) in ${builds.length} build(s)`);
