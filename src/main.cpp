@@ -23,6 +23,7 @@ Usage:
   berth restore --from TARGET --root DIR [--backup ID] [--as-new-replica]
   berth import (--root DIR [--config FILE] | --url URL) SOURCE... [--repository R] [--repository-prefix P]
   berth export (--root DIR | --url URL) REPOSITORY[:TAG|@DIGEST]... --to DIR|FILE.tar [--since TIME]
+  berth migrate --to-s3 --config FILE [--root DIR] [--parallel N]
   berth credential-provider [--registry HOST[:PORT]]... [--username NAME]
   berth version
   berth help
@@ -52,6 +53,7 @@ constexpr Command commands[] = {
     {"restore", berth::cli::restore},
     {"import", berth::cli::import},
     {"export", berth::cli::export_images},
+    {"migrate", berth::cli::migrate},
     {"credential-provider", berth::cli::credential_provider},
     {"version", version},
     {"--version", version},

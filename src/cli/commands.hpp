@@ -57,5 +57,6 @@ int backup(const std::vector<std::string>& args);
 int restore(const std::vector<std::string>& args);
 int import(const std::vector<std::string>& args);
 int export_images(const std::vector<std::string>& args);
+int migrate(const std::vector<std::string>& args);
 
 }  // namespace berth::cli

@@ -2,6 +2,8 @@
 #include <charconv>
 #include "berth/auth/authorizer.hpp"
 #include "berth/net/host_port.hpp"
+#include "berth/net/reach.hpp"
+#include "berth/registry/registry.hpp"
 #include "berth/observe/log.hpp"
 #include "responses.hpp"
 #include <nlohmann/json.hpp>
@@ -17,6 +19,10 @@ Plan immediate(Response response) {
     plan.blocking = false;
     plan.finish = [response = std::move(response)](std::string&, std::uint64_t) mutable { return std::move(response); };
     return plan;
+}
+
+void reach_blob_store(const Registry& registry) {
+    if (auto party = registry.blob_party(); !party.empty()) net::reach(party);
 }
 
 Response json_response(int status, std::string body, std::string content_type) {

@@ -8,6 +8,10 @@
 #include "berth/registry/upstreams.hpp"
 #include "message.hpp"
 
+namespace berth::registry {
+class Registry;
+}  // namespace berth::registry
+
 namespace berth::http {
 
 // A plan that answers at once, on the I/O thread.
@@ -19,6 +23,9 @@ Response status_only(int status);
 std::string client_of(const Request& request);
 // Pushes and deletes, with who did them, for the audit trail.
 void audit(const Request& request, const char* action, const std::string& reference);
+// A request that stores a blob waits on where blob bytes live: when that is another party (a
+// bucket), it is planned on that party's pool, never on the shared workers (net/reach.hpp).
+void reach_blob_store(const registry::Registry& registry);
 // A listing's ?n=; nullopt when absent (the registry's default page).
 std::optional<std::size_t> page_size(const Query& query);
 // A Link header to the page after `last` of a listing at `path` (oci/paths.hpp).

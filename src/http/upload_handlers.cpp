@@ -82,6 +82,8 @@ Plan plan_upload_start(Context& context, Request& request) {
     const auto& route = request.target;
     const auto& query = request.target.query;
     if (request.method != Method::post) not_allowed();
+    // Both below may store a blob: first, before a session or a link exists to plan twice.
+    if (query.get("mount") || query.get("digest")) reach_blob_store(registry);
     if (auto mount = query.get("mount")) {
         auto result = registry.mount_blob(route.name, *mount, query.get("from").value_or(""), client_of(request));
         if (result.mounted) return immediate(blob_created(route.name, *result.mounted));
@@ -153,6 +155,7 @@ Plan plan_upload(Context& context, Request& request) {
             auto digest_text = request.target.query.get("digest");
             if (!digest_text) throw Error(ErrorCode::digest_invalid, "digest query parameter is required");
             auto digest = oci::Digest::parse_or_throw(*digest_text);
+            reach_blob_store(registry);
             Plan plan;
             if (request.has_body) plan = append_plan(registry, request, route.name, route.reference);
             plan.finish = [&registry, name = route.name, id = route.reference, digest](std::string&, std::uint64_t) {

@@ -24,6 +24,7 @@
 #include "berth/registry/retention.hpp"
 #include "berth/replication/replicator.hpp"
 #include "berth/s3/blob_store.hpp"
+#include "berth/s3/migration.hpp"
 #include "berth/storage/backup.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
@@ -71,10 +72,31 @@ auto as_config_error(const std::string& key, F&& make) {
 }
 
 // Where blob bytes live: the files under root, or a bucket (storage.blobs).
+// The first start on a bucket of a replica that kept its blobs as files: what `berth migrate
+// --to-s3` did not copy (pushed since, or all of it) goes up before anything is served, and the
+// files go. A blob that cannot go up now stops the start: serving without it would lose it.
+void finish_migration(s3::S3BlobStore& bucket, const std::filesystem::path& root) {
+    observe::log("info", "moving the files store's blobs into the bucket", {});
+    auto report =
+        s3::move_files_into(bucket, root, {.parallel = 4, .remove_files = true, .stop = nullptr, .progress = {}});
+    observe::log("info", "moved the files store's blobs into the bucket",
+                 {{"blobs", report.blobs},
+                  {"copied", report.copied},
+                  {"already_there", report.present},
+                  {"bytes_copied", report.bytes_copied},
+                  {"corrupt_quarantined", report.corrupt.size()}});
+    if (!report.failed.empty())
+        throw std::runtime_error(std::to_string(report.failed.size()) +
+                                 " blob files could not be copied into the bucket; they stay, and the next start "
+                                 "tries again");
+}
+
 std::unique_ptr<storage::BlobStore> open_blobs(const config::Config& config) {
     if (!config.s3_blobs) return std::make_unique<storage::FileBlobStore>(config.root);
-    return as_config_error("storage.blobs",
-                           [&] { return std::make_unique<s3::S3BlobStore>(config.root, *config.s3_blobs); });
+    auto bucket = as_config_error("storage.blobs",
+                                  [&] { return std::make_unique<s3::S3BlobStore>(config.root, *config.s3_blobs); });
+    if (storage::FileBlobStore::holds_blobs(config.root)) finish_migration(*bucket, config.root);
+    return bucket;
 }
 
 // The store made ready for the objects over it: namespace usage counted and lineage indexed (once,
@@ -269,11 +291,25 @@ void Node::schedule_storage_jobs() {
     if (config_.scrub_interval.count())
         scheduler_.every("scrub", config_.scrub_interval, [this] {
             if (bucket_ && replicator_ && !replicator_->leads("scrub")) return;  // one replica reads the bucket
-            auto report = registry::scrub(*blobs_, meta_, config_.scrub_rate_mib << 20, stopping_);
+            // A lost blob comes back the way a read of it would: a peer's copy, or the upstream.
+            auto repair = [this](const std::string& repo, const oci::Digest& digest) {
+                registry_.stat_blob(repo, digest.str(), registry::Asker::client);
+                return true;
+            };
+            auto report = registry::scrub(*blobs_, meta_, config_.scrub_rate_mib << 20, stopping_, repair);
             for (auto& corrupt : report.corrupt)
                 observe::log("error", "scrub found corrupt content; blob quarantined", {{"digest", corrupt}});
+            for (auto& missing : report.missing)
+                observe::log("error", "scrub found a linked blob missing from the store", {{"digest", missing}});
+            for (auto& repaired : report.repaired)
+                observe::log("info", "scrub repaired a blob", {{"digest", repaired}});
+            for (auto& lost : report.unrepaired)
+                observe::log("error", "scrub could not repair a blob: no peer or upstream gave it back",
+                             {{"digest", lost}});
             std::lock_guard lock(maintenance_.mutex);
             maintenance_.corrupt_total += report.corrupt.size();
+            maintenance_.missing_total += report.missing.size();
+            maintenance_.repaired_total += report.repaired.size();
             maintenance_.last_scrub = std::move(report);
             ++maintenance_.scrub_runs;
         });

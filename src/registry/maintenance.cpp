@@ -152,18 +152,55 @@ GcReport collect_garbage(storage::BlobStore& blobs, storage::MetaStore& meta, st
     return std::move(collection.report);
 }
 
+namespace {
+
+// The manifests' bytes re-hashed, and which repository links each blob (a way to ask for it).
+struct ScrubState : storage::MetaStore::StateVisitor {
+    explicit ScrubState(ScrubReport& r) : report(r) {}
+    ScrubReport& report;
+    std::map<std::string, std::string> linked;  // digest -> a repository linking it
+    void manifest(const std::string& repo, const std::string& digest, const storage::ManifestRecord& r) override {
+        if (r.deleted) return;
+        ++report.manifests_checked;
+        auto parsed = oci::Digest::parse(digest);
+        if (!parsed || oci::Digest::of(parsed->algorithm(), r.bytes) != *parsed)
+            report.corrupt.push_back(repo + "@" + digest);
+    }
+    void tag(const std::string&, const std::string&, const storage::TagRecord&) override {}
+    void link(const std::string& repo, const std::string& digest, const storage::LinkRecord& r) override {
+        if (!r.deleted) linked.emplace(digest, repo);
+    }
+};
+
+void repair_lost(storage::BlobStore& blobs, const std::map<std::string, std::string>& linked, const oci::Digest& digest,
+                 const RepairBlob& repair, ScrubReport& report) {
+    auto where = linked.find(digest.str());
+    if (where == linked.end()) return;  // nothing links it: garbage, no loss
+    bool back = false;
+    try {
+        back = blobs.mend(digest) || (repair && repair(where->second, digest));
+    } catch (const std::exception&) {}
+    (back ? report.repaired : report.unrepaired).push_back(digest.str());
+}
+
+}  // namespace
+
 ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint64_t bytes_per_second,
-                  const std::atomic<bool>& stop) {
+                  const std::atomic<bool>& stop, const RepairBlob& repair) {
     ScrubReport report;
     std::vector<std::pair<oci::Digest, std::uint64_t>> all;
-    blobs.for_each(
-        [&](const oci::Digest& digest, std::uint64_t size, std::int64_t) { all.emplace_back(digest, size); });
+    std::set<std::string> stored;
+    blobs.for_each([&](const oci::Digest& digest, std::uint64_t size, std::int64_t) {
+        all.emplace_back(digest, size);
+        stored.insert(digest.str());
+    });
+    std::vector<oci::Digest> lost;  // corrupt or missing: to repair
     const auto started = std::chrono::steady_clock::now();
     for (auto& [digest, size] : all) {
         if (stop) break;
         std::optional<storage::Hashed> hashed;
         try {
-            auto blob = blobs.open(digest);
+            auto blob = blobs.open_stored(digest);
             if (!blob) continue;  // collected meanwhile
             hashed = storage::hash(*blob, digest.algorithm(), [&](const char*, std::size_t n) {
                 report.bytes_checked += n;
@@ -175,7 +212,7 @@ ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint
                 return !stop;
             });
         } catch (const storage::DigestMismatch&) {
-            // A store that verifies what it reads (a bucket through its cache) found it damaged.
+            // A store that verifies what it reads (a bucket's object) found it damaged.
             hashed = storage::Hashed{oci::Digest::of(digest.algorithm(), ""), 0};
         } catch (const std::exception&) {
             continue;  // unreadable now (the store is away): the next scrub tries again
@@ -184,24 +221,28 @@ ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint
         if (hashed && hashed->digest != digest) {
             report.corrupt.push_back(digest.str());
             try {
-                blobs.quarantine(digest);
+                if (blobs.quarantine(digest)) report.repaired.push_back(digest.str());
+                else lost.push_back(digest);
             } catch (const std::exception&) {}
         }
     }
-    struct Manifests : storage::MetaStore::StateVisitor {
-        ScrubReport* report;
-        void manifest(const std::string& repo, const std::string& digest, const storage::ManifestRecord& r) override {
-            if (r.deleted) return;
-            ++report->manifests_checked;
-            auto parsed = oci::Digest::parse(digest);
-            if (!parsed || oci::Digest::of(parsed->algorithm(), r.bytes) != *parsed)
-                report->corrupt.push_back(repo + "@" + digest);
+    if (stop) return report;
+    ScrubState state(report);
+    meta.visit_state(state);
+    for (auto& [text, repo] : state.linked) {
+        if (stop || stored.count(text)) continue;
+        auto digest = oci::Digest::parse(text);
+        try {
+            // Listed before the link was read: a blob stored since is no loss.
+            if (!digest || blobs.open_stored(*digest)) continue;
+        } catch (const std::exception&) {
+            continue;  // the store is away: not proof of loss
         }
-        void tag(const std::string&, const std::string&, const storage::TagRecord&) override {}
-        void link(const std::string&, const std::string&, const storage::LinkRecord&) override {}
-    } manifests;
-    manifests.report = &report;
-    if (!stop) meta.visit_state(manifests);
+        report.missing.push_back(text);
+        lost.push_back(*digest);
+    }
+    for (auto& digest : lost)
+        if (!stop) repair_lost(blobs, state.linked, digest, repair, report);
     return report;
 }
 
@@ -216,6 +257,9 @@ void MaintenanceStats::write_metrics(observe::MetricsWriter& out) {
     out.add(Metric::scrub_runs_total, static_cast<double>(scrub_runs));
     out.add(Metric::scrub_last_checked_bytes, static_cast<double>(last_scrub.bytes_checked));
     out.add(Metric::scrub_corrupt_total, static_cast<double>(corrupt_total));
+    out.add(Metric::scrub_missing_total, static_cast<double>(missing_total));
+    out.add(Metric::scrub_repaired_total, static_cast<double>(repaired_total));
+    out.add(Metric::scrub_unrepaired_blobs, static_cast<double>(last_scrub.unrepaired.size()));
 }
 
 }  // namespace berth::registry

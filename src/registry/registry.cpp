@@ -32,6 +32,8 @@ Registry::~Registry() {
     if (upstreams_) upstreams_->finish_fetches();
 }
 
+std::string Registry::blob_party() const { return blobs_.party(); }
+
 Contents Registry::contents() const {
     return Contents({options_, blobs_, meta_, pulls_, upstreams_, signatures_, *this});
 }

@@ -4,8 +4,10 @@
 #include <stdexcept>
 
 #include "berth/net/client.hpp"
+#include "berth/oci/error.hpp"
 #include "berth/observe/log.hpp"
 #include "berth/observe/metrics.hpp"
+#include "berth/storage/blob_hash.hpp"
 #include "berth/storage/crash_points.hpp"
 #include "berth/storage/layout.hpp"
 #include "object_source.hpp"
@@ -18,6 +20,13 @@ net::ClientOptions client_options(const StoreOptions& options) {
     out.io_threads = 2;
     out.max_idle_per_origin = 16 + options.parallel_parts;
     return out;
+}
+
+// What a client is told when the bucket fails a push or a read: a 503 it may retry, without the
+// bucket's name or keys (the log has those).
+[[noreturn]] void bucket_failed(const Error& error, const char* doing) {
+    observe::log("warning", "the bucket failed a request", {{"doing", doing}, {"error", error.what()}});
+    throw oci::Error(oci::ErrorCode::unavailable, std::string("the blob store failed ") + doing + "; try again");
 }
 
 }  // namespace
@@ -56,16 +65,25 @@ std::optional<oci::Digest> S3BlobStore::digest_of(const std::string& key) const 
 std::optional<std::uint64_t> S3BlobStore::size(const oci::Digest& digest) const {
     if (cache_)
         if (auto cached = cache_->open(digest)) return cached->size();
-    auto info = client_.head(key(digest));
-    if (!info) return std::nullopt;
-    return info->size;
+    try {
+        auto info = client_.head(key(digest));
+        if (!info) return std::nullopt;
+        return info->size;
+    } catch (const Error& error) {
+        bucket_failed(error, "to look a blob up");
+    }
 }
 
 std::optional<storage::OpenBlob> S3BlobStore::open(const oci::Digest& digest) const {
     if (cache_)
         if (auto cached = cache_->open(digest)) return cached;
     const auto object = key(digest);
-    auto info = client_.head(object);
+    std::optional<ObjectInfo> info;
+    try {
+        info = client_.head(object);
+    } catch (const Error& error) {
+        bucket_failed(error, "to read a blob");
+    }
     if (!info) return std::nullopt;
     // A blob small enough for the cache comes in whole and verified, then goes out with sendfile.
     if (cache_ && info->size <= cache_->capacity() / 8)
@@ -74,19 +92,39 @@ std::optional<storage::OpenBlob> S3BlobStore::open(const oci::Digest& digest) co
     return storage::OpenBlob(std::make_shared<ObjectSource>(client_, object, digest, info->size), info->size);
 }
 
+std::optional<storage::OpenBlob> S3BlobStore::open_stored(const oci::Digest& digest) const {
+    const auto object = key(digest);
+    auto info = client_.head(object);
+    if (!info) return std::nullopt;
+    return storage::OpenBlob(std::make_shared<ObjectSource>(client_, object, digest, info->size), info->size);
+}
+
 void S3BlobStore::commit(const std::filesystem::path& scratch, const oci::Digest& digest) {
     const auto object = key(digest);
     auto bytes = open_scratch(scratch);
-    if (!renew_if_whole(object, bytes.size())) {
-        upload(bytes, object);
-        storage::crash_point("blob.uploaded");
-        // This process's GC may have seen an old object of this digest and deleted it while the
-        // upload landed (its HEAD and DELETE hold the lock): checked under the lock, it is there.
-        std::lock_guard lock(collect_mutex_);
-        if (!client_.head(object)) upload(bytes, object);
+    try {
+        if (!renew_if_whole(object, bytes.size())) {
+            upload(bytes, object);
+            storage::crash_point("blob.uploaded");
+            // This process's GC may have seen an old object of this digest and deleted it while the
+            // upload landed (its HEAD and DELETE hold the lock): checked under the lock, it is there.
+            std::lock_guard lock(collect_mutex_);
+            if (!client_.head(object)) upload(bytes, object);
+        }
+    } catch (const Error& error) {
+        bucket_failed(error, "to store a blob");
     }
     if (cache_) cache_->admit(scratch, digest);
     drop_scratch(scratch);
+}
+
+bool S3BlobStore::adopt(const storage::OpenBlob& blob, const oci::Digest& digest) {
+    const auto object = key(digest);
+    if (auto info = client_.head(object); info && info->size == blob.size()) return false;
+    upload(blob, object);
+    std::lock_guard lock(collect_mutex_);  // as commit: GC may have taken an old one meanwhile
+    if (!client_.head(object)) upload(blob, object);
+    return true;
 }
 
 // A large blob the bucket holds already (pushed through another replica, or before) is renewed
@@ -159,10 +197,25 @@ bool S3BlobStore::remove_if_older(const oci::Digest& digest, std::chrono::system
     return true;
 }
 
-void S3BlobStore::quarantine(const oci::Digest& digest) {
-    if (cache_) cache_->drop(digest);
-    client_.copy(key(digest), options_.prefix + storage::layout::quarantine_key(digest));
-    client_.remove(key(digest));
+bool S3BlobStore::quarantine(const oci::Digest& digest) {
+    const auto object = key(digest);
+    client_.copy(object, options_.prefix + storage::layout::quarantine_key(digest));
+    if (mend(digest)) return true;
+    client_.remove(object);
+    return false;
+}
+
+bool S3BlobStore::mend(const oci::Digest& digest) {
+    if (!cache_) return false;
+    auto cached = cache_->open(digest);
+    if (!cached) return false;
+    // Verified when it was filled; verified again, since it is about to be the only copy.
+    if (auto hashed = storage::hash(*cached, digest.algorithm()); !hashed || hashed->digest != digest) {
+        cache_->drop(digest);
+        return false;
+    }
+    upload(*cached, key(digest));
+    return true;
 }
 
 void S3BlobStore::for_each(

@@ -13,6 +13,14 @@
 
 namespace berth::s3 {
 
+void S3BlobStore::abort_quietly(const std::string& object, const std::string& upload_id) {
+    try {
+        client_.abort_multipart(object, upload_id);
+    } catch (const std::exception&) {
+        // left for abort_abandoned()
+    }
+}
+
 void S3BlobStore::upload_parts(const storage::OpenBlob& bytes, const std::string& object) {
     // S3 takes at most 10,000 parts: a blob larger than that many parts goes in larger ones.
     const auto part_size = std::max(options_.bucket.part_size, (bytes.size() + 9999) / 10000);
@@ -65,12 +73,13 @@ void S3BlobStore::upload_parts(const storage::OpenBlob& bytes, const std::string
     try {
         if (failed) std::rethrow_exception(failed);
         client_.complete_multipart(object, upload_id, parts);
+    } catch (const Error& error) {
+        // A bucket that did not answer in time (status 0) would likely keep the client waiting as
+        // long again for the abort: the sweep aborts that upload later.
+        if (error.status() != 0) abort_quietly(object, upload_id);
+        throw;
     } catch (...) {
-        try {
-            client_.abort_multipart(object, upload_id);
-        } catch (const std::exception&) {
-            // left for abort_abandoned()
-        }
+        abort_quietly(object, upload_id);
         throw;
     }
     ++multipart_uploads_;

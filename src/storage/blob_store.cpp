@@ -69,6 +69,13 @@ FileBlobStore::FileBlobStore(const fs::path& root)
     fs::create_directories(blobs_);
 }
 
+bool FileBlobStore::holds_blobs(const fs::path& root) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(layout::blobs_dir(root), ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_regular_file(ec)) return true;
+    return false;
+}
+
 fs::path FileBlobStore::path(const oci::Digest& digest) const { return layout::blob_file(blobs_, digest); }
 
 std::optional<OpenBlob> FileBlobStore::open(const oci::Digest& digest) const { return open_file(path(digest)); }
@@ -129,11 +136,12 @@ bool FileBlobStore::remove_if_older(const oci::Digest& digest, std::chrono::syst
     return ::unlink(file.c_str()) == 0;
 }
 
-void FileBlobStore::quarantine(const oci::Digest& digest) {
+bool FileBlobStore::quarantine(const oci::Digest& digest) {
     const auto target = layout::quarantine_file(quarantine_, digest);
     fs::create_directories(quarantine_);
     std::lock_guard lock(collect_mutex_);
     if (::rename(path(digest).c_str(), target.c_str()) != 0) throw_errno("quarantine " + digest.str());
+    return false;
 }
 
 void FileBlobStore::for_each(

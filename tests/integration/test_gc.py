@@ -10,6 +10,7 @@
   `berth gc` without --dry-run refuses while the server runs; offline it collects.
 - Scrub finds a blob whose file was altered on disk, moves it to <root>/quarantine, stops
   serving it and counts it in berth_scrub_corrupt_total.
+- On a replica with peers, scrub gets a lost or corrupt blob back from a peer.
 """
 
 import json
@@ -251,6 +252,28 @@ class ScrubTest(unittest.TestCase):
         self.assertIn(hex_, bt.blob_files(b.root), "the healed blob was taken out of the store again")
         self.assertEqual(b.get(f"/v2/scrub/repo/blobs/{victim}").body, img["layers"][0])
         self.assertEqual(b.metrics()["berth_scrub_corrupt_total"], 1)
+
+    def test_lost_and_corrupt_blobs_come_back_from_a_peer(self):
+        cluster = bt.Cluster(n=2, config={"scrub": {"interval_seconds": 1}})
+        self.addCleanup(cluster.cleanup)
+        cluster.start()
+        a, b = cluster.replicas
+        img = a.push_image("scrub/peer", "v1", layer_sizes=(40_000, 20_000))
+        bt.poll(lambda: b.get("/v2/scrub/peer/manifests/v1").status == 200, 30, what="replicated")
+        lost, corrupt = (bt.sha256_digest(layer) for layer in img["layers"])
+        files = bt.blob_files(b.root)
+        os.remove(files[lost[7:]])
+        with open(files[corrupt[7:]], "r+b") as f:
+            f.write(b"\0\0\0\0")
+
+        def sound(digest):
+            path = bt.blob_files(b.root).get(digest[7:])
+            return path and open(path, "rb").read() == img["blobs"][digest]
+        bt.poll(lambda: sound(lost) and sound(corrupt), 30, what="both blobs back from the peer")
+        metrics = b.metrics()
+        self.assertGreaterEqual(metrics["berth_scrub_missing_total"], 1)
+        self.assertGreaterEqual(metrics["berth_scrub_repaired_total"], 2)
+        self.assertEqual(metrics["berth_scrub_unrepaired_blobs"], 0)
 
 
 if __name__ == "__main__":

@@ -10,16 +10,20 @@
 - radosgw frozen: /healthz and /readyz stay quick, cached blobs are still served; thawed, pushes
   go on.
 - The conformance suite passes against one of three replicas sharing the bucket.
+- Scrub: an object deleted or damaged behind berth's back is found and put back from a replica's
+  cache, or from the upstream a mirrored repository follows; one nothing holds is reported lost.
+- `berth migrate --to-s3` copies a files store into the bucket while it serves and takes pushes;
+  restarted on the bucket, the replica moves what came since and removes its files; nothing is lost.
 - GC runs every second on three replicas taking pushes of shared layers: everything acknowledged
   stays whole, and blobs nothing references go from the bucket once the grace has passed.
 """
 
 import hashlib
+import json
 import os
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -27,6 +31,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import berthtest as bt  # noqa: E402
 import cephlab  # noqa: E402
+import distribution as dist  # noqa: E402
 
 SKIP = cephlab.skip_reason()
 BUCKET = "berth-blobs"
@@ -43,30 +48,26 @@ def blob_files(root):
 class S3StoreTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.lab = cephlab.CephLab(tempfile.mkdtemp(prefix="berth-ceph-"))
-        cls.addClassCleanup(cls.lab.cleanup)
-        cls.lab.start()
-        cls.lab.make_bucket(BUCKET)
-        cls.s3 = cls.lab.s3()
+        cephlab.lab_for_class(cls, BUCKET)
 
-    def serve(self, prefix, **store):
-        def config(b):
-            for name, value in (("access", self.lab.access_key), ("secret", self.lab.secret_key)):
-                with open(os.path.join(b.tmp, name), "w") as f:
-                    f.write(value + "\n")
-            blobs = {"type": "s3", "endpoint": self.lab.endpoint, "bucket": BUCKET, "prefix": prefix,
-                     "region": "us-east-1", "access_key_file": os.path.join(b.tmp, "access"),
-                     "secret_key_file": os.path.join(b.tmp, "secret"), "path_style": True}
-            blobs.update(store)
-            return {"storage": {"blobs": blobs}}
-        return bt.serve(self.addCleanup, config)
+    def store(self, b, prefix, **store):
+        """storage.blobs for berth b on the bucket under prefix, its keys written in b.tmp."""
+        for name, value in (("access", self.lab.access_key), ("secret", self.lab.secret_key)):
+            with open(os.path.join(b.tmp, name), "w") as f:
+                f.write(value + "\n")
+        return {"type": "s3", "endpoint": self.lab.endpoint, "bucket": BUCKET, "prefix": prefix,
+                "region": "us-east-1", "access_key_file": os.path.join(b.tmp, "access"),
+                "secret_key_file": os.path.join(b.tmp, "secret"), "path_style": True, **store}
+
+    def serve(self, prefix, more=None, **store):
+        return bt.serve(self.addCleanup, lambda b: {"storage": {"blobs": self.store(b, prefix, **store)}, **(more or {})})
 
     def keys(self, prefix):
         return self.lab.keys(BUCKET, prefix)
 
-    def cluster(self, prefix, config=None, n=3):
+    def cluster(self, prefix, config=None, n=3, **more_store):
         store = {"type": "s3", "endpoint": self.lab.endpoint, "bucket": BUCKET, "prefix": prefix,
-                 "access_key_file": "access", "secret_key_file": "secret"}
+                 "access_key_file": "access", "secret_key_file": "secret", **more_store}
         cluster = bt.Cluster(n=n, config={"storage": {"blobs": store}, **(config or {})})
         self.addCleanup(cluster.cleanup)
         for replica in cluster.replicas:
@@ -165,6 +166,112 @@ class S3StoreTest(unittest.TestCase):
         r = subprocess.run([sys.executable, suite, f"http://127.0.0.1:{cluster.replicas[0].port}"],
                            capture_output=True, text=True, timeout=240)
         self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-2000:])
+
+    def test_scrub_repairs_the_bucket_from_a_cache_or_a_peer(self):
+        prefix = "scrub/"
+        replicas = self.cluster(prefix, {"scrub": {"interval_seconds": 1}}, n=2, cache_bytes=16 << 20).replicas
+        # One replica scrubs the bucket: the damaged blob is in its own cache, the lost one only in
+        # the other's, which it must ask.
+        # Until the replicas know each other ready, each may lead: the leader is the one that goes
+        # on scrubbing once they do.
+        runs = lambda r: r.metrics().get("berth_scrub_runs_total", 0)  # noqa: E731
+        start = [runs(r) for r in replicas]
+        leader = bt.poll(lambda: [r for r, n in zip(replicas, start) if runs(r) >= n + 3], 30, what="a leader")
+        a, b = leader[0], next(r for r in replicas if r is not leader[0])
+        self.assertLessEqual(runs(b), start[replicas.index(b)] + 1, "one replica scrubs the bucket")
+        damaged = a.push_image("scrub/app", "v2", layer_sizes=(150_000,))
+        lost = b.push_image("scrub/app", "v1", layer_sizes=(150_000,))
+        # Damaged the same way a bit flip would: same size, other bytes.
+        layer = bt.sha256_digest(damaged["layers"][0])
+        data = damaged["blobs"][layer]
+        self.s3.put_object(Bucket=BUCKET, Key=f"{prefix}blobs/sha256/{layer[7:]}", Body=data[:-1] + bytes([data[-1] ^ 1]))
+        gone = bt.sha256_digest(lost["layers"][0])
+        self.s3.delete_object(Bucket=BUCKET, Key=f"{prefix}blobs/sha256/{gone[7:]}")
+
+        def whole(digest, expected):
+            try:
+                body = self.s3.get_object(Bucket=BUCKET, Key=f"{prefix}blobs/sha256/{digest[7:]}")["Body"].read()
+            except self.s3.exceptions.NoSuchKey:
+                return False
+            return body == expected
+        bt.poll(lambda: whole(gone, lost["blobs"][gone]) and whole(layer, data), 60, what="both objects repaired")
+        self.assertIn(f"{prefix}quarantine/sha256-{layer[7:]}", self.keys(prefix), "the damaged bytes kept aside")
+        metrics = a.metrics()
+        self.assertGreaterEqual(metrics["berth_scrub_repaired_total"], 2)
+        self.assertGreaterEqual(metrics["berth_scrub_missing_total"], 1)
+        self.assertEqual(metrics["berth_scrub_unrepaired_blobs"], 0)
+        for replica in (a, b):
+            self.assertEqual(replica.get(f"/v2/scrub/app/blobs/{gone}").body, lost["blobs"][gone])
+
+    def test_scrub_repairs_a_mirrored_blob_from_its_upstream(self):
+        prefix = "scrub-upstream/"
+        upstream = dist.Distribution()
+        self.addCleanup(upstream.cleanup)
+        upstream.start()
+        mirrored = upstream.push_image("library/base", "1", layer_sizes=(40_000,))
+        b = self.serve(prefix, {"scrub": {"interval_seconds": 1},
+                                "proxy": {"upstreams": [{"host": "docker.io", "url": upstream.url}]}}, cache_bytes=0)
+        layer = bt.sha256_digest(mirrored["layers"][0])
+        r = b.get(f"/v2/docker.io/library/base/blobs/{layer}")
+        self.assertEqual((r.status, r.body), (200, mirrored["blobs"][layer]))
+        own = b.push_image("private", "v1", layer_sizes=(30_000,))
+        own_layer = bt.sha256_digest(own["layers"][0])
+        for digest in (layer, own_layer):
+            self.s3.delete_object(Bucket=BUCKET, Key=f"{prefix}blobs/sha256/{digest[7:]}")
+        bt.poll(lambda: f"{prefix}blobs/sha256/{layer[7:]}" in self.keys(prefix), 60,
+                what="the mirrored blob fetched again")
+        # Pushed here, cached nowhere, no peer: nothing can give it back, and that is said.
+        bt.poll(lambda: b.metrics().get("berth_scrub_unrepaired_blobs") == 1, 30, what="the lost blob reported")
+        self.assertNotIn(f"{prefix}blobs/sha256/{own_layer[7:]}", self.keys(prefix))
+        self.assertTrue(any(x.get("msg", "").startswith("scrub could not repair") and x.get("digest") == own_layer
+                            for x in b.log_lines()))
+
+    def test_migrate_to_s3_while_serving(self):
+        prefix = "migrate/"
+        b = bt.serve(self.addCleanup, {})  # the files store
+        images = [b.push_image("migrate/app", f"v{i}", layer_sizes=(60_000 + i, 7_000_000 if i == 0 else 500))
+                  for i in range(3)]
+        config = os.path.join(b.tmp, "s3.json")
+        with open(config, "w") as f:
+            json.dump({"storage": {"blobs": self.store(b, prefix, part_size_mib=5)}}, f)
+        done, errors = threading.Event(), []
+
+        def pusher():  # pushes go on while the blobs are copied
+            try:
+                while not done.is_set():
+                    images.append(b.push_image("migrate/app", f"v{len(images)}", layer_sizes=(3000,)))
+            except Exception as error:  # noqa: BLE001 (reported below)
+                errors.append(error)
+        thread = threading.Thread(target=pusher)
+        thread.start()
+        try:
+            r = bt.run_cli("migrate", "--to-s3", "--config", config, "--root", b.root, timeout=120)
+        finally:
+            done.set()
+            thread.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"\d+ blobs copied")
+        copied = set(self.keys(prefix))
+        for digest in images[0]["blobs"]:
+            self.assertIn(f"{prefix}blobs/sha256/{digest[7:]}", copied)
+        self.assertTrue(blob_files(b.root), "migrate leaves the files to the serving replica")
+        images.append(b.push_image("migrate/app", "late", layer_sizes=(4000,)))  # after the copy
+        b.stop()
+        b.config = {"storage": {"blobs": self.store(b, prefix, part_size_mib=5)}}
+        b.restart()
+        self.assertEqual(blob_files(b.root), [], "the files went once the bucket held them")
+        moved = [x for x in b.log_lines() if x.get("msg") == "moved the files store's blobs into the bucket"]
+        self.assertEqual(len(moved), 1)
+        self.assertGreaterEqual(moved[0]["copied"], 1, "what was pushed after the copy went up at the start")
+        keys = set(self.keys(prefix))
+        for img in images:
+            self.assertEqual(b.get(f"/v2/migrate/app/manifests/{img['tag']}").status, 200)
+            for digest, data in img["blobs"].items():
+                self.assertIn(f"{prefix}blobs/sha256/{digest[7:]}", keys)
+                self.assertEqual(b.get(f"/v2/migrate/app/blobs/{digest}").body, data)
+        r = bt.run_cli("migrate", "--to-s3", "--config", config, "--root", b.root)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, f"no blob files under {b.root}: nothing to copy"))
 
     def test_gc_deletes_only_what_nothing_references(self):
         prefix = "gc/"

@@ -646,3 +646,13 @@ rgw_enable_usage_log = false
                     and any(argv[i] == "-c" and argv[i + 1] == self.conf for i in range(len(argv) - 1))):
                 out.append(int(pid))
         return out
+
+
+def lab_for_class(cls, bucket, **s3_args):
+    """A started lab for a test class, removed after its last test, with `bucket` made:
+    sets cls.lab and cls.s3 (a boto3 client, s3_args as CephLab.s3's)."""
+    cls.lab = CephLab(tempfile.mkdtemp(prefix="berth-ceph-"))
+    cls.addClassCleanup(cls.lab.cleanup)
+    cls.lab.start()
+    cls.lab.make_bucket(bucket)
+    cls.s3 = cls.lab.s3(**s3_args)

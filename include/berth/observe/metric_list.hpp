@@ -38,6 +38,9 @@
     M(scrub_runs_total, counter, "Scrub passes finished.")                                                             \
     M(scrub_last_checked_bytes, gauge, "Bytes re-hashed by the last scrub pass.")                                      \
     M(scrub_corrupt_total, counter, "Corrupt blobs and manifests found by scrubbing.")                                 \
+    M(scrub_missing_total, counter, "Linked blobs scrubbing found the store without.")                                 \
+    M(scrub_repaired_total, counter, "Corrupt or missing blobs scrubbing got back (a cache, a peer, an upstream).")    \
+    M(scrub_unrepaired_blobs, gauge, "Corrupt or missing blobs the last scrub could not get back.")                    \
     /* notifications (notify/notifications) */                                                                         \
     M(notify_delivered_total, counter, "Events delivered to each endpoint by this replica.")                           \
     M(notify_failed_total, counter, "Deliveries to each endpoint that failed (each is retried).")                      \

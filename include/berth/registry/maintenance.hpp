@@ -11,10 +11,12 @@
 #include <chrono>
 #include <optional>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "berth/oci/digest.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/observe/metrics.hpp"
 
@@ -48,20 +50,28 @@ GcReport collect_garbage(storage::BlobStore& blobs, storage::MetaStore& meta, st
 
 struct ScrubReport {
     std::uint64_t blobs_checked = 0, bytes_checked = 0, manifests_checked = 0;
-    std::vector<std::string> corrupt;  // digests quarantined (blobs) or reported (manifests)
+    std::vector<std::string> corrupt;     // digests quarantined (blobs) or reported (manifests)
+    std::vector<std::string> missing;     // blobs a repository links that the store does not hold
+    std::vector<std::string> repaired;    // corrupt or missing blobs the store holds again
+    std::vector<std::string> unrepaired;  // ...and those nothing could give back
 };
 
-// Re-hashes every blob at no more than bytes_per_second and moves corrupt ones
-// to <root>/quarantine; re-hashes every stored manifest.
+// Asks for a blob this store lost, or held damaged, from wherever repo could read it (a peer's
+// copy, or the upstream repo mirrors); true once the store holds it again.
+using RepairBlob = std::function<bool(const std::string& repo, const oci::Digest& digest)>;
+
+// Re-hashes every stored blob (past any cache) at no more than bytes_per_second and quarantines
+// corrupt ones; finds linked blobs the store lacks; re-hashes every stored manifest. Each corrupt
+// or missing blob that a repository links is then repaired where repair can.
 ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint64_t bytes_per_second,
-                  const std::atomic<bool>& stop);
+                  const std::atomic<bool>& stop, const RepairBlob& repair = {});
 
 // The latest results, for /metrics.
 struct MaintenanceStats {
     std::mutex mutex;
     GcReport last_gc;
     ScrubReport last_scrub;
-    std::uint64_t gc_runs = 0, scrub_runs = 0, corrupt_total = 0;
+    std::uint64_t gc_runs = 0, scrub_runs = 0, corrupt_total = 0, missing_total = 0, repaired_total = 0;
     void write_metrics(observe::MetricsWriter& out);
 };
 

@@ -104,6 +104,8 @@ public:
     ~Registry() override;
 
     const Options& options() const { return options_; }
+    // The outside party blob bytes live with ("" for the replica's own disk): BlobStore::party.
+    std::string blob_party() const;
 
     // The repository a request names: its name, or HOST/NAME when it came
     // with ns=HOST (throws NAME_INVALID for a malformed ns, NAME_UNKNOWN for

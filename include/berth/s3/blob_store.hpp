@@ -34,17 +34,22 @@ public:
 
     std::optional<std::uint64_t> size(const oci::Digest& digest) const override;
     std::optional<storage::OpenBlob> open(const oci::Digest& digest) const override;
+    std::optional<storage::OpenBlob> open_stored(const oci::Digest& digest) const override;
     bool remove(const oci::Digest& digest) override;
     bool touch(const oci::Digest& digest) override;
     bool remove_if_older(const oci::Digest& digest, std::chrono::system_clock::time_point cutoff) override;
-    void quarantine(const oci::Digest& digest) override;
+    bool quarantine(const oci::Digest& digest) override;
+    bool mend(const oci::Digest& digest) override;
     void for_each(
         const std::function<void(const oci::Digest&, std::uint64_t size, std::int64_t mtime)>& visit) const override;
 
     // Aborts the multipart uploads under the prefix begun more than abandoned_after ago (a
     // replica that died mid-push leaves them); returns how many.
     std::size_t abort_abandoned();
-    bool remote() const override { return true; }
+    std::string party() const override { return s3_party; }
+    // A verified blob held elsewhere (a files store moving here): uploaded unless the bucket holds
+    // an object of its size under its key already. True when it was uploaded.
+    bool adopt(const storage::OpenBlob& blob, const oci::Digest& digest);
 
     struct Stats {
         std::uint64_t objects_uploaded, bytes_uploaded, multipart_uploads, uploads_aborted, renewed;
@@ -61,6 +66,7 @@ private:
     std::optional<oci::Digest> digest_of(const std::string& key) const;
     void upload(const storage::OpenBlob& bytes, const std::string& key);
     bool renew_if_whole(const std::string& object, std::uint64_t size);
+    void abort_quietly(const std::string& object, const std::string& upload_id);
     void upload_parts(const storage::OpenBlob& bytes, const std::string& key);
 
     StoreOptions options_;

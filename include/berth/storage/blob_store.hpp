@@ -28,6 +28,8 @@ public:
 
     virtual std::optional<std::uint64_t> size(const oci::Digest& digest) const = 0;
     virtual std::optional<OpenBlob> open(const oci::Digest& digest) const = 0;
+    // The bytes at rest, past any local cache: what scrub checks.
+    virtual std::optional<OpenBlob> open_stored(const oci::Digest& digest) const { return open(digest); }
     // A small blob's bytes (a config, a signature payload): nullopt when it is absent or larger
     // than limit.
     std::optional<std::string> read(const oci::Digest& digest, std::uint64_t limit) const;
@@ -40,14 +42,20 @@ public:
     // Garbage collection: removes the blob only if it is older than cutoff, atomically with
     // respect to commit() renewing it.
     virtual bool remove_if_older(const oci::Digest& digest, std::chrono::system_clock::time_point cutoff) = 0;
-    // Moves a blob whose bytes no longer match its digest out of the way.
-    virtual void quarantine(const oci::Digest& digest) = 0;
+    // Moves a blob whose bytes no longer match its digest out of the way. True when the store
+    // put a good copy of its own back in its place (a bucket's, from the replica's cache).
+    virtual bool quarantine(const oci::Digest& digest) = 0;
+    // Puts a good copy of its own (a bucket's store: the replica's cache, verified again) in place
+    // of a blob lost from where it is kept; false when it has none.
+    virtual bool mend(const oci::Digest&) { return false; }
     virtual void for_each(
         const std::function<void(const oci::Digest&, std::uint64_t size, std::int64_t mtime)>& visit) const = 0;
 
-    // True when the bytes live with another party (a bucket): size(), open() and commit() then
-    // wait on it, so no caller holds a lock every writer needs across them.
-    virtual bool remote() const { return false; }
+    // The outside party the bytes live with (a bucket: s3::s3_party), "" for none. size(), open()
+    // and commit() then wait on it: no caller holds a lock every writer needs across them, and
+    // requests that store a blob are planned on that party's pool, not on the shared workers.
+    virtual std::string party() const { return {}; }
+    bool remote() const { return !party().empty(); }
     // Bytes the disk holding the scratch files can still take.
     std::uint64_t free_bytes() const;
 
@@ -70,13 +78,15 @@ private:
 class FileBlobStore : public BlobStore {
 public:
     explicit FileBlobStore(const std::filesystem::path& root);
+    // Whether root holds any blob file (a files store, or what is left of one moved elsewhere).
+    static bool holds_blobs(const std::filesystem::path& root);
 
     std::optional<std::uint64_t> size(const oci::Digest& digest) const override;
     std::optional<OpenBlob> open(const oci::Digest& digest) const override;
     bool remove(const oci::Digest& digest) override;
     bool touch(const oci::Digest& digest) override;
     bool remove_if_older(const oci::Digest& digest, std::chrono::system_clock::time_point cutoff) override;
-    void quarantine(const oci::Digest& digest) override;
+    bool quarantine(const oci::Digest& digest) override;
     void for_each(
         const std::function<void(const oci::Digest&, std::uint64_t size, std::int64_t mtime)>& visit) const override;
 
