@@ -59,6 +59,11 @@ int take(const Arguments& arguments) {
     const fs::path root = arguments.required("--root"), target = arguments.required("--to");
     if (!fs::exists(storage::layout::meta_dir(root))) throw UsageError("no registry store at " + root.string());
     storage::MetaStore meta(storage::layout::meta_dir(root), storage::MetaStore::Mode::read_only);
+    // Repositories but no blob file: the blobs are in a bucket, which only the server is configured for.
+    if (!storage::FileBlobStore::holds_blobs(root) && !meta.repositories("", 1).empty())
+        throw UsageError(root.string() +
+                         " keeps its blobs in a bucket (storage.blobs): the server takes its backups (the backup "
+                         "section, POST /_berth/v1/backup)");
     storage::FileBlobStore blobs(root);
     const auto started = std::chrono::steady_clock::now();
     auto report = storage::take_backup(meta, blobs, target, arguments.flag("--incremental"), show);
@@ -172,9 +177,14 @@ int restore(const std::vector<std::string>& args) {
                     return 1;
                 }
         auto report = storage::restore_backup(target, id, root, show);
-        std::cout << "restored backup " << report.id << " into " << root.string() << ": " << report.blobs << " blobs ("
-                  << report.bytes << " bytes, " << report.linked << " hard-linked); its log starts anew, "
-                  << "so peers catch up from it\n";
+        if (report.blobs_in_bucket)
+            std::cout << "restored backup " << report.id << " into " << root.string() << ": the index; its "
+                      << report.blobs << " blobs (" << report.bytes << " bytes) are in the bucket it was taken on: "
+                      << "start it with the same storage.blobs. Its log starts anew, so peers catch up from it\n";
+        else
+            std::cout << "restored backup " << report.id << " into " << root.string() << ": " << report.blobs
+                      << " blobs (" << report.bytes << " bytes, " << report.linked
+                      << " hard-linked); its log starts anew, so peers catch up from it\n";
         return 0;
     } catch (const storage::BackupError& error) {
         std::cerr << "berth restore: " << error.what() << "\n";

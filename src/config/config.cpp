@@ -223,9 +223,6 @@ void read_agent(Section& s, Reading& r) {
 
 // What holds only for the sections together.
 void check_combinations(Reading& r) {
-    if (r.config.s3_blobs && r.config.backup.enabled())
-        throw ConfigError(
-            "backup: backups of a store whose blobs are in a bucket (storage.blobs) are not supported yet");
     if (r.config.replication.log_retention.max_entries < 1000)
         throw ConfigError("replication.log_max_entries must be at least 1000");
     if (r.config.proxy.agent) {

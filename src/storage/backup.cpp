@@ -134,6 +134,8 @@ void sync_dirs(const std::set<fs::path>& dirs) {
     for (auto& dir : dirs) fsync_path(dir);
 }
 
+bool blobs_in_bucket(const json& description) { return description.at("blobs").value("in", "backup") == "bucket"; }
+
 json read_description(const fs::path& backup) {
     auto text = read_file(layout::backup::description(backup));
     auto sum = read_file(layout::backup::description_sum(backup));
@@ -268,6 +270,40 @@ void place_blobs(const BlobStore& blobs, const fs::path& target, const fs::path&
     fsync_path(layout::backup::blob_list(partial));
 }
 
+// A store whose blobs are in a bucket: the bucket's objects listed, not copied (the bucket is
+// their backup's business: versioning, its own replication). Verified against the index copied
+// before the listing: a blob it links was in the bucket before that (a link follows its blob),
+// so one the listing lacks is lost; counted as damaged and logged, and the backup completes.
+void list_bucket_blobs(const BlobStore& blobs, const fs::path& partial, BackupReport& report,
+                       const std::function<void(const BackupProgress&)>& progress) {
+    std::unordered_set<std::string> listed;
+    std::ofstream list(layout::backup::blob_list(partial), std::ios::binary | std::ios::trunc);
+    blobs.for_each([&](const oci::Digest& digest, std::uint64_t size, std::int64_t) {
+        list << digest.str() << ' ' << size << '\n';
+        listed.insert(digest.str());
+        ++report.blobs;
+        report.bytes += size;
+        if (progress && report.blobs % 1000 == 0) progress({"blobs", report.blobs, report.bytes});
+    });
+    if (!list.flush()) fail("cannot write " + layout::backup::blob_list(partial).string());
+    list.close();
+    fsync_path(layout::backup::blob_list(partial));
+    struct Links : MetaStore::StateVisitor {
+        std::unordered_set<std::string> linked;
+        void manifest(const std::string&, const std::string&, const ManifestRecord&) override {}
+        void tag(const std::string&, const std::string&, const TagRecord&) override {}
+        void link(const std::string&, const std::string& digest, const LinkRecord& r) override {
+            if (!r.deleted) linked.insert(digest);
+        }
+    } links;
+    MetaStore(layout::backup::meta_dir(partial), MetaStore::Mode::read_only).visit_state(links);
+    for (auto& digest : links.linked)
+        if (!listed.count(digest)) {
+            ++report.damaged;
+            observe::log("error", "backup: a blob the index links is not in the bucket", {{"digest", digest}});
+        }
+}
+
 // backup.json and its checksum, durably: what verify and restore read first.
 void describe(const MetaStore& meta, const fs::path& partial, const BackupReport& report,
               std::chrono::system_clock::time_point now, json meta_files) {
@@ -286,7 +322,8 @@ void describe(const MetaStore& meta, const fs::path& partial, const BackupReport
         {"peers", peers},
         {"meta_files", std::move(meta_files)},
         {"blobs",
-         {{"count", report.blobs},
+         {{"in", report.blobs_in_bucket ? "bucket" : "backup"},
+          {"count", report.blobs},
           {"bytes", report.bytes},
           {"copied", report.copied},
           {"copied_bytes", report.copied_bytes},
@@ -323,7 +360,9 @@ BackupReport take_backup(const MetaStore& meta, const BlobStore& blobs, const fs
 
     if (progress) progress({"index", 0, 0});
     auto meta_files = copy_index(meta, partial, report);
-    place_blobs(blobs, target, partial, report, progress);
+    report.blobs_in_bucket = blobs.remote();
+    if (report.blobs_in_bucket) list_bucket_blobs(blobs, partial, report, progress);
+    else place_blobs(blobs, target, partial, report, progress);
     describe(meta, partial, report, now, std::move(meta_files));
     report.dir = layout::backup::backup_dir(target, report.id);
     fs::rename(partial, report.dir);
@@ -379,8 +418,10 @@ VerifyReport verify_backups(const fs::path& target, const std::function<void(con
             if (sha256_hex(layout::backup::blob_list(backup)) != description.at("blobs").at("list_sha256"))
                 report.damage.push_back(id + ": blobs.txt does not match backup.json");
             std::uint64_t listed = 0;
+            const bool in_bucket = blobs_in_bucket(description);
             visit_blob_list(backup, [&](const oci::Digest& digest, std::uint64_t size) {
                 ++listed;
+                if (in_bucket) return;  // not here to check: the bucket keeps them
                 std::error_code missing;
                 auto found = fs::file_size(blob_in(target_blobs, digest), missing);
                 if (missing || found != size)
@@ -440,6 +481,14 @@ std::vector<std::string> backup_peers(const fs::path& target, const std::string&
 }
 
 namespace {
+
+// A backup of a store whose blobs are in a bucket lists them; the restored replica finds them there.
+void count_listed(const fs::path& backup, RestoreReport& report) {
+    visit_blob_list(backup, [&](const oci::Digest&, std::uint64_t size) {
+        ++report.blobs;
+        report.bytes += size;
+    });
+}
 
 // A backup's blob list as its description says it is, checked before a restore writes anything.
 void require_whole_list(const fs::path& backup, const std::string& id, const json& description) {
@@ -516,7 +565,9 @@ RestoreReport restore_backup(const fs::path& target, const std::string& id, cons
     try {
         if (progress) progress({"index", 0, 0});
         restore_index(backup, report.id, description, meta_dir);
-        restore_blobs(target, backup, root, report, placed, progress);
+        report.blobs_in_bucket = blobs_in_bucket(description);
+        if (report.blobs_in_bucket) count_listed(backup, report);
+        else restore_blobs(target, backup, root, report, placed, progress);
         MetaStore meta(meta_dir);
         // A new log: peers that read the old one up to a sequence past this backup's head would
         // otherwise skip what this replica writes next under those numbers.

@@ -12,6 +12,8 @@
 - The conformance suite passes against one of three replicas sharing the bucket.
 - Scrub: an object deleted or damaged behind berth's back is found and put back from a replica's
   cache, or from the upstream a mirrored repository follows; one nothing holds is reported lost.
+- Backups list the bucket's objects beside the index, copy none, and say which linked blob the
+  bucket lacks; restored into a new root started on the bucket, every image pulls.
 - `berth migrate --to-s3` copies a files store into the bucket while it serves and takes pushes;
   restarted on the bucket, the replica moves what came since and removes its files; nothing is lost.
 - GC runs every second on three replicas taking pushes of shared layers: everything acknowledged
@@ -272,6 +274,54 @@ class S3StoreTest(unittest.TestCase):
                 self.assertEqual(b.get(f"/v2/migrate/app/blobs/{digest}").body, data)
         r = bt.run_cli("migrate", "--to-s3", "--config", config, "--root", b.root)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, f"no blob files under {b.root}: nothing to copy"))
+
+    def test_backups_list_the_bucket_and_restore_onto_it(self):
+        prefix = "backup/"
+        secret = "backup-secret-0123456789"
+
+        def config(b):
+            with open(os.path.join(b.tmp, "backup-secret"), "w") as f:
+                f.write(secret + "\n")
+            return {"storage": {"blobs": self.store(b, prefix)},
+                    "backup": {"target": "target", "secret_file": "backup-secret"}}
+        b = bt.serve(self.addCleanup, config)
+        img = b.push_image("backup/app", "v1", layer_sizes=(80_000,))
+        auth = {"Authorization": "Bearer " + secret}
+
+        def backup():
+            self.assertEqual(b.request("POST", "/_berth/v1/backup", headers=auth).status, 202)
+            return bt.poll(lambda: (lambda s: s if s["state"] in ("succeeded", "failed") else None)(
+                b.request("GET", "/_berth/v1/backup", headers=auth).json()), 60, what="backup finished")
+        status = backup()
+        self.assertEqual((status["state"], status["blobs"], status["damaged"]), ("succeeded", len(img["blobs"]), 0))
+        target = os.path.join(b.tmp, "target")
+        [backup_id] = os.listdir(os.path.join(target, "backups"))
+        with open(os.path.join(target, "backups", backup_id, "backup.json")) as f:
+            self.assertEqual(json.load(f)["blobs"]["in"], "bucket")
+        self.assertFalse(os.path.exists(os.path.join(target, "blobs")), "listed, not copied")
+        self.assertEqual(bt.run_cli("backup", "verify", target).returncode, 0)
+        r = bt.run_cli("backup", "--root", b.root, "--to", os.path.join(b.tmp, "cli-target"))
+        self.assertEqual(r.returncode, 2, "the command line cannot see the bucket")
+        self.assertIn("keeps its blobs in a bucket", r.stderr)
+
+        restored = bt.Berth(root=os.path.join(b.tmp, "restored"))
+        self.addCleanup(restored.cleanup)
+        r = bt.run_cli("restore", "--from", target, "--root", restored.root)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("are in the bucket it was taken on", r.stdout)
+        restored.config = {"storage": {"blobs": self.store(restored, prefix)}}
+        restored.start()
+        for digest, data in img["blobs"].items():
+            self.assertEqual(restored.get(f"/v2/backup/app/blobs/{digest}").body, data)
+        self.assertEqual(restored.get("/v2/backup/app/manifests/v1").body, img["manifest"])
+
+        # A linked blob gone from the bucket: the next backup says so.
+        layer = bt.sha256_digest(img["layers"][0])
+        self.s3.delete_object(Bucket=BUCKET, Key=f"{prefix}blobs/sha256/{layer[7:]}")
+        status = backup()
+        self.assertEqual((status["state"], status["damaged"]), ("succeeded", 1))
+        self.assertTrue(any(x.get("msg") == "backup: a blob the index links is not in the bucket" and
+                            x.get("digest") == layer for x in b.log_lines()))
 
     def test_gc_deletes_only_what_nothing_references(self):
         prefix = "gc/"

@@ -47,14 +47,12 @@ TEST_CASE("storage.blobs chooses the files store or a bucket") {
                         dir.path());
     };
     CHECK(s3("") == "");
-    // Backups would list a bucket and copy nothing of it: refused until they can (docs/storage.md).
+    // Backups list a bucket's objects beside the index (docs/storage.md).
     std::ofstream(dir.path() / "backup-secret") << "a-secret-of-sixteen-or-more\n";
     CHECK(error_of(R"({"backup":{"target":"/backups","secret_file":"backup-secret"},"storage":{"blobs":{"type":"s3",
         "endpoint":"http://127.0.0.1:7480","bucket":"berth",)" +
                        keys + "}}}",
-                   dir.path()) ==
-          "backup: backups of a store whose blobs are in a bucket (storage.blobs) are not "
-          "supported yet");
+                   dir.path()) == "");
     CHECK(error_of(R"({"storage":{"blobs":{"type":"nfs"}}})") == R"(storage.blobs.type is "files" or "s3")");
     CHECK(error_of(R"({"storage":{"blobs":{"type":"files","bucket":"x"}}})") == "unknown key storage.blobs.bucket");
     CHECK(s3(R"(,"prefix":"noslash")") == "storage.blobs.prefix must end with / (or be empty)");

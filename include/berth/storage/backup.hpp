@@ -33,7 +33,9 @@ struct BackupReport {
     std::uint64_t log_head = 0;
     std::uint64_t blobs = 0, bytes = 0;          // what the backup holds
     std::uint64_t copied = 0, copied_bytes = 0;  // what this run added to the target
-    std::uint64_t damaged = 0;                   // store blob files whose bytes no longer match their digest
+    std::uint64_t damaged =
+        0;  // store blob files whose bytes no longer match their digest, or linked blobs a bucket lacks
+    bool blobs_in_bucket = false;  // the store's blobs are in a bucket: listed and checked, not copied
 };
 
 struct BackupError : std::runtime_error {
@@ -42,7 +44,8 @@ struct BackupError : std::runtime_error {
 
 // Takes a backup of meta and blobs into target. Without incremental the target must hold no
 // backup yet; with it, blob files the target holds already are not copied again. A damaged
-// blob file in the store is left out, counted and logged; the backup still completes.
+// blob file in the store is left out, counted and logged; the backup still completes. A store
+// whose blobs are in a bucket has them listed and checked against the index, not copied.
 BackupReport take_backup(const MetaStore& meta, const BlobStore& blobs, const std::filesystem::path& target,
                          bool incremental, const std::function<void(const BackupProgress&)>& progress = {});
 
@@ -67,6 +70,7 @@ PruneReport prune_backups(const std::filesystem::path& target, std::size_t keep)
 struct RestoreReport {
     std::string id;
     std::uint64_t blobs = 0, bytes = 0, linked = 0;
+    bool blobs_in_bucket = false;    // nothing placed: the replica finds them in the bucket it is started on
     std::vector<std::string> peers;  // the replicas the backed-up one was configured with
 };
 // What a backup says of itself, for the caller to decide before restoring.
