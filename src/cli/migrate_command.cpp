@@ -60,7 +60,7 @@ int migrate(const std::vector<std::string>& args) {
     // Beside a running replica: no cache of its own (the replica's start empties the cache).
     auto options = *config.s3_blobs;
     options.cache_bytes = 0;
-    s3::S3BlobStore bucket(config.root, options);
+    s3::S3BlobStore bucket(config.root, options, storage::ScratchFiles::theirs);
     std::signal(SIGINT, [](int) { interrupted = true; });
     std::signal(SIGTERM, [](int) { interrupted = true; });
     std::size_t shown = 0;
@@ -70,8 +70,8 @@ int migrate(const std::vector<std::string>& args) {
         shown = done;
         std::cerr << done << " of " << so_far.blobs << " blobs\n";
     };
-    auto report = s3::move_files_into(
-        bucket, config.root, {.parallel = parallel, .remove_files = false, .stop = &interrupted, .progress = progress});
+    auto report =
+        s3::move_files_into(bucket, config.root, {.parallel = parallel, .stop = &interrupted, .progress = progress});
     for (auto& digest : report.corrupt) std::cout << "corrupt, not copied: " << digest << "\n";
     for (auto& digest : report.failed) std::cout << "not copied: " << digest << "\n";
     std::cout << report.copied << " blobs copied (" << report.bytes_copied << " bytes), " << report.present

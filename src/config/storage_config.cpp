@@ -24,6 +24,13 @@ void read_s3(Section& s, Reading& r, s3::StoreOptions& store) {
     s.number("parallel_parts", store.parallel_parts, 64);
     if (store.parallel_parts < 1) throw ConfigError("storage.blobs.parallel_parts is 1 to 64");
     s.number("cache_bytes", store.cache_bytes, UINT64_MAX);
+    bool redirect = false;
+    s.boolean("redirect", redirect);
+    std::chrono::seconds redirect_for{300};
+    s.seconds("redirect_seconds", redirect_for);
+    if (redirect_for.count() < 1 || redirect_for > std::chrono::hours(24))
+        throw ConfigError("storage.blobs.redirect_seconds is 1 to 86400");
+    if (redirect) store.redirect_for = redirect_for;
     s.seconds("abandoned_upload_seconds", store.abandoned_after);
     s.seconds("abandoned_sweep_seconds", store.sweep_interval);
     // Parts go up at the bucket's pace; an upload younger than this may still be alive.

@@ -27,6 +27,15 @@ Plan plan_blob(Context& context, Request& request) {
                 response.head_length = blob.size;
                 return immediate(std::move(response));
             }
+            // A store that hands out its own URLs sends a client there: the bytes skip this replica.
+            if (!from_peer)
+                if (auto url = registry.blob_redirect(route.name, route.reference, asker_of(from_peer))) {
+                    auto redirect = status_only(307);
+                    redirect.set("Location", *url);
+                    redirect.set("Docker-Content-Digest", route.reference);
+                    request.cache = "redirect";
+                    return immediate(std::move(redirect));
+                }
             auto [blob, cache] = registry.open_blob(route.name, route.reference, asker_of(from_peer));
             request.cache = registry::cache_name(cache);
             const auto digest = oci::Digest::parse_or_throw(route.reference);
@@ -37,17 +46,17 @@ Plan plan_blob(Context& context, Request& request) {
             if (!request.range.empty()) {
                 std::optional<ByteRange> range;
                 try {
-                    range = parse_range(request.range, blob.size());
+                    range = parse_range(request.range, size);
                 } catch (const Error& error) {
                     auto refused = error_response(error);
-                    refused.set("Content-Range", "bytes */" + std::to_string(blob.size()));
+                    refused.set("Content-Range", "bytes */" + std::to_string(size));
                     return immediate(std::move(refused));
                 }
                 if (range) {
                     response.status = 206;
                     response.set("Content-Range", "bytes " + std::to_string(range->first) + "-" +
                                                       std::to_string(range->first + range->length - 1) + "/" +
-                                                      std::to_string(blob.size()));
+                                                      std::to_string(size));
                     file.offset = range->first;
                     file.length = range->length;
                 }

@@ -34,10 +34,10 @@ Plan plan_manifest(Context& context, Request& request) {
             return immediate(std::move(response));
         }
         case Method::put: {
-            reach_blob_store(registry);  // its blobs are looked up in the store
             const auto limit = registry.options().max_manifest_bytes;
             if (request.content_length && *request.content_length > limit)
                 throw Error(ErrorCode::payload_too_large, "manifest is larger than the registry accepts");
+            reach_blob_store(registry);  // its blobs are looked up in the store
             Plan plan;
             plan.body = Plan::Body::buffer;
             plan.buffer_limit = limit;

@@ -22,7 +22,9 @@ Plan immediate(Response response) {
 }
 
 void reach_blob_store(const Registry& registry) {
-    if (auto party = registry.blob_party(); !party.empty()) net::reach(party);
+    // A pool of its own, apart from the party's reads: pushes that hang on it (a large upload, a
+    // stalled bucket) hold none of the threads cold pulls wait on.
+    if (auto party = registry.blob_party(); !party.empty()) net::reach(party + " writes");
 }
 
 Response json_response(int status, std::string body, std::string content_type) {

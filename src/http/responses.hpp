@@ -24,7 +24,8 @@ std::string client_of(const Request& request);
 // Pushes and deletes, with who did them, for the audit trail.
 void audit(const Request& request, const char* action, const std::string& reference);
 // A request that stores a blob waits on where blob bytes live: when that is another party (a
-// bucket), it is planned on that party's pool, never on the shared workers (net/reach.hpp).
+// bucket), it is planned on a pool of its own for that party's writes, never on the shared
+// workers nor beside its reads (net/reach.hpp).
 void reach_blob_store(const registry::Registry& registry);
 // A listing's ?n=; nullopt when absent (the registry's default page).
 std::optional<std::size_t> page_size(const Query& query);

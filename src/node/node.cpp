@@ -73,22 +73,32 @@ auto as_config_error(const std::string& key, F&& make) {
 
 // Where blob bytes live: the files under root, or a bucket (storage.blobs).
 // The first start on a bucket of a replica that kept its blobs as files: what `berth migrate
-// --to-s3` did not copy (pushed since, or all of it) goes up before anything is served, and the
-// files go. A blob that cannot go up now stops the start: serving without it would lose it.
+// --to-s3` did not copy (pushed since, or all of it) goes up before anything is served; then the
+// files are set aside whole (never removed: renamed back, they are the files store again). A blob
+// that cannot go up stops the start with every file where it was.
 void finish_migration(s3::S3BlobStore& bucket, const std::filesystem::path& root) {
-    observe::log("info", "moving the files store's blobs into the bucket", {});
-    auto report =
-        s3::move_files_into(bucket, root, {.parallel = 4, .remove_files = true, .stop = nullptr, .progress = {}});
+    observe::log("info", "copying the files store's blobs into the bucket", {});
+    std::size_t logged = 0;
+    auto progress = [&logged](const s3::MigrationReport& so_far) {
+        const auto done = so_far.copied + so_far.present + so_far.corrupt.size() + so_far.failed.size();
+        if (done < logged + 1000) return;
+        logged = done;
+        observe::log("info", "copying the files store's blobs into the bucket",
+                     {{"done", done}, {"blobs", so_far.blobs}});
+    };
+    auto report = s3::move_files_into(bucket, root, {.parallel = 4, .stop = nullptr, .progress = progress});
+    if (!report.failed.empty())
+        throw std::runtime_error(std::to_string(report.failed.size()) +
+                                 " blob files could not be copied into the bucket (the log says why); every file "
+                                 "stays where it was, and the next start tries again");
+    const auto aside = storage::FileBlobStore::set_aside(root);
     observe::log("info", "moved the files store's blobs into the bucket",
                  {{"blobs", report.blobs},
                   {"copied", report.copied},
                   {"already_there", report.present},
                   {"bytes_copied", report.bytes_copied},
-                  {"corrupt_quarantined", report.corrupt.size()}});
-    if (!report.failed.empty())
-        throw std::runtime_error(std::to_string(report.failed.size()) +
-                                 " blob files could not be copied into the bucket; they stay, and the next start "
-                                 "tries again");
+                  {"corrupt_not_copied", report.corrupt.size()},
+                  {"set_aside", aside.string()}});
 }
 
 std::unique_ptr<storage::BlobStore> open_blobs(const config::Config& config) {
@@ -291,11 +301,13 @@ void Node::schedule_storage_jobs() {
     if (config_.scrub_interval.count())
         scheduler_.every("scrub", config_.scrub_interval, [this] {
             if (bucket_ && replicator_ && !replicator_->leads("scrub")) return;  // one replica reads the bucket
-            // A lost blob comes back the way a read of it would: a peer's copy, or the upstream.
-            auto repair = [this](const std::string& repo, const oci::Digest& digest) {
-                registry_.stat_blob(repo, digest.str(), registry::Asker::client);
-                return true;
-            };
+            // A lost blob comes back the way a read of it would: a peer's copy. A mirror's blobs are
+            // a cache (trimmed on purpose, in an agent above all): fetched again when read.
+            registry::ScrubRepair repair{[this](const std::string& repo, const oci::Digest& digest) {
+                                             registry_.stat_blob(repo, digest.str(), registry::Asker::client);
+                                             return true;
+                                         },
+                                         [this](const std::string& repo) { return proxy_ && proxy_->mirrors(repo); }};
             auto report = registry::scrub(*blobs_, meta_, config_.scrub_rate_mib << 20, stopping_, repair);
             for (auto& corrupt : report.corrupt)
                 observe::log("error", "scrub found corrupt content; blob quarantined", {{"digest", corrupt}});
@@ -304,8 +316,7 @@ void Node::schedule_storage_jobs() {
             for (auto& repaired : report.repaired)
                 observe::log("info", "scrub repaired a blob", {{"digest", repaired}});
             for (auto& lost : report.unrepaired)
-                observe::log("error", "scrub could not repair a blob: no peer or upstream gave it back",
-                             {{"digest", lost}});
+                observe::log("error", "scrub could not repair a blob: no peer gave it back", {{"digest", lost}});
             std::lock_guard lock(maintenance_.mutex);
             maintenance_.corrupt_total += report.corrupt.size();
             maintenance_.missing_total += report.missing.size();

@@ -66,7 +66,8 @@ bool Registry::attachment(const oci::Digest& digest, const oci::ParsedManifest& 
 bool Registry::attachment(const Manifest& manifest) const {
     try {
         return attachment(manifest.digest, oci::parse_manifest(manifest.bytes, manifest.media_type));
-    } catch (const oci::Error&) {
+    } catch (const oci::Error& error) {
+        if (error.code() == oci::ErrorCode::unavailable) throw;  // the store is away: not a verdict
         return false;  // stored manifests parsed when stored: judge what no longer does
     }
 }

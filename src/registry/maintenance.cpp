@@ -156,9 +156,10 @@ namespace {
 
 // The manifests' bytes re-hashed, and which repository links each blob (a way to ask for it).
 struct ScrubState : storage::MetaStore::StateVisitor {
-    explicit ScrubState(ScrubReport& r) : report(r) {}
+    ScrubState(ScrubReport& r, const ScrubRepair& repair) : report(r), cached(repair.cached) {}
     ScrubReport& report;
-    std::map<std::string, std::string> linked;  // digest -> a repository linking it
+    const std::function<bool(const std::string&)>& cached;
+    std::map<std::string, std::string> linked;  // digest -> a repository linking it, not a cache
     void manifest(const std::string& repo, const std::string& digest, const storage::ManifestRecord& r) override {
         if (r.deleted) return;
         ++report.manifests_checked;
@@ -168,25 +169,53 @@ struct ScrubState : storage::MetaStore::StateVisitor {
     }
     void tag(const std::string&, const std::string&, const storage::TagRecord&) override {}
     void link(const std::string& repo, const std::string& digest, const storage::LinkRecord& r) override {
-        if (!r.deleted) linked.emplace(digest, repo);
+        if (!r.deleted && !linked.count(digest) && !(cached && cached(repo))) linked.emplace(digest, repo);
     }
 };
 
-void repair_lost(storage::BlobStore& blobs, const std::map<std::string, std::string>& linked, const oci::Digest& digest,
-                 const RepairBlob& repair, ScrubReport& report) {
-    auto where = linked.find(digest.str());
-    if (where == linked.end()) return;  // nothing links it: garbage, no loss
+// A blob repaired only counts once the store holds it again.
+void repair_lost(storage::BlobStore& blobs, const ScrubState& state, const oci::Digest& digest,
+                 const ScrubRepair& repair, ScrubReport& report) {
+    auto where = state.linked.find(digest.str());
+    if (where == state.linked.end()) return;  // nothing links it, or only a cache: no loss
     bool back = false;
     try {
-        back = blobs.mend(digest) || (repair && repair(where->second, digest));
+        back = blobs.mend(digest) || (repair.from && repair.from(where->second, digest) && blobs.open_stored(digest));
     } catch (const std::exception&) {}
     (back ? report.repaired : report.unrepaired).push_back(digest.str());
+}
+
+// The blob's bytes as stored, hashed at the rate; false when they do not match.
+bool sound(const storage::BlobStore& blobs, const oci::Digest& digest, std::uint64_t bytes_per_second,
+           std::chrono::steady_clock::time_point started, const std::atomic<bool>& stop, ScrubReport& report) {
+    std::optional<storage::Hashed> hashed;
+    try {
+        auto blob = blobs.open_stored(digest);
+        if (!blob) return true;  // collected meanwhile
+        hashed = storage::hash(*blob, digest.algorithm(), [&](const char*, std::size_t n) {
+            report.bytes_checked += n;
+            if (bytes_per_second) {
+                // Stay under the rate: sleep until the bytes so far are due.
+                auto due = started + std::chrono::microseconds(report.bytes_checked * 1'000'000 / bytes_per_second);
+                std::this_thread::sleep_until(due);
+            }
+            return !stop;
+        });
+    } catch (const storage::DigestMismatch&) {
+        ++report.blobs_checked;  // a store that verifies what it reads (a bucket's object) found it damaged
+        return false;
+    } catch (const std::exception&) {
+        return true;  // unreadable now (the store is away): the next scrub tries again
+    }
+    if (!hashed) return true;  // stopped
+    ++report.blobs_checked;
+    return hashed->digest == digest;
 }
 
 }  // namespace
 
 ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint64_t bytes_per_second,
-                  const std::atomic<bool>& stop, const RepairBlob& repair) {
+                  const std::atomic<bool>& stop, const ScrubRepair& repair) {
     ScrubReport report;
     std::vector<std::pair<oci::Digest, std::uint64_t>> all;
     std::set<std::string> stored;
@@ -194,43 +223,27 @@ ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint
         all.emplace_back(digest, size);
         stored.insert(digest.str());
     });
-    std::vector<oci::Digest> lost;  // corrupt or missing: to repair
+    // The links first: a corrupt blob is repaired as soon as it is found, not a whole pass later.
+    ScrubState state(report, repair);
+    meta.visit_state(state);
     const auto started = std::chrono::steady_clock::now();
     for (auto& [digest, size] : all) {
-        if (stop) break;
-        std::optional<storage::Hashed> hashed;
+        if (stop) return report;
+        if (sound(blobs, digest, bytes_per_second, started, stop, report)) continue;
+        report.corrupt.push_back(digest.str());
         try {
-            auto blob = blobs.open_stored(digest);
-            if (!blob) continue;  // collected meanwhile
-            hashed = storage::hash(*blob, digest.algorithm(), [&](const char*, std::size_t n) {
-                report.bytes_checked += n;
-                if (bytes_per_second) {
-                    // Stay under the rate: sleep until the bytes so far are due.
-                    auto due = started + std::chrono::microseconds(report.bytes_checked * 1'000'000 / bytes_per_second);
-                    std::this_thread::sleep_until(due);
-                }
-                return !stop;
-            });
-        } catch (const storage::DigestMismatch&) {
-            // A store that verifies what it reads (a bucket's object) found it damaged.
-            hashed = storage::Hashed{oci::Digest::of(digest.algorithm(), ""), 0};
+            if (blobs.quarantine(digest)) {
+                report.repaired.push_back(digest.str());
+                continue;
+            }
         } catch (const std::exception&) {
-            continue;  // unreadable now (the store is away): the next scrub tries again
+            continue;  // still in place: the next scrub tries again
         }
-        ++report.blobs_checked;
-        if (hashed && hashed->digest != digest) {
-            report.corrupt.push_back(digest.str());
-            try {
-                if (blobs.quarantine(digest)) report.repaired.push_back(digest.str());
-                else lost.push_back(digest);
-            } catch (const std::exception&) {}
-        }
+        repair_lost(blobs, state, digest, repair, report);
     }
-    if (stop) return report;
-    ScrubState state(report);
-    meta.visit_state(state);
     for (auto& [text, repo] : state.linked) {
-        if (stop || stored.count(text)) continue;
+        if (stop) break;
+        if (stored.count(text)) continue;
         auto digest = oci::Digest::parse(text);
         try {
             // Listed before the link was read: a blob stored since is no loss.
@@ -239,10 +252,8 @@ ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint
             continue;  // the store is away: not proof of loss
         }
         report.missing.push_back(text);
-        lost.push_back(*digest);
+        repair_lost(blobs, state, *digest, repair, report);
     }
-    for (auto& digest : lost)
-        if (!stop) repair_lost(blobs, state.linked, digest, repair, report);
     return report;
 }
 

@@ -32,7 +32,9 @@ bool signed_parent(const Policy& policy, const std::string& repo, const oci::Dig
             const bool lists = std::any_of(parsed.manifests.begin(), parsed.manifests.end(),
                                            [&](auto& d) { return d.digest.str() == wanted; });
             if (lists && with.unsigned_reason(policy, repo, *oci::Digest::parse(digest)).empty()) found = digest;
-        } catch (const oci::Error&) {}
+        } catch (const oci::Error& error) {
+            if (error.code() == oci::ErrorCode::unavailable) throw;  // the store is away: not a verdict
+        }
     });
     if (found) with.remember_parent(key, *found);
     return found.has_value();
@@ -56,7 +58,8 @@ private:
     static bool attachment(const ManifestRead& read, PolicyEnforcement& with) {
         try {
             return with.attachment(read.digest, oci::parse_manifest(read.bytes, read.media_type));
-        } catch (const oci::Error&) {
+        } catch (const oci::Error& error) {
+            if (error.code() == oci::ErrorCode::unavailable) throw;  // the store is away: not a verdict
             return false;  // stored manifests parsed when stored: judge what no longer does
         }
     }

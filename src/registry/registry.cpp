@@ -75,6 +75,13 @@ BlobInfo Registry::stat_blob(const std::string& repo, const std::string& digest_
     throw Error(ErrorCode::blob_unknown, "blob unknown to registry", digest.str());
 }
 
+std::optional<std::string> Registry::blob_redirect(const std::string& repo, const std::string& digest_text,
+                                                   Asker asker) {
+    auto url = blobs_.redirect(oci::Digest::parse_or_throw(digest_text));
+    if (url) stat_blob(repo, digest_text, asker);
+    return url;
+}
+
 BlobRead Registry::open_blob(const std::string& repo, const std::string& digest_text, Asker asker) {
     require_name(repo);
     auto digest = oci::Digest::parse_or_throw(digest_text);

@@ -31,9 +31,9 @@ net::ClientOptions client_options(const StoreOptions& options) {
 
 }  // namespace
 
-S3BlobStore::S3BlobStore(const std::filesystem::path& root, StoreOptions options)
-    : BlobStore(root), options_(std::move(options)), http_(std::make_unique<net::Client>(client_options(options_))),
-      client_(options_.bucket, *http_) {
+S3BlobStore::S3BlobStore(const std::filesystem::path& root, StoreOptions options, storage::ScratchFiles scratch)
+    : BlobStore(root, scratch), options_(std::move(options)),
+      http_(std::make_unique<net::Client>(client_options(options_))), client_(options_.bucket, *http_) {
     if (options_.parallel_parts < 1 || options_.parallel_parts > 64)
         throw std::invalid_argument("storage.blobs.parallel_parts is 1 to 64");
     if (options_.cache_bytes)
@@ -86,10 +86,19 @@ std::optional<storage::OpenBlob> S3BlobStore::open(const oci::Digest& digest) co
     }
     if (!info) return std::nullopt;
     // A blob small enough for the cache comes in whole and verified, then goes out with sendfile.
-    if (cache_ && info->size <= cache_->capacity() / 8)
-        return cache_->fill(digest, info->size,
-                            [&](const storage::BlobCache::Sink& sink) { client_.get(object, 0, info->size, sink); });
+    if (cache_ && info->size <= cache_->capacity() / 8) try {
+            return cache_->fill(digest, info->size, [&](const storage::BlobCache::Sink& sink) {
+                client_.get(object, 0, info->size, sink);
+            });
+        } catch (const Error& error) {
+            bucket_failed(error, "to read a blob");
+        }
     return storage::OpenBlob(std::make_shared<ObjectSource>(client_, object, digest, info->size), info->size);
+}
+
+std::optional<std::string> S3BlobStore::redirect(const oci::Digest& digest) const {
+    if (!options_.redirect_for.count() || (cache_ && cache_->open(digest))) return std::nullopt;
+    return client_.presign_get(key(digest), options_.redirect_for);
 }
 
 std::optional<storage::OpenBlob> S3BlobStore::open_stored(const oci::Digest& digest) const {
@@ -170,7 +179,12 @@ bool S3BlobStore::touch(const oci::Digest& digest) {
     // itself costs the bucket the blob's bytes.
     std::lock_guard lock(collect_mutex_);
     const auto object = key(digest);
-    auto info = client_.head(object);
+    std::optional<ObjectInfo> info;
+    try {
+        info = client_.head(object);
+    } catch (const Error& error) {
+        bucket_failed(error, "to look a blob up");
+    }
     if (!info) return false;
     // S3 copies at most 5 GiB in one request: a larger object keeps its age.
     if (info->last_modified < std::chrono::system_clock::now() - options_.renew_after && info->size <= (5ull << 30)) {

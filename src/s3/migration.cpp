@@ -41,11 +41,6 @@ struct Migration {
             observe::log("warning", "could not copy a blob into the bucket",
                          {{"digest", digest.str()}, {"error", error.what()}});
         }
-        bool removed = false;
-        if (options.remove_files) try {
-                if (outcome == copied || outcome == present) removed = files.remove(digest);
-                else if (outcome == corrupt) files.quarantine(digest);
-            } catch (const std::exception&) {}
         std::lock_guard lock(mutex);
         switch (outcome) {
             case copied: ++report.copied, report.bytes_copied += size; break;
@@ -54,7 +49,6 @@ struct Migration {
             case failed: report.failed.push_back(digest.str()); break;
             case gone: break;
         }
-        report.removed += removed;
         if (options.progress) options.progress(report);
     }
 
@@ -67,7 +61,7 @@ struct Migration {
 
 MigrationReport move_files_into(S3BlobStore& bucket, const std::filesystem::path& root,
                                 const MigrationOptions& options) {
-    Migration migration{bucket, storage::FileBlobStore(root), options, {}, {}, {}, {}};
+    Migration migration{bucket, storage::FileBlobStore(root, storage::ScratchFiles::theirs), options, {}, {}, {}, {}};
     migration.files.for_each(
         [&](const oci::Digest& digest, std::uint64_t, std::int64_t) { migration.digests.push_back(digest); });
     migration.report.blobs = migration.digests.size();

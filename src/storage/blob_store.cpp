@@ -24,8 +24,9 @@ namespace {
 
 }  // namespace
 
-BlobStore::BlobStore(const fs::path& root) : scratch_(layout::scratch_dir(root)) {
+BlobStore::BlobStore(const fs::path& root, ScratchFiles scratch) : scratch_(layout::scratch_dir(root)) {
     fs::create_directories(scratch_);
+    if (scratch == ScratchFiles::theirs) return;
     std::error_code ec;
     for (auto& entry : fs::directory_iterator(scratch_, ec))
         if (layout::is_fetch_file(entry.path())) fs::remove(entry.path(), ec);
@@ -64,8 +65,8 @@ std::uint64_t BlobStore::free_bytes() const {
     return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
 }
 
-FileBlobStore::FileBlobStore(const fs::path& root)
-    : BlobStore(root), blobs_(layout::blobs_dir(root)), quarantine_(layout::quarantine_dir(root)) {
+FileBlobStore::FileBlobStore(const fs::path& root, ScratchFiles scratch)
+    : BlobStore(root, scratch), blobs_(layout::blobs_dir(root)), quarantine_(layout::quarantine_dir(root)) {
     fs::create_directories(blobs_);
 }
 
@@ -74,6 +75,13 @@ bool FileBlobStore::holds_blobs(const fs::path& root) {
     for (fs::recursive_directory_iterator it(layout::blobs_dir(root), ec), end; !ec && it != end; it.increment(ec))
         if (it->is_regular_file(ec)) return true;
     return false;
+}
+
+fs::path FileBlobStore::set_aside(const fs::path& root) {
+    const auto aside = layout::blobs_set_aside_dir(root, std::chrono::system_clock::now());
+    if (::rename(layout::blobs_dir(root).c_str(), aside.c_str()) != 0) throw_errno("set " + aside.string() + " aside");
+    fsync_path(root);
+    return aside;
 }
 
 fs::path FileBlobStore::path(const oci::Digest& digest) const { return layout::blob_file(blobs_, digest); }

@@ -11,11 +11,16 @@
   go on.
 - The conformance suite passes against one of three replicas sharing the bucket.
 - Scrub: an object deleted or damaged behind berth's back is found and put back from a replica's
-  cache, or from the upstream a mirrored repository follows; one nothing holds is reported lost.
+  cache or a peer's; one nothing holds is reported lost; a mirror's blob is left for the next
+  pull to fetch again.
+- redirect: a client's GET of a blob the cache does not hold is sent to a presigned URL of its
+  object, which serves it without credentials; HEAD, other repositories and cached blobs are
+  answered by the replica.
 - Backups list the bucket's objects beside the index, copy none, and say which linked blob the
   bucket lacks; restored into a new root started on the bucket, every image pulls.
 - `berth migrate --to-s3` copies a files store into the bucket while it serves and takes pushes;
-  restarted on the bucket, the replica moves what came since and removes its files; nothing is lost.
+  restarted on the bucket, the replica copies what came since and sets its files aside; nothing
+  is lost.
 - GC runs every second on three replicas taking pushes of shared layers: everything acknowledged
   stays whole, and blobs nothing references go from the bucket once the grace has passed.
 """
@@ -23,12 +28,15 @@
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import berthtest as bt  # noqa: E402
@@ -205,7 +213,7 @@ class S3StoreTest(unittest.TestCase):
         for replica in (a, b):
             self.assertEqual(replica.get(f"/v2/scrub/app/blobs/{gone}").body, lost["blobs"][gone])
 
-    def test_scrub_repairs_a_mirrored_blob_from_its_upstream(self):
+    def test_scrub_leaves_a_mirror_to_refetch_and_reports_what_nothing_holds(self):
         prefix = "scrub-upstream/"
         upstream = dist.Distribution()
         self.addCleanup(upstream.cleanup)
@@ -220,13 +228,19 @@ class S3StoreTest(unittest.TestCase):
         own_layer = bt.sha256_digest(own["layers"][0])
         for digest in (layer, own_layer):
             self.s3.delete_object(Bucket=BUCKET, Key=f"{prefix}blobs/sha256/{digest[7:]}")
-        bt.poll(lambda: f"{prefix}blobs/sha256/{layer[7:]}" in self.keys(prefix), 60,
-                what="the mirrored blob fetched again")
         # Pushed here, cached nowhere, no peer: nothing can give it back, and that is said.
         bt.poll(lambda: b.metrics().get("berth_scrub_unrepaired_blobs") == 1, 30, what="the lost blob reported")
-        self.assertNotIn(f"{prefix}blobs/sha256/{own_layer[7:]}", self.keys(prefix))
         self.assertTrue(any(x.get("msg", "").startswith("scrub could not repair") and x.get("digest") == own_layer
                             for x in b.log_lines()))
+        # A mirror's blobs are a cache: one gone is no loss (an agent trims them on purpose), and
+        # scrub does not fetch it; the next pull does.
+        runs = b.metrics()["berth_scrub_runs_total"]
+        bt.poll(lambda: b.metrics()["berth_scrub_runs_total"] >= runs + 2, 30, what="two more scrubs")
+        self.assertNotIn(f"{prefix}blobs/sha256/{layer[7:]}", self.keys(prefix))
+        self.assertFalse([x for x in b.log_lines() if x.get("digest") == layer and x.get("msg", "").startswith("scrub")])
+        r = b.get(f"/v2/docker.io/library/base/blobs/{layer}")
+        self.assertEqual((r.status, r.body), (200, mirrored["blobs"][layer]))
+        self.assertIn(f"{prefix}blobs/sha256/{layer[7:]}", self.keys(prefix))
 
     def test_migrate_to_s3_while_serving(self):
         prefix = "migrate/"
@@ -262,9 +276,13 @@ class S3StoreTest(unittest.TestCase):
         b.stop()
         b.config = {"storage": {"blobs": self.store(b, prefix, part_size_mib=5)}}
         b.restart()
-        self.assertEqual(blob_files(b.root), [], "the files went once the bucket held them")
+        self.assertEqual(blob_files(b.root), [], "the files set aside once the bucket held them")
         moved = [x for x in b.log_lines() if x.get("msg") == "moved the files store's blobs into the bucket"]
         self.assertEqual(len(moved), 1)
+        aside = moved[0]["set_aside"]
+        self.assertTrue(os.path.basename(aside).startswith("blobs.moved-"), aside)
+        kept = sum(len(files) for _, _, files in os.walk(aside))
+        self.assertEqual(kept, moved[0]["blobs"], "never removed: renamed back, they are the files store")
         self.assertGreaterEqual(moved[0]["copied"], 1, "what was pushed after the copy went up at the start")
         keys = set(self.keys(prefix))
         for img in images:
@@ -322,6 +340,39 @@ class S3StoreTest(unittest.TestCase):
         self.assertEqual((status["state"], status["damaged"]), ("succeeded", 1))
         self.assertTrue(any(x.get("msg") == "backup: a blob the index links is not in the bucket" and
                             x.get("digest") == layer for x in b.log_lines()))
+
+    def test_redirect_sends_clients_to_the_bucket(self):
+        prefix = "redirect/"
+        b = self.serve(prefix, redirect=True, redirect_seconds=60, cache_bytes=8 << 20)
+        img = b.push_image("redirect/app", "v1", layer_sizes=(2 << 20, 50_000))
+        big, small = (bt.sha256_digest(layer) for layer in img["layers"])
+        b.stop()  # the cache starts empty: nothing is held closer than the bucket
+        b.restart()
+        r = b.get(f"/v2/redirect/app/blobs/{big}")
+        self.assertEqual(r.status, 307, r)
+        location = r.header("Location")
+        self.assertIn("X-Amz-Signature=", location)
+        with urllib.request.urlopen(location, timeout=30) as answer:  # no credentials: the URL is the grant
+            self.assertEqual(answer.read(), img["blobs"][big])
+        self.assertEqual(b.head(f"/v2/redirect/app/blobs/{big}").status, 200, "HEAD is answered here")
+        # Only a repository that holds the blob gets a URL for it.
+        self.assertEqual(b.get(f"/v2/redirect/other/blobs/{big}").status, 404)
+        self.assertEqual(b.get(f"/v2/redirect/app/blobs/{small}").status, 307)
+        # A real client follows the redirects, and its copy checks every digest.
+        out = tempfile.mkdtemp(prefix="berth-redirect-")
+        self.addCleanup(shutil.rmtree, out, True)
+        r = subprocess.run(["skopeo", "copy", "--preserve-digests", "--src-tls-verify=false",
+                            f"docker://127.0.0.1:{b.port}/redirect/app:v1",
+                            f"oci:{out}/layout:v1"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for digest in (big, small):
+            with open(os.path.join(out, "layout", "blobs", "sha256", digest[7:]), "rb") as f:
+                self.assertEqual(f.read(), img["blobs"][digest])
+        # A blob in this replica's cache (pushed through it) is served from there.
+        data = os.urandom(30_000)
+        digest = b.push_blob("redirect/app", data)
+        r = b.get(f"/v2/redirect/app/blobs/{digest}")
+        self.assertEqual((r.status, r.body), (200, data))
 
     def test_gc_deletes_only_what_nothing_references(self):
         prefix = "gc/"

@@ -40,6 +40,12 @@ TEST_CASE("storage.blobs chooses the files store or a bucket") {
     CHECK(config.s3_blobs->cache_bytes == 0);
     CHECK(config.s3_blobs->prefix == "prod/");
     CHECK(config.s3_blobs->renew_after == std::chrono::seconds(300));  // half the GC grace
+    CHECK(config.s3_blobs->redirect_for.count() == 0);                 // no redirects unless asked
+    const auto redirecting =
+        parse_config(R"({"storage":{"blobs":{"type":"s3","endpoint":"http://h:1","bucket":"bkt",)" + keys +
+                         R"(,"redirect":true,"redirect_seconds":60}}})",
+                     dir.path());
+    CHECK(redirecting.s3_blobs->redirect_for == std::chrono::seconds(60));
 
     const auto s3 = [&](const std::string& more) {
         return error_of(R"({"storage":{"blobs":{"type":"s3","endpoint":"http://127.0.0.1:7480","bucket":"berth",)" +
@@ -59,7 +65,8 @@ TEST_CASE("storage.blobs chooses the files store or a bucket") {
     CHECK(s3(R"(,"part_size_mib":4)").find("storage.blobs.part_size_mib") == 0);
     CHECK(s3(R"(,"parallel_parts":0)").find("storage.blobs.parallel_parts") == 0);
     CHECK(s3(R"(,"abandoned_upload_seconds":5)").find("storage.blobs.abandoned_upload_seconds") == 0);
-    CHECK(s3(R"(,"redirect":true)") == "unknown key storage.blobs.redirect");
+    CHECK(s3(R"(,"redirect":"yes")").find("storage.blobs.redirect") == 0);
+    CHECK(s3(R"(,"redirect":true,"redirect_seconds":0)") == "storage.blobs.redirect_seconds is 1 to 86400");
     CHECK(error_of(R"({"storage":{"blobs":{"type":"s3","endpoint":"http://h","bucket":"b"}}})") ==
           "storage.blobs: an s3 store needs access_key_file and secret_key_file");
     CHECK(error_of(R"({"storage":{"blobs":{"type":"s3","endpoint":"http://h","bucket":"B_x",)" + keys + "}}}",

@@ -56,15 +56,20 @@ struct ScrubReport {
     std::vector<std::string> unrepaired;  // ...and those nothing could give back
 };
 
-// Asks for a blob this store lost, or held damaged, from wherever repo could read it (a peer's
-// copy, or the upstream repo mirrors); true once the store holds it again.
-using RepairBlob = std::function<bool(const std::string& repo, const oci::Digest& digest)>;
+// How scrub gets a lost blob back, beyond the store's own copy (BlobStore::mend).
+struct ScrubRepair {
+    // Asks for a blob from wherever repo could read it (a peer's copy); true once it returned.
+    std::function<bool(const std::string& repo, const oci::Digest& digest)> from;
+    // Repositories whose blobs are a cache (a mirror's): one the store dropped is fetched again
+    // when read, and is no loss.
+    std::function<bool(const std::string& repo)> cached;
+};
 
-// Re-hashes every stored blob (past any cache) at no more than bytes_per_second and quarantines
-// corrupt ones; finds linked blobs the store lacks; re-hashes every stored manifest. Each corrupt
-// or missing blob that a repository links is then repaired where repair can.
+// Re-hashes every stored manifest and every stored blob (past any cache) at no more than
+// bytes_per_second; a corrupt blob is quarantined and at once repaired where it can be; then
+// finds and repairs the blobs a repository links that the store lacks.
 ScrubReport scrub(storage::BlobStore& blobs, storage::MetaStore& meta, std::uint64_t bytes_per_second,
-                  const std::atomic<bool>& stop, const RepairBlob& repair = {});
+                  const std::atomic<bool>& stop, const ScrubRepair& repair = {});
 
 // The latest results, for /metrics.
 struct MaintenanceStats {

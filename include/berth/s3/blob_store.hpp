@@ -29,12 +29,14 @@ class S3BlobStore : public storage::BlobStore {
 public:
     // root: the replica's own directory (scratch files, the cache). Throws std::invalid_argument
     // on a bad option.
-    S3BlobStore(const std::filesystem::path& root, StoreOptions options);
+    S3BlobStore(const std::filesystem::path& root, StoreOptions options,
+                storage::ScratchFiles scratch = storage::ScratchFiles::own);
     ~S3BlobStore() override;
 
     std::optional<std::uint64_t> size(const oci::Digest& digest) const override;
     std::optional<storage::OpenBlob> open(const oci::Digest& digest) const override;
     std::optional<storage::OpenBlob> open_stored(const oci::Digest& digest) const override;
+    std::optional<std::string> redirect(const oci::Digest& digest) const override;
     bool remove(const oci::Digest& digest) override;
     bool touch(const oci::Digest& digest) override;
     bool remove_if_older(const oci::Digest& digest, std::chrono::system_clock::time_point cutoff) override;

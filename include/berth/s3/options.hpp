@@ -18,6 +18,9 @@ struct StoreOptions {
     // mid-push) are aborted by the sweep, which runs every sweep_interval.
     std::chrono::seconds abandoned_after{std::chrono::hours(24)};
     std::chrono::seconds sweep_interval{std::chrono::hours(1)};
+    // Non-zero: a client's GET of a blob the cache does not hold is answered 307 to a presigned URL
+    // of its object, valid this long, so the bytes come from the bucket, not through the replica.
+    std::chrono::seconds redirect_for{0};
     // A blob linked again (a mount, a replicated link) whose object is older than this is renewed
     // (copied onto itself), so garbage collection's grace counts from the link: gc.grace / 2.
     std::chrono::seconds renew_after{std::chrono::minutes(30)};

@@ -18,16 +18,23 @@
 
 namespace berth::storage {
 
+// Whose the root's scratch files are: this process's (what a crash left is removed at start), or
+// a server's running beside it (berth migrate), which must not lose its fetches in progress.
+enum class ScratchFiles { own, theirs };
+
 class BlobStore {
 public:
     // root: the replica's own directory; bytes on their way in go to its scratch directory.
-    explicit BlobStore(const std::filesystem::path& root);
+    explicit BlobStore(const std::filesystem::path& root, ScratchFiles scratch = ScratchFiles::own);
     virtual ~BlobStore() = default;
     BlobStore(const BlobStore&) = delete;
     BlobStore& operator=(const BlobStore&) = delete;
 
     virtual std::optional<std::uint64_t> size(const oci::Digest& digest) const = 0;
     virtual std::optional<OpenBlob> open(const oci::Digest& digest) const = 0;
+    // A URL a client may fetch the blob from itself (a presigned one of a bucket's object), when
+    // the store hands them out and holds the blob no closer (in its cache); checks nothing.
+    virtual std::optional<std::string> redirect(const oci::Digest&) const { return std::nullopt; }
     // The bytes at rest, past any local cache: what scrub checks.
     virtual std::optional<OpenBlob> open_stored(const oci::Digest& digest) const { return open(digest); }
     // A small blob's bytes (a config, a signature payload): nullopt when it is absent or larger
@@ -77,9 +84,12 @@ private:
 // The blobs as files under <root>/blobs/<alg>/<2 hex>/<hex> (layout.hpp).
 class FileBlobStore : public BlobStore {
 public:
-    explicit FileBlobStore(const std::filesystem::path& root);
+    explicit FileBlobStore(const std::filesystem::path& root, ScratchFiles scratch = ScratchFiles::own);
     // Whether root holds any blob file (a files store, or what is left of one moved elsewhere).
     static bool holds_blobs(const std::filesystem::path& root);
+    // Renames root's blob files aside, whole, once a bucket holds them all (berth migrate); returns
+    // where they went. Renamed back, they are the files store again.
+    static std::filesystem::path set_aside(const std::filesystem::path& root);
 
     std::optional<std::uint64_t> size(const oci::Digest& digest) const override;
     std::optional<OpenBlob> open(const oci::Digest& digest) const override;

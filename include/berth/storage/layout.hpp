@@ -10,6 +10,8 @@
 //     <upload id>                          an upload session's bytes so far (registry/upload_id.hpp)
 //     fetch-<16 hex>                       a blob being copied from a peer, committed once its
 //                                          digest is verified
+//   blobs.moved-<UTC time>/                blobs/ set aside, whole, once a bucket held every blob
+//                                          (berth migrate --to-s3); never removed by berth
 //   quarantine/<alg>-<hex>                 a blob whose bytes scrub found not to match its digest
 //   notifications/<endpoint>.dead          events that could not reach an endpoint within its max_age,
 //                                          one CloudEvent (JSON) per line, the newest last; moved to
@@ -115,6 +117,8 @@
 #include <filesystem>
 #include <initializer_list>
 #include <string>
+#include <chrono>
+#include <ctime>
 #include <string_view>
 
 #include "berth/oci/digest.hpp"
@@ -122,6 +126,13 @@
 namespace berth::storage::layout {
 
 inline std::filesystem::path blobs_dir(const std::filesystem::path& root) { return root / "blobs"; }
+inline std::filesystem::path blobs_set_aside_dir(const std::filesystem::path& root,
+                                                 std::chrono::system_clock::time_point when) {
+    const auto t = std::chrono::system_clock::to_time_t(when);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&t));
+    return root / ("blobs.moved-" + std::string(stamp));
+}
 inline std::filesystem::path scratch_dir(const std::filesystem::path& root) { return root / "uploads"; }
 inline std::filesystem::path quarantine_dir(const std::filesystem::path& root) { return root / "quarantine"; }
 // With blobs in an object store: the hot ones on this replica's disk (BlobCache), <alg>-<hex> each.
