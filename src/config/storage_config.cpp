@@ -28,8 +28,9 @@ void read_s3(Section& s, Reading& r, s3::StoreOptions& store) {
     s.boolean("redirect", redirect);
     std::chrono::seconds redirect_for{300};
     s.seconds("redirect_seconds", redirect_for);
-    if (redirect_for.count() < 1 || redirect_for > std::chrono::hours(24))
-        throw ConfigError("storage.blobs.redirect_seconds is 1 to 86400");
+    // A URL cannot be taken back: a deleted blob or a revoked grant stays readable through it.
+    if (redirect_for.count() < 1 || redirect_for > std::chrono::hours(1))
+        throw ConfigError("storage.blobs.redirect_seconds is 1 to 3600");
     if (redirect) store.redirect_for = redirect_for;
     s.seconds("abandoned_upload_seconds", store.abandoned_after);
     s.seconds("abandoned_sweep_seconds", store.sweep_interval);

@@ -32,6 +32,8 @@ Plan plan_blob(Context& context, Request& request) {
                 if (auto url = registry.blob_redirect(route.name, route.reference, asker_of(from_peer))) {
                     auto redirect = status_only(307);
                     redirect.set("Location", *url);
+                    // The URL expires: no cache in between may keep it.
+                    redirect.set("Cache-Control", "no-store");
                     redirect.set("Docker-Content-Digest", route.reference);
                     request.cache = "redirect";
                     return immediate(std::move(redirect));

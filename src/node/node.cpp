@@ -91,6 +91,9 @@ void finish_migration(s3::S3BlobStore& bucket, const std::filesystem::path& root
         throw std::runtime_error(std::to_string(report.failed.size()) +
                                  " blob files could not be copied into the bucket (the log says why); every file "
                                  "stays where it was, and the next start tries again");
+    for (auto& digest : report.corrupt)
+        observe::log("error", "a blob file does not match its digest: not copied into the bucket",
+                     {{"digest", digest}});
     const auto aside = storage::FileBlobStore::set_aside(root);
     observe::log("info", "moved the files store's blobs into the bucket",
                  {{"blobs", report.blobs},
@@ -264,12 +267,18 @@ void Node::write_metrics(observe::MetricsWriter& out) {
 // before it heard every peer's links (docs/storage.md).
 registry::GcOptions Node::gc_options() const {
     auto options = config_.gc;
+    using namespace std::chrono;
     if (bucket_ && replicator_) {
-        using namespace std::chrono;
         options.blobs_heard_until =
             replicator_->leads("gc")
                 ? system_clock::time_point(milliseconds(replicator_->heard_from_every_peer_until_ms()))
                 : system_clock::time_point{};
+    }
+    // Restored from a backup of the bucket: what is newer than the backup may be linked by an index
+    // this one never saw (the cluster that went on, a restore drill beside it).
+    if (auto taken = bucket_ ? meta_.setting(storage::layout::setting::bucket_backup_taken) : std::nullopt) {
+        const auto backup = system_clock::time_point(seconds(std::strtoll(taken->c_str(), nullptr, 10)));
+        options.blobs_heard_until = std::min(options.blobs_heard_until.value_or(backup), backup);
     }
     return options;
 }
@@ -301,13 +310,18 @@ void Node::schedule_storage_jobs() {
     if (config_.scrub_interval.count())
         scheduler_.every("scrub", config_.scrub_interval, [this] {
             if (bucket_ && replicator_ && !replicator_->leads("scrub")) return;  // one replica reads the bucket
-            // A lost blob comes back the way a read of it would: a peer's copy. A mirror's blobs are
-            // a cache (trimmed on purpose, in an agent above all): fetched again when read.
+            // A lost blob comes back the way a read of it would: a peer's copy, or a mirror's
+            // upstream. The agent's trimmed cache (cache.max_bytes) drops blobs on purpose: they are
+            // fetched again when read, and are no loss.
             registry::ScrubRepair repair{[this](const std::string& repo, const oci::Digest& digest) {
+                                             // Reads through: a peer's copy is stored before this
+                                             // returns, a mirror's is on its way (scrub waits for it).
                                              registry_.stat_blob(repo, digest.str(), registry::Asker::client);
                                              return true;
                                          },
-                                         [this](const std::string& repo) { return proxy_ && proxy_->mirrors(repo); }};
+                                         [this](const std::string& repo) {
+                                             return proxy_ && config_.proxy.cache_max_bytes && proxy_->mirrors(repo);
+                                         }};
             auto report = registry::scrub(*blobs_, meta_, config_.scrub_rate_mib << 20, stopping_, repair);
             for (auto& corrupt : report.corrupt)
                 observe::log("error", "scrub found corrupt content; blob quarantined", {{"digest", corrupt}});

@@ -180,7 +180,12 @@ void repair_lost(storage::BlobStore& blobs, const ScrubState& state, const oci::
     if (where == state.linked.end()) return;  // nothing links it, or only a cache: no loss
     bool back = false;
     try {
-        back = blobs.mend(digest) || (repair.from && repair.from(where->second, digest) && blobs.open_stored(digest));
+        back = blobs.mend(digest);
+        if (!back && repair.from && repair.from(where->second, digest)) {
+            // A mirror's fetch stores the blob just after its reader has had it all: a few seconds.
+            for (int tries = 0; !(back = blobs.open_stored(digest).has_value()) && tries < 20; ++tries)
+                std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        }
     } catch (const std::exception&) {}
     (back ? report.repaired : report.unrepaired).push_back(digest.str());
 }

@@ -73,7 +73,13 @@ ApplyResult Applier::ensure_blobs(const std::vector<oci::Digest>& digests, const
     std::atomic<bool> unavailable{false}, gone{false};
     auto work = [&] {
         for (std::size_t n; !(stop && *stop) && (n = next++) < missing.size();) {
-            auto result = ensure_blob(missing[n], sources);
+            ApplyResult result = ApplyResult::unavailable;
+            try {
+                result = ensure_blob(missing[n], sources);
+            } catch (const std::exception&) {
+                // The store failed (a bucket away): tried again later, and on a helper thread an
+                // escaping exception would end the process.
+            }
             if (result == ApplyResult::unavailable) unavailable = true;
             if (result == ApplyResult::gone) gone = true;
         }

@@ -92,6 +92,9 @@ std::optional<storage::OpenBlob> S3BlobStore::open(const oci::Digest& digest) co
             });
         } catch (const Error& error) {
             bucket_failed(error, "to read a blob");
+        } catch (const std::system_error& error) {
+            // The cache's disk refused it (full): the bucket still has it, streamed.
+            observe::log("warning", "could not fill the blob cache", {{"error", error.what()}});
         }
     return storage::OpenBlob(std::make_shared<ObjectSource>(client_, object, digest, info->size), info->size);
 }

@@ -569,6 +569,11 @@ RestoreReport restore_backup(const fs::path& target, const std::string& id, cons
         if (report.blobs_in_bucket) count_listed(backup, report);
         else restore_blobs(target, backup, root, report, placed, progress);
         MetaStore meta(meta_dir);
+        // The bucket holds what was pushed since, which this index does not link: garbage
+        // collection must not take it for garbage (node.cpp gc_options).
+        if (report.blobs_in_bucket)
+            meta.put_setting(layout::setting::bucket_backup_taken,
+                             std::to_string(description.at("created").get<std::int64_t>()));
         // A new log: peers that read the old one up to a sequence past this backup's head would
         // otherwise skip what this replica writes next under those numbers.
         meta.put_setting(layout::setting::log_epoch, oci::random_hex(8));

@@ -1,5 +1,6 @@
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/crash_points.hpp"
+#include "berth/oci/error.hpp"
 #include "berth/storage/layout.hpp"
 #include "files.hpp"
 
@@ -38,8 +39,13 @@ std::optional<std::string> BlobStore::read(const oci::Digest& digest, std::uint6
     std::string bytes(blob->size(), '\0');
     try {
         if (blob->read(0, bytes) != bytes.size()) return std::nullopt;
-    } catch (const std::exception&) {
-        return std::nullopt;
+    } catch (const DigestMismatch&) {
+        return std::nullopt;  // damaged: as good as absent (scrub deals with it)
+    } catch (const oci::Error&) {
+        throw;
+    } catch (const std::exception& error) {
+        // Unreadable now (a bucket that failed mid-read): not an absence a caller may judge on.
+        throw oci::Error(oci::ErrorCode::unavailable, std::string("could not read a blob: ") + error.what());
     }
     return bytes;
 }
@@ -78,7 +84,10 @@ bool FileBlobStore::holds_blobs(const fs::path& root) {
 }
 
 fs::path FileBlobStore::set_aside(const fs::path& root) {
-    const auto aside = layout::blobs_set_aside_dir(root, std::chrono::system_clock::now());
+    auto aside = layout::blobs_set_aside_dir(root, std::chrono::system_clock::now());
+    // Another set aside in the same second (or a clock set back): a name of its own, never over it.
+    for (int n = 1; fs::exists(aside); ++n)
+        aside = layout::blobs_set_aside_dir(root, std::chrono::system_clock::now()).string() + "-" + std::to_string(n);
     if (::rename(layout::blobs_dir(root).c_str(), aside.c_str()) != 0) throw_errno("set " + aside.string() + " aside");
     fsync_path(root);
     return aside;

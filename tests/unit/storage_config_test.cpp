@@ -66,7 +66,7 @@ TEST_CASE("storage.blobs chooses the files store or a bucket") {
     CHECK(s3(R"(,"parallel_parts":0)").find("storage.blobs.parallel_parts") == 0);
     CHECK(s3(R"(,"abandoned_upload_seconds":5)").find("storage.blobs.abandoned_upload_seconds") == 0);
     CHECK(s3(R"(,"redirect":"yes")").find("storage.blobs.redirect") == 0);
-    CHECK(s3(R"(,"redirect":true,"redirect_seconds":0)") == "storage.blobs.redirect_seconds is 1 to 86400");
+    CHECK(s3(R"(,"redirect":true,"redirect_seconds":0)") == "storage.blobs.redirect_seconds is 1 to 3600");
     CHECK(error_of(R"({"storage":{"blobs":{"type":"s3","endpoint":"http://h","bucket":"b"}}})") ==
           "storage.blobs: an s3 store needs access_key_file and secret_key_file");
     CHECK(error_of(R"({"storage":{"blobs":{"type":"s3","endpoint":"http://h","bucket":"B_x",)" + keys + "}}}",

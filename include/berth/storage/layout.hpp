@@ -57,6 +57,9 @@
 //                                          lineage_indexed        "1" once `lineage` holds every manifest and
 //                                                                 tag (a store from before it is indexed at
 //                                                                 start-up)
+//                                          bucket_backup_taken    Unix seconds: restored from a backup of a
+//                                                                 store in a bucket taken then; objects newer
+//                                                                 (another index's) are never collected here
 //     repos      <repo> -> ""
 //     manifests  <repo>\0<digest> -> {"t":media type,"sub":subject digest,"ref":referrer descriptor,
 //                                     "s":stamp,"del":tombstone}\0<the manifest's bytes, untouched>
@@ -211,6 +214,7 @@ inline constexpr const char* lineage_indexed = "lineage_indexed";
 inline constexpr const char* peer_addresses = "peer_addresses";
 inline constexpr const char* log_compacted = "log_compacted";
 inline constexpr const char* cursor_key = "cursor_key";
+inline constexpr const char* bucket_backup_taken = "bucket_backup_taken";
 inline std::string notify_progress(const std::string& endpoint) { return "notify/" + endpoint; }
 inline std::string notify_scan(const std::string& endpoint) { return "notify-scan/" + endpoint; }
 // The configuration file the server last started with ("" for none): `berth import --root` applies
