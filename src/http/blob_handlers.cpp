@@ -29,7 +29,7 @@ Plan plan_blob(Context& context, Request& request) {
             }
             // A store that hands out its own URLs sends a client there: the bytes skip this replica.
             if (!from_peer)
-                if (auto url = registry.blob_redirect(route.name, route.reference, asker_of(from_peer))) {
+                if (auto url = registry.blob_redirect(route.name, route.reference)) {
                     auto redirect = status_only(307);
                     redirect.set("Location", *url);
                     // The URL expires: no cache in between may keep it.

@@ -75,8 +75,7 @@ BlobInfo Registry::stat_blob(const std::string& repo, const std::string& digest_
     throw Error(ErrorCode::blob_unknown, "blob unknown to registry", digest.str());
 }
 
-std::optional<std::string> Registry::blob_redirect(const std::string& repo, const std::string& digest_text,
-                                                   Asker asker) {
+std::optional<std::string> Registry::blob_redirect(const std::string& repo, const std::string& digest_text) {
     require_name(repo);
     const auto digest = oci::Digest::parse_or_throw(digest_text);
     // A mirror's blob may still be on its way into the store (its fetch streams to the reader
@@ -84,7 +83,6 @@ std::optional<std::string> Registry::blob_redirect(const std::string& repo, cons
     if (upstreams_ && upstreams_->mirrors(repo)) return std::nullopt;
     auto url = blobs_.redirect(digest);
     if (!url) return std::nullopt;
-    (void)asker;  // peers are never redirected (the handler asks only for clients)
     if (!has_blob(repo, digest)) throw Error(ErrorCode::blob_unknown, "blob unknown to registry", digest.str());
     return url;
 }

@@ -119,7 +119,7 @@ public:
     BlobRead open_blob(const std::string& repo, const std::string& digest, Asker asker = Asker::client);
     // Where a client may fetch the blob itself (BlobStore::redirect) once repo is known to hold it
     // (stat_blob's checks); nullopt: serve it.
-    std::optional<std::string> blob_redirect(const std::string& repo, const std::string& digest, Asker asker);
+    std::optional<std::string> blob_redirect(const std::string& repo, const std::string& digest);
     void delete_blob(const std::string& repo, const std::string& digest);
 
     // Uploads
