@@ -356,6 +356,7 @@ class S3StoreTest(unittest.TestCase):
         b.restart()
         r = b.get(f"/v2/redirect/app/blobs/{big}")
         self.assertEqual(r.status, 307, r)
+        self.assertEqual(r.header("Cache-Control"), "no-store", "the URL expires: no cache may keep it")
         location = r.header("Location")
         self.assertIn("X-Amz-Signature=", location)
         with urllib.request.urlopen(location, timeout=30) as answer:  # no credentials: the URL is the grant
