@@ -24,6 +24,7 @@ Usage:
   berth import (--root DIR [--config FILE] | --url URL) SOURCE... [--repository R] [--repository-prefix P]
   berth export (--root DIR | --url URL) REPOSITORY[:TAG|@DIGEST]... --to DIR|FILE.tar [--since TIME]
   berth migrate --to-s3 --config FILE [--root DIR] [--parallel N]
+  berth agent-runtime apply|check|remove --config FILE [--host-root DIR]
   berth credential-provider [--registry HOST[:PORT]]... [--username NAME]
   berth version
   berth help
@@ -54,6 +55,7 @@ constexpr Command commands[] = {
     {"import", berth::cli::import},
     {"export", berth::cli::export_images},
     {"migrate", berth::cli::migrate},
+    {"agent-runtime", berth::cli::agent_runtime},
     {"credential-provider", berth::cli::credential_provider},
     {"version", version},
     {"--version", version},

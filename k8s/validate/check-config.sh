@@ -8,7 +8,11 @@
 #     base's with "backup" removed and "storage" added, nothing else, so the
 #     two cannot drift apart. The bucket's endpoint becomes a loopback port
 #     nothing listens on (a bucket that is down), which must not keep berth
-#     from serving /healthz.
+#     from serving /healthz;
+#   - k8s/node/configmap.yaml: the node agent's, read by `berth agent-runtime
+#     apply` as its init container does, on a made-up node (containerd,
+#     CRI-O, k3s under a temporary directory); the files it writes must pass
+#     validate.mjs's runtime file checks.
 # Only the secret paths are changed, to a throwaway secret, and the data and
 # backups go to a temporary directory. berth serves on a free loopback port
 # until /healthz answers, then gets SIGTERM and must exit 0.
@@ -95,3 +99,39 @@ for key in sorted(set(base) | set(bucket)):
                  '(they may differ in "backup" and "storage" only)')
 END
 check bucket/configmap.yaml "http://127.0.0.1:$(free_port)"
+
+# The agent's ConfigMap (k8s/node/): berth reads it strictly (agent-runtime loads it as the agent
+# does), and the runtime files its init container writes on a made-up node with containerd (its
+# config_path set), CRI-O and k3s are valid for those runtimes and point at the agent.
+node "$here/extract-config.mjs" "$repo/k8s/node/configmap.yaml" > "$work/agent-raw.json"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=berth-agent \
+    -keyout "$work/agent.key" -out "$work/agent.crt" 2>/dev/null
+python3 - "$work" <<'END'
+import json, sys
+work = sys.argv[1]
+config = json.load(open(f"{work}/agent-raw.json"))
+agent = config["agent"]
+agent["ca_file"], agent["cert_file"], agent["key_file"] = f"{work}/agent.crt", f"{work}/agent.crt", f"{work}/agent.key"
+config["root"] = f"{work}/agent-root"
+json.dump(config, open(f"{work}/agent.json", "w"))
+END
+node_root="$work/node"
+mkdir -p "$node_root/etc/containerd" "$node_root/etc/containers/registries.conf.d" "$node_root/etc/rancher/k3s"
+printf 'version = 2\n[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = "/etc/containerd/certs.d"\n' \
+    > "$node_root/etc/containerd/config.toml"
+"$berth" agent-runtime apply --config "$work/agent.json" --host-root "$node_root" > "$work/apply.out" 2>&1 ||
+    fail "berth agent-runtime apply with k8s/node/configmap.yaml:" "$work/apply.out"
+grep -q '^containerd set ' "$work/apply.out" || fail "agent-runtime apply did not find config_path set:" "$work/apply.out"
+"$berth" agent-runtime check --config "$work/agent.json" --host-root "$node_root" > "$work/check.out" 2>&1 ||
+    fail "agent-runtime check after apply:" "$work/check.out"
+# validate.mjs checks the files against the agent's ConfigMap beside them.
+mkdir -p "$work/runtime"
+cp "$repo/k8s/node/configmap.yaml" "$repo/k8s/node/service-replicas.yaml" "$work/runtime/"
+cp -r "$node_root/etc/containerd" "$node_root/etc/containers" "$work/runtime/"
+grep -qxF '      - "http://127.0.0.1:5050"' "$node_root/etc/rancher/k3s/registries.yaml" ||
+    fail "k3s's registries.yaml does not name the agent:" "$node_root/etc/rancher/k3s/registries.yaml"
+node "$here/validate.mjs" "$work/runtime" > "$work/validate.out" 2>&1 ||
+    fail "the runtime files agent-runtime apply writes:" "$work/validate.out"
+grep -q ' 6 runtime file' "$work/validate.out" ||
+    fail "expected 6 runtime files (4 registries and _default, one CRI-O drop-in) to be validated:" "$work/validate.out"
+echo "ok: k8s/node/configmap.yaml's agent writes valid runtime files ($(grep -c '^written' "$work/apply.out") written)"

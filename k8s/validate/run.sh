@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Validates berth's Kubernetes manifests offline (see validate.mjs): every
 # YAML file under DIR, recursively (k8s/node/ included), what the patches of
-# k8s/bucket/ make of the base (kustomize.mjs), and the node agent's
-# container runtime files (node/containerd/**/hosts.toml,
-# node/crio/registries.conf) against the agent's ConfigMap:
+# k8s/bucket/ make of the base (kustomize.mjs), and container runtime files
+# under DIR (check-config.sh validates those the agent writes) against the
+# agent's ConfigMap:
 #   bash k8s/validate/run.sh [DIR]     DIR defaults to k8s/
 # Installs the pinned tools from package-lock.json with `npm ci` the first
 # time (needs the npm registry); later runs reuse node_modules and need no

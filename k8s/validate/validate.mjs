@@ -25,9 +25,10 @@
 //     operation that fails, a path or target that does not exist) is a problem.
 // ConfigMap data keys ending in .json must hold valid JSON.
 //
-// The node agent's container runtime files (every hosts.toml and
-// registries*.conf under DIR: node/containerd/certs.d/*/hosts.toml,
-// node/crio/registries.conf) must parse as TOML and use only the keys that
+// Container runtime files (every hosts.toml, registries*.conf and
+// *berth-agent.conf under DIR: check-config.sh has `berth agent-runtime apply`
+// write the agent's on a made-up node and runs this on them) must parse as
+// TOML and use only the keys that
 // containerd and containers-registries.conf(5) know. When a ConfigMap holds an
 // agent configuration (a config.json with an "agent" section), they must also
 // point at it: every hosts.toml lists http://<agent listen> as a host without
@@ -355,7 +356,7 @@ for (const agent of agentConfigs) {
     }
 }
 
-const runtimeFiles = filesMatching(root, /^(hosts\.toml|registries.*\.conf)$/);
+const runtimeFiles = filesMatching(root, /^(hosts\.toml|registries.*\.conf|.*berth-agent\.conf)$/);
 files.push(...runtimeFiles);
 for (const file of runtimeFiles) {
     const name = relative(process.cwd(), file) || file;

@@ -58,5 +58,6 @@ int restore(const std::vector<std::string>& args);
 int import(const std::vector<std::string>& args);
 int export_images(const std::vector<std::string>& args);
 int migrate(const std::vector<std::string>& args);
+int agent_runtime(const std::vector<std::string>& args);
 
 }  // namespace berth::cli

@@ -214,6 +214,17 @@ void read_agent(Section& s, Reading& r) {
         replicas.cert_file = readable_file("agent.cert_file", r.path_of(replicas.cert_file));
         replicas.key_file = readable_file("agent.key_file", r.path_of(replicas.key_file));
     }
+    s.section("runtime", [&](Section& rt) { read_runtime_files(rt, r); });
+    read_keep_images(s, r);
+    s.section("peers", [&](Section& p) { read_agent_peers(p, r); });
+    s.section("preheat", [&](Section& p) { read_preheat(p, r); });
+    if (auto& peers = r.config.proxy.peers) {
+        if (replicas.cert_file.empty())
+            throw ConfigError("agent.peers: agents reach each other over mTLS, so cert_file and key_file are needed");
+        if (peers->ca_file.empty()) peers->ca_file = replicas.ca_file;
+        if (peers->ca_file.empty())
+            throw ConfigError("agent.peers: ca_file (or agent.ca_file) must sign fellow agents");
+    }
     // Replicas answer a tag from their own cache: asking them each time costs one local round trip.
     replicas.check_interval = std::chrono::seconds(0);
     replicas.max_concurrent = 64;
@@ -238,6 +249,7 @@ void check_combinations(Reading& r) {
         if (!r.config.registry.policies.empty())
             throw ConfigError("agent and policies exclude each other: the replicas enforce them");
         r.config.registry.pull_only = true;
+        if (r.config.proxy.runtime) r.config.proxy.runtime->mirror = agent_mirror_url(r.config.server);
     } else if (r.config.proxy.cache_max_bytes) {
         throw ConfigError("cache.max_bytes bounds the node agent's cache: it needs agent");
     }
@@ -280,6 +292,7 @@ void apply_listen(Config& config, const std::string& address) {
         auto listen = net::parse_listen_address(address);
         config.server.host = listen.host;
         config.server.port = static_cast<std::uint16_t>(std::stoul(listen.port));
+        if (config.proxy.runtime) config.proxy.runtime->mirror = agent_mirror_url(config.server);
     } catch (const std::invalid_argument& error) {
         throw ConfigError(std::string("listen: ") + error.what());
     }

@@ -152,5 +152,11 @@ void read_backup(Section& s, Reading& r);          // backup_config.cpp
 void read_storage(Section& s, Reading& r);         // storage_config.cpp
 void read_ui(Section& s, Reading& r);              // ui_config.cpp
 void read_notifications(Section& s, Reading& r);   // notify_config.cpp
+void read_runtime_files(Section& s, Reading& r);   // agent_config.cpp
+void read_keep_images(Section& s, Reading& r);     // agent_config.cpp
+void read_agent_peers(Section& s, Reading& r);     // agent_config.cpp
+void read_preheat(Section& s, Reading& r);         // agent_config.cpp
+// The agent's URL as its node's runtime reaches it (the listen address, a wildcard as loopback).
+std::string agent_mirror_url(const http::ServerOptions& server);
 
 }  // namespace berth::config

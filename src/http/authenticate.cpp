@@ -61,6 +61,14 @@ Response refusal(const auth::Decision& decision) {
 
 std::optional<Response> registry_caller(Context& context, Request& request) {
     const auto& access = context.services.access;
+    // The node agent's listener for fellow agents: only they get through its TLS handshake (a
+    // client certificate agent.peers.ca_file signed), and they read blobs and manifests only.
+    if (context.options.agent_peer_listener) {
+        if ((request.method != Method::get && request.method != Method::head) || !request.target.route->has(peer_reads))
+            throw Error(ErrorCode::denied, "fellow agents read blobs and manifests only");
+        request.from_peer = true;
+        return std::nullopt;
+    }
     // What a replica may read of another on the cluster's word alone: the blobs and manifests a
     // fetch for the whole cluster streams from the replica that owns it, which the peer API gives
     // any replica anyway. Every write and every upload request is authorized as its client's own,
@@ -118,6 +126,9 @@ std::optional<Response> authenticate(Context& context, Request& request) {
         case Auth::registry: return registry_caller(context, request);
         case Auth::ui: return ui_caller(context, request);
         case Auth::backup: return backup_caller(context, request);
+        case Auth::agent:
+            if (!request.certified) throw Error(ErrorCode::denied, "node agents present their client certificate");
+            return std::nullopt;
         case Auth::peer:
             if (!peer_authorized(context, request))
                 return error_response(ErrorCode::unauthorized, "peer authentication required");

@@ -23,6 +23,7 @@ Plan plan_usage(Context&, Request&);                  // usage_handlers.cpp
 Plan plan_lineage(Context&, Request&);                // lineage_handlers.cpp
 Plan plan_backup(Context&, Request&);                 // operation_handlers.cpp
 Plan plan_access(Context&, Request&);                 // agent_handlers.cpp: the node agent's question
+Plan plan_agents(Context&, Request&);                 // agent_handlers.cpp: node agents telling where they are
 Plan plan_notify_progress(Context&, Request&);        // notification_handlers.cpp: what replicas tell each other
 Plan plan_notifications(Context&, Request&);          // notification_handlers.cpp
 Plan plan_notification_endpoint(Context&, Request&);  // notification_handlers.cpp
@@ -70,6 +71,7 @@ Route{"/_berth/v1/usage",                 "usage",          registry, N::pull, N
 Route{"/_berth/v1/lineage",               "lineage",        registry, N::pull, N::pull, N::pull, P::none,      0,         plan_lineage},
 Route{"/_berth/v1/backup",                "backup",         backup,   N::none, N::none, N::none, P::none,      0,         plan_backup},
 Route{"/_berth/v1/access",                "access",         registry, N::pull, N::pull, N::pull, P::none,      Q,         plan_access, "repository"},
+Route{"/_berth/v1/agents",                "agents",         Auth::agent, N::none, N::none, N::none, P::none,   0,         plan_agents},
 Route{"/_berth/v1/events",                "events",         registry, N::pull, N::pull, N::pull, P::none,      0,         plan_events},
 Route{"/_berth/v1/notifications/progress", "notify_progress", peer,  N::none, N::none, N::none, P::none,      0,         plan_notify_progress},
 Route{"/_berth/v1/notifications",         "notifications",  registry, N::none, N::none, N::none, P::none,      0,         plan_notifications},

@@ -21,6 +21,7 @@ enum class Auth {
     peer,      // another replica: the cluster's secret and a protocol version both speak
     backup,    // the backup secret as a Bearer token (backup.secret_file)
     ui,        // a web UI session, else /v2/'s credentials, else anonymous (the views filter)
+    agent,     // a node agent: a client certificate tls.client_ca signed
 };
 
 // What the authorization rules must allow (auth::Action), or none: authentication at most.

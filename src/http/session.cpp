@@ -88,6 +88,8 @@ public:
             lowest().expires_after(context_.options.idle_timeout);
             stream_.async_handshake([self = shared_from_this()](beast::error_code ec, std::size_t) {
                 if (ec) return self->close();  // not TLS, or a certificate the client refused
+                // A certificate presented has been verified against the client CA by now.
+                self->certified_ = SSL_get0_peer_certificate(self->stream_.native_handle()) != nullptr;
                 self->read_header();
             });
         } else {
@@ -130,6 +132,7 @@ private:
         std::optional<std::uint64_t> length;
         if (auto known = parser_->content_length()) length = *known;
         auto request = request_from_head(head, length, !parser_->is_done(), record_.peer, tls);
+        if (request) request->certified = certified_;
         if (!request) {
             request_ = Request{};
             return reject(400, oci::ErrorCode::bad_request, "malformed request target");
@@ -483,6 +486,7 @@ private:
     Plan plan_;
     bool keep_alive_ = false;
     bool expect_continue_ = false;
+    bool certified_ = false;                      // the client presented a certificate the client CA signed
     std::optional<std::uint64_t> raw_remaining_;  // body bytes still to read past the parser
     std::optional<bhttp::response<bhttp::empty_body>> continue_;
     ResponseWriter<Stream> writer_;

@@ -8,9 +8,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "berth/auth/authorizer.hpp"
+#include "berth/http/agent_roster.hpp"
 #include "berth/http/server.hpp"
+#include "berth/net/host_port.hpp"
 #include "berth/net/resolve.hpp"
 #include "berth/node/scheduler.hpp"
 #include "berth/notify/feed.hpp"
@@ -30,6 +33,7 @@
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "agent_duties.hpp"
 #include "berth/storage/pull_times.hpp"
 #include "berth/trust/verifier.hpp"
 
@@ -144,6 +148,30 @@ http::ServerOptions server_options(http::ServerOptions options, storage::MetaSto
     return options;
 }
 
+// The node agent's listener for fellow agents (agent.peers): mTLS with the agent's own certificate,
+// fellow agents' blob and manifest reads only.
+http::ServerOptions peer_listener_options(const config::Config& config) {
+    const auto& peers = *config.proxy.peers;
+    const auto& replicas = config.proxy.upstreams.front();
+    http::ServerOptions options = config.server;
+    try {
+        auto listen = net::parse_listen_address(peers.listen);
+        options.host = listen.host;
+        options.port = peers.port;
+    } catch (const std::invalid_argument& error) {
+        throw ConfigError(std::string("agent.peers.listen: ") + error.what());
+    }
+    options.io_threads = 1;
+    options.worker_threads = 8;
+    options.tls_cert_file = replicas.cert_file;
+    options.tls_key_file = replicas.key_file;
+    options.tls_client_ca_file = peers.ca_file;
+    options.tls_client_cert_required = true;
+    options.agent_peer_listener = true;
+    options.ui.enabled = false;
+    return options;
+}
+
 // The objects of one serving process, each given what it needs as it is made, in the order
 // they depend on each other (and are destroyed in reverse).
 class Node {
@@ -180,9 +208,14 @@ private:
     registry::MaintenanceStats maintenance_;
     std::unique_ptr<auth::Authorizer> authorizer_;
     std::unique_ptr<notify::Notifications> notifications_;
+    std::unique_ptr<AgentDuties> agent_;  // the node agent's runtime check and kept images
     notify::Feed feed_;
     observe::MetricsRegistry metrics_;
     http::Server server_;
+    http::AgentRoster agents_;  // the replicas': node agents that told where they are
+    // The node agent's listener for fellow agents (agent.peers), with metrics of its own.
+    observe::MetricsRegistry peer_metrics_;
+    std::unique_ptr<http::Server> peer_server_;
     Scheduler scheduler_;
     std::atomic<bool> stopping_{false};
 };
@@ -229,6 +262,7 @@ Node::Node(config::Config config)
                                replicator_.get(), [this](const std::string& repo) { return mirror_host(repo); },
                                replica_id_)
                          : nullptr),
+      agent_(config_.proxy.agent ? std::make_unique<AgentDuties>(config_.proxy, registry_, *proxy_) : nullptr),
       feed_(
           meta_, replicator_.get(), [this](const std::string& repo) { return mirror_host(repo); },
           config_.notifications, replica_id_),
@@ -237,13 +271,23 @@ Node::Node(config::Config config)
                              {authorizer_.get(), proxy_ ? proxy_->agent_access() : nullptr},
                              replicator_.get(),
                              &metrics_,
-                             {backups_.get(), &retention_, notifications_.get(), &feed_}},
+                             {backups_.get(), &retention_, notifications_.get(), &feed_,
+                              config_.proxy.agent ? nullptr : &agents_}},
               metrics_),
+      peer_server_(config_.proxy.peers ? std::make_unique<http::Server>(
+                                             peer_listener_options(config_),
+                                             http::Services{registry_, {}, nullptr, nullptr, {}}, peer_metrics_)
+                                       : nullptr),
       scheduler_(metrics_) {
     as_config_error("listen: cannot listen on " + config_.server.host + ":" + std::to_string(config_.server.port), [&] {
         server_.bind();
         return 0;
     });
+    if (peer_server_)
+        as_config_error("agent.peers.listen: cannot listen on " + config_.proxy.peers->listen, [&] {
+            peer_server_->bind();
+            return 0;
+        });
     metrics_.add_source([this](observe::MetricsWriter& out) { write_metrics(out); });
     server_.on_shutdown([this] { stopping_ = true; });
     schedule_storage_jobs();
@@ -260,6 +304,8 @@ void Node::write_metrics(observe::MetricsWriter& out) {
     if (authorizer_) authorizer_->write_metrics(out);
     if (backups_) backups_->write_metrics(out);
     if (notifications_) notifications_->write_metrics(out);
+    if (agent_) agent_->write_metrics(out);
+    if (!config_.proxy.agent) out.add(observe::Metric::agents_registered, static_cast<double>(agents_.agents().size()));
     if (bucket_) bucket_->write_metrics(out);
 }
 
@@ -366,9 +412,20 @@ void Node::schedule_other_jobs() {
                               {"manifests_deleted", report.manifests_deleted},
                               {"seconds", report.seconds}});
         });
+    if (agent_) {
+        agent_->check_runtime();
+        scheduler_.every("agent_runtime_check", std::chrono::minutes(5), [this] { agent_->check_runtime(); });
+        if (config_.proxy.peers)
+            scheduler_.every("agent_announce", config_.proxy.peers->announce_interval,
+                             [this] { proxy_->announce_agent(); });
+        if (!config_.proxy.preheat.empty())
+            scheduler_.every("agent_preheat", config_.proxy.preheat_interval, [this] { agent_->preheat(); });
+        if (!config_.proxy.keep_images.empty())
+            scheduler_.every("agent_keep_images", config_.proxy.keep_interval, [this] { agent_->keep_images(); });
+    }
     if (proxy_ && config_.proxy.cache_max_bytes)
         scheduler_.every("cache_trim", std::chrono::seconds(10), [this] {
-            if (auto evicted = proxy_->trim_cache())
+            if (auto evicted = proxy_->trim_cache(agent_ ? agent_->kept() : std::unordered_set<std::string>{}))
                 observe::log("info", "cache trimmed", {{"blobs_evicted", evicted}});
         });
     if (config_.server.tls()) scheduler_.every("tls_reload", std::chrono::seconds(5), [this] { server_.reload_tls(); });
@@ -383,7 +440,13 @@ int Node::run() {
     if (replicator_) replicator_->start();
     if (notifications_) notifications_->start();
     scheduler_.start();
+    std::thread peer_listener;
+    if (peer_server_) peer_listener = std::thread([this] { peer_server_->run(); });
     server_.run();
+    if (peer_server_) {
+        peer_server_->stop();
+        peer_listener.join();
+    }
     scheduler_.stop();
     if (notifications_) notifications_->stop();
     if (replicator_) replicator_->stop();
@@ -397,6 +460,8 @@ int serve(config::Config config) {
     // Before anything is created on disk: an address we cannot listen on is a configuration error.
     if (net::resolve({config.server.host, std::to_string(config.server.port)}).empty())
         throw ConfigError("listen: cannot resolve host \"" + config.server.host + "\"");
+    if (config.proxy.agent)
+        config.proxy.upstreams.front().address_book = storage::layout::replica_addresses_file(config.root).string();
     return Node(std::move(config)).run();
 }
 

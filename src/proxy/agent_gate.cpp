@@ -23,7 +23,7 @@ Result result_of(const auth::Verdict& verdict) {
 
 }  // namespace
 
-AgentGate::AgentGate(net::Client& client, remote::Config replicas, DecisionTtl ttl)
+AgentGate::AgentGate(net::Client& client, remote::Config replicas, DecisionTtl ttl, std::set<std::string> kept)
     : replicas_(client,
                 [&] {
                     replicas.username.clear();
@@ -31,7 +31,7 @@ AgentGate::AgentGate(net::Client& client, remote::Config replicas, DecisionTtl t
                     replicas.answer_challenges = false;
                     return replicas;
                 }()),
-      ttl_(ttl) {
+      ttl_(ttl), kept_(std::move(kept)) {
     for (auto& url : replicas.urls) replica_addresses_.push_back(url.address);
 }
 
@@ -56,6 +56,7 @@ auth::Verdict AgentGate::check(const std::string& authorization, const std::stri
     // Through an outage of the replicas, what they last said holds a while longer.
     if (verdict.status == 503 && remembered && now - remembered->asked < ttl_.outage)
         return answer(remembered->verdict, true);
+    if (verdict.status == 503 && kept_.count(repository)) return answer({}, false);
     if (verdict.status != 503) {
         std::lock_guard lock(mutex_);
         const auto oldest = std::max(ttl_.fresh, ttl_.outage);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <set>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -27,7 +28,9 @@ public:
         std::chrono::seconds fresh;   // asked again after this
         std::chrono::seconds outage;  // still used while the replicas cannot be asked
     };
-    AgentGate(net::Client& client, remote::Config replicas, DecisionTtl ttl);
+    // kept: the repositories of agent.keep_images, which any caller on the node may read while no
+    // replica answers: they start the cluster, a cold start among them (docs/node-agent.md).
+    AgentGate(net::Client& client, remote::Config replicas, DecisionTtl ttl, std::set<std::string> kept);
 
     auth::Verdict check(const std::string& authorization, const std::string& repository,
                         const std::string& origin) override;
@@ -45,6 +48,7 @@ private:
     remote::RegistryClient replicas_;
     std::vector<net::HostPort> replica_addresses_;
     DecisionTtl ttl_;
+    const std::set<std::string> kept_;
     std::mutex mutex_;
     struct Remembered {
         auth::Verdict verdict;

@@ -59,6 +59,15 @@ std::optional<storage::OpenBlob> Proxy::fetch_blob(const std::string& repo, cons
         confirmed = true;
     }
     std::unique_lock lock(flight->mutex);
+    if (impl_->peers && asker == registry::Asker::client) {
+        // With fellow agents among the sources, the runtime gets a blob only once it is stored
+        // whole and verified: a lying agent can slow a pull, never poison it. (Fellow agents,
+        // who verify for themselves, follow the bytes as they arrive.)
+        flight->started.wait(lock, [&] { return flight->finished; });
+        if (flight->refused) std::rethrow_exception(flight->refused);
+        lock.unlock();
+        return impl_->meta.has_link(repo, digest.str()) ? impl_->blobs.open(digest) : std::nullopt;
+    }
     flight->started.wait_for(lock, answer_wait, [&] { return flight->filling || flight->ended; });
     if (flight->refused) std::rethrow_exception(flight->refused);
     if (!flight->filling || flight->filling->failed()) return std::nullopt;
@@ -90,7 +99,10 @@ void Proxy::Impl::run_flight(UpstreamState& upstream, std::string name, std::str
             cluster && asker == registry::Asker::client && fill_from_owner(upstream, repo, digest, *flight);
         if (!done) {
             remote::RegistryClient::Slot slot(upstream.remote, upstream.remote.deadline());
-            if (!fill_from_store(upstream, name, digest, *flight)) fill_from_upstream(upstream, name, digest, *flight);
+            if (!fill_from_store(upstream, name, digest, *flight)) {
+                if (peers) fill_shared(upstream, name, digest, *flight);
+                else fill_from_upstream(upstream, name, digest, *flight);
+            }
         }
     } catch (const oci::Error& refusal) {
         // A quota refused it: nothing stored, and every reader hears why.
@@ -180,6 +192,11 @@ void Proxy::Impl::end_flight(BlobFlight& flight, const oci::Digest& digest) {
         }
         flight.filling->verified();
     }
+    {
+        std::lock_guard lock(flight.mutex);
+        flight.finished = true;
+    }
+    flight.started.notify_all();
     std::lock_guard lock(flights_mutex);
     --running;
     flights_idle.notify_all();

@@ -36,7 +36,14 @@ remote::Config remote_config(const Upstream& upstream) {
     config.max_concurrent = upstream.max_concurrent;
     config.fetch_timeout = upstream.fetch_timeout;
     config.token_realms = upstream.token_realms;
+    config.address_book = upstream.address_book;
     return config;
+}
+
+std::set<std::string> kept_repositories(const Options& options) {
+    std::set<std::string> out;
+    for (auto& image : options.keep_images) out.insert(image.repository);
+    return out;
 }
 
 }  // namespace
@@ -46,9 +53,10 @@ Proxy::Impl::Impl(Options o, Limits l, storage::BlobStore& b, storage::MetaStore
     for (auto& upstream : options.upstreams)
         upstreams.push_back(std::make_unique<UpstreamState>(client, upstream, remote_config(upstream)));
     if (options.agent && options.agent_authorize == Options::Authorize::caller)
-        gate =
-            std::make_unique<AgentGate>(client, remote_config(options.upstreams.front()),
-                                        AgentGate::DecisionTtl{options.agent_decision_ttl, options.agent_outage_ttl});
+        gate = std::make_unique<AgentGate>(client, remote_config(options.upstreams.front()),
+                                           AgentGate::DecisionTtl{options.agent_decision_ttl, options.agent_outage_ttl},
+                                           kept_repositories(options));
+    if (options.agent && options.peers) peers = std::make_unique<AgentPeers>(*options.peers, options.upstreams.front());
 }
 
 std::optional<std::pair<std::size_t, std::string>> mirrored_name(const Options& options, const std::string& repo) {
@@ -134,7 +142,22 @@ void Proxy::touched(const oci::Digest& digest) {
     impl_->last_used[digest.str()] = Clock::now();
 }
 
-std::size_t Proxy::trim_cache() {
+net::Response Proxy::ask_replicas(const std::string& path, std::size_t limit) {
+    auto& replicas = *impl_->upstreams.front();
+    remote::RegistryClient::Slot slot(replicas.remote, replicas.remote.deadline());
+    return replicas.remote.request("GET", path, "", limit);
+}
+
+std::size_t Proxy::fetches_in_flight() const {
+    std::lock_guard lock(impl_->flights_mutex);
+    return impl_->running;
+}
+
+void Proxy::announce_agent() {
+    if (impl_->peers) impl_->peers->announce(impl_->upstreams.front()->remote);
+}
+
+std::size_t Proxy::trim_cache(const std::unordered_set<std::string>& kept) {
     const auto budget = impl_->options.cache_max_bytes;
     if (!budget) return 0;
     struct Entry {
@@ -149,6 +172,7 @@ std::size_t Proxy::trim_cache() {
         const auto now_steady = Clock::now();
         const auto now_wall = std::chrono::system_clock::now();
         impl_->blobs.for_each([&](const oci::Digest& digest, std::uint64_t size, std::int64_t mtime) {
+            if (kept.count(digest.str())) return;  // the node needs it to start the cluster
             std::int64_t used = mtime;
             if (auto it = impl_->last_used.find(digest.str()); it != impl_->last_used.end())
                 used = std::chrono::duration_cast<std::chrono::seconds>(
@@ -212,7 +236,13 @@ void Proxy::write_metrics(observe::MetricsWriter& out) const {
         out.add(Metric::proxy_upstream_errors_total, labels, static_cast<double>(c.errors.load()));
         out.add_summary(Metric::proxy_upstream_seconds, labels, static_cast<double>(c.request_micros.load()) * 1e-6,
                         c.requests.load());
+        if (impl_->options.agent) {
+            out.add(Metric::agent_remembered_replicas_total, static_cast<double>(upstream->remote.remembered()));
+            out.add(Metric::agent_blob_bytes_total, {{"source", "replicas"}},
+                    static_cast<double>(c.fetched_bytes.load()));
+        }
     }
+    if (impl_->peers) impl_->peers->write_metrics(out);
     if (impl_->gate) impl_->gate->write_metrics(out);
 }
 

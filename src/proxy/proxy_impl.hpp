@@ -17,6 +17,7 @@
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 #include "agent_gate.hpp"
+#include "agent_peers.hpp"
 #include "berth/remote/registry_client.hpp"
 
 namespace berth::replication {
@@ -54,6 +55,7 @@ struct BlobFlight {
     std::condition_variable started;
     std::shared_ptr<storage::FillingBlob> filling;  // once the upstream's answer is in
     bool ended = false;                             // failed before any byte
+    bool finished = false;                          // over: stored and linked, or failed (notifies `started`)
     std::exception_ptr refused;                     // why, when a quota refused the blob (readers rethrow it)
     std::set<std::string> repos;                    // to link once stored (under Impl::flights_mutex)
     registry::FetchIntake* intake = nullptr;        // the registry's way in (it waits for this flight)
@@ -88,6 +90,9 @@ struct Proxy::Impl {
                          BlobFlight& flight);
     void fill_from_upstream(UpstreamState& upstream, const std::string& name, const oci::Digest& digest,
                             BlobFlight& flight);
+    // The node agent with fellow agents: from its parents in the blob's tree, then the replicas,
+    // each source taking over where the last one stopped (agent_peers.hpp).
+    void fill_shared(UpstreamState& upstream, const std::string& name, const oci::Digest& digest, BlobFlight& flight);
     void end_flight(BlobFlight& flight, const oci::Digest& digest);
     // Streams a 200 answer's body into the store through a FillingBlob published to flight.
     void receive(UpstreamState& upstream, remote::Opened& opened, const oci::Digest& digest, BlobFlight& flight,
@@ -105,6 +110,7 @@ struct Proxy::Impl {
     const replication::Cluster* cluster;
     std::vector<std::unique_ptr<UpstreamState>> upstreams;
     std::unique_ptr<AgentGate> gate;
+    std::unique_ptr<AgentPeers> peers;  // agent.peers
 
     std::mutex flights_mutex;
     std::condition_variable flights_idle;

@@ -8,6 +8,7 @@
 #include "berth/oci/media_types.hpp"
 #include "berth/remote/challenge.hpp"
 #include "berth/remote/token.hpp"
+#include "address_book.hpp"
 
 namespace berth::remote {
 namespace {
@@ -112,7 +113,14 @@ std::vector<std::shared_ptr<RegistryClient::Address>> RegistryClient::candidates
             auto tls = config_.tls;
             tls.enabled = url.tls;
             if (tls.server_name.empty()) tls.server_name = url.address.host;
-            for (auto& address : net::resolve(url.address)) resolved.push_back({{address, tls}, url.path_prefix});
+            auto addresses = net::resolve(url.address);
+            if (!config_.address_book.empty()) {
+                // The certificate is still checked against the name: a remembered address
+                // reaches only a server that proves it is the one named.
+                if (!addresses.empty()) remember(config_.address_book, url_key(url), addresses);
+                else if (!(addresses = recall(config_.address_book, url_key(url))).empty()) ++remembered_;
+            }
+            for (auto& address : addresses) resolved.push_back({{address, tls}, url.path_prefix});
         }
         std::lock_guard lock(mutex_);
         if (!resolved.empty() || addresses_.empty()) {
@@ -286,6 +294,25 @@ net::Response RegistryClient::request(const std::string& method, const std::stri
     if (method == "HEAD") return response;
     response.body = read_all(*opened.exchange, *opened.head, limit, until);
     return response;
+}
+
+std::vector<net::Response> RegistryClient::request_each(const std::string& method, const std::string& path,
+                                                        std::size_t limit, const Body* body) {
+    std::vector<net::Response> out;
+    for (auto& address : candidates()) {
+        const auto until = deadline();
+        try {
+            auto opened = open_at(*address, method, path, "", {}, until, body);
+            net::Response response;
+            static_cast<net::ResponseHead&>(response) = *opened.head;
+            response.body = read_all(*opened.exchange, *opened.head, limit, until);
+            out.push_back(std::move(response));
+        } catch (const net::Error&) {
+            std::lock_guard lock(mutex_);
+            address->down_until = Clock::now() + down_for;
+        }
+    }
+    return out;
 }
 
 std::string RegistryClient::path_of(const std::string& location) const {

@@ -52,6 +52,9 @@ struct ServerOptions {
     std::string tls_ciphers = default_tls_ciphers;
     bool tls() const { return !tls_cert_file.empty(); }
     ui::Options ui;
+    // The node agent's second listener, for fellow agents (agent.peers): mTLS, blob and manifest
+    // reads only, each a fellow agent's read (registry::Asker::replica).
+    bool agent_peer_listener = false;
     // backup.secret_file: POST and GET /_berth/v1/backup need it as a Bearer token ("": refused).
     std::string backup_secret;
 };

@@ -24,6 +24,8 @@ class Feed;
 
 namespace berth::http {
 
+class AgentRoster;
+
 // Who decides what a request may do.
 struct Access {
     const auth::Authorizer* authorizer = nullptr;  // null: everyone may do everything
@@ -36,6 +38,7 @@ struct Operations {
     registry::Retention* retention = nullptr;        // the web UI's retention page; null: no policies here
     notify::Notifications* notifications = nullptr;  // null: no endpoints (config `notifications`)
     const notify::Feed* feed = nullptr;              // GET /_berth/v1/events
+    AgentRoster* agents = nullptr;                   // the replicas' list of node agents; null on an agent
 };
 
 struct Services {

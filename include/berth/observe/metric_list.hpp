@@ -106,6 +106,20 @@
     M(proxy_upstream_seconds, summary, "Upstream requests and the time until their answers.")                          \
     M(agent_authorizations_total, counter,                                                                             \
       "The node agent's decisions who may read, by result (allowed, denied, unavailable) and whether cached.")         \
+    M(agent_runtime_files, gauge,                                                                                      \
+      "The runtime's mirror files agent.runtime names, by state at the last check (unchanged, kept, missing, stale).") \
+    M(agent_containerd_config_path, gauge,                                                                             \
+      "1 for whether containerd's config_path lets it read the agent's hosts files (set, implied, unset, elsewhere).") \
+    M(agent_kept_images, gauge, "The images of agent.keep_images, whole in the node's cache or not (state).")          \
+    M(agent_remembered_replicas_total, counter,                                                                        \
+      "Times the agent reached the replicas by the addresses it remembered, their name having no answer.")             \
+    M(agent_blob_bytes_total, counter, "Blob bytes the node agent received, by source (replicas, agents).")            \
+    M(agent_peers, gauge, "Node agents this agent knows of (itself included), as the replicas list them.")             \
+    M(agent_peer_failures_total, counter,                                                                              \
+      "Fetches from fellow agents that failed, by reason (unreachable, refused, corrupt); the next source was asked.") \
+    M(agent_preheated_images_total, counter,                                                                           \
+      "Images the agent fetched whole because a tag under agent.preheat moved.")                                       \
+    M(agents_registered, gauge, "Node agents that told this replica where they listen within the last 30 s.")          \
     /* policies (registry/policies.hpp, trust) */                                                                      \
     M(policy_refusals_total, counter, "Reads and writes a policy refused, by policy and reason.")                      \
     M(signature_verifications_total, counter,                                                                          \

@@ -9,7 +9,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 
+#include "berth/net/client.hpp"
 #include "berth/proxy/options.hpp"
 #include "berth/registry/upstreams.hpp"
 #include "berth/observe/metrics.hpp"
@@ -57,8 +59,16 @@ public:
     void write_metrics(observe::MetricsWriter& out) const;
     // The agent's door when the replicas decide who reads (agent.authorize "caller"); null otherwise.
     auth::DelegatedAccess* agent_access();
-    // Evicts the least recently used blobs beyond cache.max_bytes; returns how many.
-    std::size_t trim_cache();
+    // The node agent with agent.peers: tells every replica where it listens for fellow agents and
+    // learns the others (every 10 s).
+    void announce_agent();
+    // A GET of the replicas' own API (the node agent reading their event feed), with the agent's
+    // credentials; at most limit bytes of answer. Throws net::Error when no replica answers.
+    net::Response ask_replicas(const std::string& path, std::size_t limit);
+    // Blob fetches under way: a preheat waits for live pulls to finish.
+    std::size_t fetches_in_flight() const;
+    // Evicts the least recently used blobs beyond cache.max_bytes, never those in kept; returns how many.
+    std::size_t trim_cache(const std::unordered_set<std::string>& kept);
 
     struct Impl;
 

@@ -5,6 +5,7 @@
 // Authorization to another host, and fails over between the addresses its URLs resolve to. Every
 // answer has a deadline. Blocking: for the proxy's party pool and fetch threads
 // (http/party_pools.hpp), and the transfer commands' own threads.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -33,6 +34,9 @@ struct Config {
     // Off: a 401 is returned as it came, and no credentials of this config are added (the agent's
     // gate asks with the caller's own Authorization).
     bool answer_challenges = true;
+    // A file keeping the addresses the URLs last resolved to, used while a name has no answer
+    // (remote/address_book.hpp); empty: none.
+    std::string address_book;
 };
 
 // A request's body: its length (nullopt: chunked), written to the exchange. Written again when a
@@ -69,9 +73,15 @@ public:
     // beyond), all of it within fetch_timeout however slowly it trickles.
     net::Response request(const std::string& method, const std::string& path, const std::string& scope,
                           std::size_t limit, const net::Headers& headers = {}, const Body* body = nullptr);
+    // The same request to every address the URLs resolve to, not one of them (the node agent
+    // telling each replica where it is); the answers of those that answered.
+    std::vector<net::Response> request_each(const std::string& method, const std::string& path, std::size_t limit,
+                                            const Body* body = nullptr);
     // A Location a registry answered (an absolute URL or a path) as an API path, without the URL's
     // path prefix, for open() and request().
     std::string path_of(const std::string& location) const;
+    // Times the address book stood in for a name that did not resolve.
+    std::uint64_t remembered() const { return remembered_.load(); }
     // When an answer asked for now must be in.
     Clock::time_point deadline() const { return Clock::now() + config_.fetch_timeout; }
 
@@ -118,6 +128,7 @@ private:
     std::map<std::string, Token> tokens_;  // by scope
     std::condition_variable slot_freed_;
     unsigned busy_ = 0;
+    std::atomic<std::uint64_t> remembered_{0};
 };
 
 }  // namespace berth::remote

@@ -16,6 +16,9 @@
 //   notifications/<endpoint>.dead          events that could not reach an endpoint within its max_age,
 //                                          one CloudEvent (JSON) per line, the newest last; moved to
 //                                          <endpoint>.dead.1 (replacing it) at 16 MiB
+//   replica-addresses.json                 the node agent's: {"<replica URL>":["<IP>:<port>",...]}, the
+//                                          addresses its replicas' name last resolved to, tried when
+//                                          the name has no answer (a cold cluster start, DNS not up)
 //   issuer-keys/<16 hex>.json              the last key set fetched from a trusted issuer's discovery
 //                                          (auth.oidc discovery_url), by a hash of its issuer URL:
 //                                          used while the issuer is out of reach, restarts included
@@ -148,6 +151,9 @@ inline std::string quarantine_key(const oci::Digest& digest) {
     return "quarantine/" + std::string(oci::algorithm_name(digest.algorithm())) + "-" + digest.hex();
 }
 inline std::filesystem::path meta_dir(const std::filesystem::path& root) { return root / "meta"; }
+inline std::filesystem::path replica_addresses_file(const std::filesystem::path& root) {
+    return root / "replica-addresses.json";
+}
 inline std::filesystem::path issuer_keys_dir(const std::filesystem::path& root) { return root / "issuer-keys"; }
 inline std::filesystem::path notifications_dir(const std::filesystem::path& root) { return root / "notifications"; }
 
