@@ -92,9 +92,12 @@ std::vector<Planned> plan(const proxy::RuntimeFiles& files, const fs::path& root
 
 enum class Found { nothing, ours, theirs };
 
-// What is at path, without following a link there: only a regular file starting with the marker is ours.
+// What is at path, without following a link there or in its directory: only a regular file
+// starting with the marker is ours.
 Found look(const fs::path& path, std::string* content = nullptr) {
     struct stat st {};
+    // A directory on the way that is a link would take a write (as root) wherever it points.
+    if (::lstat(path.parent_path().c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) return Found::theirs;
     if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? Found::nothing : Found::theirs;
     if (!S_ISREG(st.st_mode) || st.st_size > static_cast<off_t>(max_read)) return Found::theirs;
     std::ifstream in(path, std::ios::binary);

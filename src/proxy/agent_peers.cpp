@@ -89,28 +89,40 @@ void AgentPeers::announce(remote::RegistryClient& replicas) {
     agents_.assign(heard.begin(), heard.end());
 }
 
-std::vector<std::string> AgentPeers::sources(const std::string& digest) const {
+std::vector<std::string> ancestors(const std::string& digest, const std::vector<std::string>& agents,
+                                   const std::string& self, std::size_t seeds) {
     std::vector<std::pair<std::uint64_t, std::string>> ranked;
+    ranked.reserve(agents.size());
+    for (auto& agent : agents) ranked.emplace_back(score(digest, agent), agent);
+    std::sort(ranked.begin(), ranked.end(), std::greater<>());
+    auto me = std::find_if(ranked.begin(), ranked.end(), [&](auto& entry) { return entry.second == self; });
+    std::vector<std::string> out;
+    if (me == ranked.end() || seeds == 0) return out;
+    const std::size_t count = ranked.size();
+    const std::size_t fanout = count - std::min(count, seeds) > seeds * max_chain ? 2 : 1;
+    for (auto position = static_cast<std::size_t>(me - ranked.begin()); position >= seeds;) {
+        position = (position - seeds) / fanout;
+        out.push_back(ranked[position].second);
+    }
+    return out;
+}
+
+std::vector<std::string> AgentPeers::sources(const std::string& digest) const {
+    std::vector<std::string> agents;
     std::string self;
     {
         std::lock_guard lock(mutex_);
+        agents = agents_;
         self = self_;
-        ranked.reserve(agents_.size());
-        for (auto& agent : agents_) ranked.emplace_back(score(digest, agent), agent);
     }
-    std::sort(ranked.begin(), ranked.end(), std::greater<>());
-    auto me = std::find_if(ranked.begin(), ranked.end(), [&](auto& entry) { return entry.second == self; });
-    if (me == ranked.end()) return {};
-    const std::size_t k = options_.seeds, count = ranked.size();
-    const std::size_t fanout = (count - std::min(count, k)) > k * max_chain ? 2 : 1;
     std::vector<std::string> out;
     const auto now = Clock::now();
     std::lock_guard lock(mutex_);
-    for (auto position = static_cast<std::size_t>(me - ranked.begin()); position >= k && out.size() < max_sources;) {
-        position = (position - k) / fanout;
-        const auto& parent = ranked[position].second;
-        if (auto it = distrusted_.find(parent); it != distrusted_.end() && it->second > now) continue;
+    std::erase_if(distrusted_, [&](auto& entry) { return entry.second <= now; });
+    for (auto& parent : ancestors(digest, agents, self, options_.seeds)) {
+        if (distrusted_.count(parent)) continue;
         out.push_back(parent);
+        if (out.size() == max_sources) break;
     }
     return out;
 }

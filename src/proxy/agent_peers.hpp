@@ -19,6 +19,11 @@
 
 namespace berth::proxy {
 
+// The agents above `self` in the digest's tree over `agents` (self among them), nearest first,
+// up to a seed; empty when self is one of the `seeds` first ranked (or not listed).
+std::vector<std::string> ancestors(const std::string& digest, const std::vector<std::string>& agents,
+                                   const std::string& self, std::size_t seeds);
+
 class AgentPeers {
 public:
     AgentPeers(const AgentPeering& options, const Upstream& replicas);
