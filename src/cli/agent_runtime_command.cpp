@@ -31,7 +31,7 @@ containerd's config.toml is read, never edited: when its config_path does
 not name the hosts directory, the line "containerd unset ..." says so and
 containerd will not use the agent until it is set (docs/node-agent.md).
 
-  --host-root DIR       the node's / as mounted here (the DaemonSet: /host)
+  --host-root DIR       the node's / as mounted here (default agent.runtime.host_root)
   --cache-owner U:G     apply: create FILE's root and give it to U:G, for an
                         agent that runs as that user on a hostPath cache
   --wait                after the command, wait for SIGTERM (a DaemonSet's
@@ -80,7 +80,7 @@ int agent_runtime(const std::vector<std::string>& args) {
     const auto& verb = arguments.rest.front();
     auto config = config::load_config(arguments.required("--config"));
     if (!config.proxy.runtime) throw UsageError("the configuration has no agent.runtime");
-    const std::filesystem::path host_root = arguments.value("--host-root").value_or("/");
+    const std::filesystem::path host_root = arguments.value("--host-root").value_or(config.proxy.runtime->host_root);
     int status = 0;
     if (verb == "apply") {
         if (auto owner = arguments.value("--cache-owner")) own_cache(config.root, *owner);

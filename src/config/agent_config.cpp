@@ -36,7 +36,8 @@ void read_runtime_files(Section& s, Reading& r) {
     s.string("containerd_config", files.containerd_config);
     s.string("crio_dir", files.crio_dir);
     s.strings("registries_yaml", files.registries_yaml);
-    for (auto* path : {&files.containerd_hosts_dir, &files.containerd_config, &files.crio_dir})
+    s.string("host_root", files.host_root, false);
+    for (auto* path : {&files.containerd_hosts_dir, &files.containerd_config, &files.crio_dir, &files.host_root})
         if (!path->empty() && !std::filesystem::path(*path).is_absolute())
             throw ConfigError("agent.runtime: \"" + *path + "\" must be an absolute path on the node");
     for (auto& path : files.registries_yaml)
@@ -50,7 +51,6 @@ void read_agent_peers(Section& s, Reading& r) {
     bool enabled = true;
     s.boolean("enabled", enabled);
     s.string("listen", peers.listen);
-    s.string("address", peers.address);
     s.string("node", peers.node);
     s.number("seeds", peers.seeds, 64);
     s.string("ca_file", peers.ca_file);
@@ -65,14 +65,8 @@ void read_agent_peers(Section& s, Reading& r) {
         throw ConfigError(std::string("agent.peers.listen: ") + error.what());
     }
     if (peers.port == 0) throw ConfigError("agent.peers.listen needs a port fellow agents can be told");
-    if (!peers.address.empty()) {
-        unsigned char buffer[16];
-        if (::inet_pton(AF_INET, peers.address.c_str(), buffer) != 1 &&
-            ::inet_pton(AF_INET6, peers.address.c_str(), buffer) != 1)
-            throw ConfigError("agent.peers.address must be an IP address");
-    }
-    if (peers.node.size() > 253 || peers.node.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                                "0123456789.-_") != std::string::npos)
+    if (peers.node.size() > 63 || peers.node.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                               "0123456789.-_") != std::string::npos)
         throw ConfigError("agent.peers.node must be a node name");
     if (peers.seeds < 1) throw ConfigError("agent.peers.seeds must be at least 1");
     // The replicas forget an agent not heard from for 30 s.

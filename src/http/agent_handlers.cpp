@@ -29,23 +29,20 @@ std::string agents_json(const AgentRoster& roster, const std::string& you) {
     return answer.dump();
 }
 
-// {"port": N, "node": "name", "address": "IP" (optional: the address this replica sees otherwise)}
+// {"port": N, "node": "name"}: where the agent listens on the address this replica sees it at. It
+// names no address of its own: a certificate holder could otherwise place any number of entries
+// anywhere; so each address holds one agent.
 AgentRoster::Agent agent_told(const std::string& body, const std::string& seen_from) {
     auto told = oci::parse_json(body);
     if (!told.is_object() || !told.contains("port") || !told["port"].is_number_unsigned() ||
         told["port"].get<std::uint64_t>() < 1 || told["port"].get<std::uint64_t>() > 65535)
         throw oci::Error(ErrorCode::bad_request, "an agent tells its port (1-65535)");
+    if (!ip_address(seen_from)) throw oci::Error(ErrorCode::bad_request, "no address to list the agent at");
     AgentRoster::Agent agent;
-    auto host = seen_from;
-    if (told.contains("address")) {
-        if (!told["address"].is_string() || !ip_address(told["address"].get<std::string>()))
-            throw oci::Error(ErrorCode::bad_request, "an agent's address is an IP address");
-        host = told["address"].get<std::string>();
-    }
-    agent.address = net::HostPort{host, std::to_string(told["port"].get<std::uint64_t>())}.str();
+    agent.address = net::HostPort{seen_from, std::to_string(told["port"].get<std::uint64_t>())}.str();
     if (told.contains("node")) {
-        if (!told["node"].is_string() || told["node"].get<std::string>().size() > 253)
-            throw oci::Error(ErrorCode::bad_request, "an agent's node is a name");
+        if (!told["node"].is_string() || told["node"].get<std::string>().size() > 63)
+            throw oci::Error(ErrorCode::bad_request, "an agent's node is a name of at most 63 characters");
         for (char c : told["node"].get<std::string>())
             if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_')
                 throw oci::Error(ErrorCode::bad_request, "an agent's node is a name");

@@ -10,8 +10,9 @@ bool AgentRoster::heard(Agent agent) {
     const auto now = Clock::now();
     std::lock_guard lock(mutex_);
     forget_silent_locked(now);
-    if (agents_.size() >= max_agents && !agents_.count(agent.address)) return false;
-    auto key = agent.address;
+    // By host: the address the replica saw, whatever port the agent told.
+    auto key = agent.address.substr(0, agent.address.rfind(':'));
+    if (agents_.size() >= max_agents && !agents_.count(key)) return false;
     agents_[key] = {std::move(agent), now};
     return true;
 }

@@ -64,6 +64,7 @@ std::optional<Response> registry_caller(Context& context, Request& request) {
     // The node agent's listener for fellow agents: only they get through its TLS handshake (a
     // client certificate agent.peers.ca_file signed), and they read blobs and manifests only.
     if (context.options.agent_peer_listener) {
+        if (!request.certified) throw Error(ErrorCode::denied, "only node agents read here");
         if ((request.method != Method::get && request.method != Method::head) || !request.target.route->has(peer_reads))
             throw Error(ErrorCode::denied, "fellow agents read blobs and manifests only");
         request.from_peer = true;
@@ -127,7 +128,8 @@ std::optional<Response> authenticate(Context& context, Request& request) {
         case Auth::ui: return ui_caller(context, request);
         case Auth::backup: return backup_caller(context, request);
         case Auth::agent:
-            if (!request.certified) throw Error(ErrorCode::denied, "node agents present their client certificate");
+            if (!request.certified)
+                throw Error(ErrorCode::denied, "node agents present their certificate (one naming berth-agent)");
             return std::nullopt;
         case Auth::peer:
             if (!peer_authorized(context, request))

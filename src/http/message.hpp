@@ -56,7 +56,7 @@ struct Request {
     std::string fetch_site;
     std::string forwarded_host;              // X-Forwarded-Host: the host a reverse proxy says the browser used
     bool secure = false;                     // arrived over TLS
-    bool certified = false;                  // with a client certificate that verified (tls.client_ca)
+    bool certified = false;                  // with a node agent's certificate (tls.client_ca, agent_cert_name)
     auth::Principal principal;               // who made it, once authenticated (anonymous: no name)
     std::optional<auth::TokenAccess> token;  // the access list of the token it presented, if any
     bool from_peer = false;                  // a replica reading through for its client, on the cluster's word

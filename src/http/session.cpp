@@ -2,6 +2,7 @@
 
 #include "berth/net/reach.hpp"
 
+#include <openssl/x509v3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -88,8 +89,12 @@ public:
             lowest().expires_after(context_.options.idle_timeout);
             stream_.async_handshake([self = shared_from_this()](beast::error_code ec, std::size_t) {
                 if (ec) return self->close();  // not TLS, or a certificate the client refused
-                // A certificate presented has been verified against the client CA by now.
-                self->certified_ = SSL_get0_peer_certificate(self->stream_.native_handle()) != nullptr;
+                // A certificate presented has been verified against the client CA by now; a node
+                // agent's also carries the agents' name (any other the CA signed is no agent).
+                const auto* cert = SSL_get0_peer_certificate(self->stream_.native_handle());
+                const auto& name = self->context_.options.agent_cert_name;
+                self->certified_ =
+                    cert && X509_check_host(const_cast<X509*>(cert), name.data(), name.size(), 0, nullptr) == 1;
                 self->read_header();
             });
         } else {

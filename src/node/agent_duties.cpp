@@ -61,9 +61,15 @@ std::vector<std::pair<std::string, std::string>> tag_moves(const nlohmann::json&
     std::vector<std::pair<std::string, std::string>> out;
     if (!events.is_array()) return out;
     for (auto& event : events) {
-        if (!event.is_object() || event.value("type", "") != "io.berth.tag" || !event["data"].is_object()) continue;
-        const auto& data = event["data"];
-        const auto repository = data.value("repository", ""), tag = data.value("tag", "");
+        // A replica's JSON, read without trusting a field's type.
+        auto text = [](const nlohmann::json& object, const char* key) {
+            auto it = object.find(key);
+            return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+        };
+        if (!event.is_object() || text(event, "type") != "io.berth.tag") continue;
+        auto data = event.find("data");
+        if (data == event.end() || !data->is_object()) continue;
+        const auto repository = text(*data, "repository"), tag = text(*data, "tag");
         if (!oci::valid_repository_name(repository) || !oci::valid_tag(tag) || !oci::matches_any(globs, repository))
             continue;
         // By tag: the node then knows the tag too, as a pull would have left it.
@@ -92,7 +98,8 @@ void AgentDuties::preheat() {
         if (feed_at_end_)
             for (auto& move : tag_moves(doc["events"], options_.preheat)) moved.push_back(std::move(move));
         feed_cursor_ = doc["cursor"].get<std::string>();
-        if (!doc.value("more", false)) {
+        const auto more = doc.find("more");
+        if (more == doc.end() || !more->is_boolean() || !more->get<bool>()) {
             if (!feed_at_end_) observe::log("info", "preheat: following the replicas' event feed");
             feed_at_end_ = true;
             break;
@@ -103,15 +110,12 @@ void AgentDuties::preheat() {
     for (auto& [repository, tag] : moved) {
         std::unordered_set<std::string> digests;
         try {
-            preheating_ = true;
-            const bool whole = keep(repository, tag, digests, 0);
-            preheating_ = false;
+            const bool whole = keep(repository, tag, digests, 0, true);
             if (whole) {
                 ++preheated_;
                 observe::log("info", "preheated", {{"repository", repository}, {"tag", tag}});
             }
         } catch (const std::exception& error) {
-            preheating_ = false;
             observe::log("warning", "preheat failed",
                          {{"repository", repository}, {"tag", tag}, {"error", error.what()}});
         }
@@ -123,7 +127,7 @@ AgentDuties::AgentDuties(const proxy::Options& options, registry::Registry& regi
 
 void AgentDuties::check_runtime() {
     if (!options_.runtime) return;
-    auto report = check_runtime_files(*options_.runtime);
+    auto report = check_runtime_files(*options_.runtime, options_.runtime->host_root);
     for (auto& file : report.files)
         if (file.state != RuntimeFile::State::unchanged)
             observe::log("warning", "runtime mirror file not as agent-runtime apply writes it",
@@ -142,21 +146,21 @@ void AgentDuties::yield_to_pulls() const {
         std::this_thread::sleep_for(yield_poll);
 }
 
-bool AgentDuties::hold_blob(const std::string& repo, const std::string& digest) {
-    if (preheating_) yield_to_pulls();
+bool AgentDuties::hold_blob(const std::string& repo, const std::string& digest, bool yield) {
+    if (yield) yield_to_pulls();
     auto read = registry_.open_blob(repo, digest);
     return wait_whole(read.blob);
 }
 
 bool AgentDuties::keep(const std::string& repo, const std::string& reference, std::unordered_set<std::string>& digests,
-                       int depth) {
+                       int depth, bool yield) {
     auto manifest = registry_.get_manifest(repo, reference);
     digests.insert(manifest.digest.str());
     auto parsed = oci::parse_manifest(manifest.bytes, manifest.media_type);
     bool whole = true;
     for (auto& blob : parsed.local_blobs()) {
         if (digests.count(blob.digest.str())) continue;
-        if (hold_blob(repo, blob.digest.str())) digests.insert(blob.digest.str());
+        if (hold_blob(repo, blob.digest.str(), yield)) digests.insert(blob.digest.str());
         else whole = false;
     }
     if (parsed.kind != oci::ManifestKind::index || depth >= max_depth) return whole;
@@ -166,19 +170,29 @@ bool AgentDuties::keep(const std::string& repo, const std::string& reference, st
         const auto* platform = index.is_object() && index["manifests"].is_array() && i < index["manifests"].size()
                                    ? &index["manifests"][i]["platform"]
                                    : nullptr;
-        if (platform && platform->is_object() && platform->value("os", "") == "linux" &&
-            platform->value("architecture", "") == architecture_)
-            whole = keep(repo, parsed.manifests[i].digest.str(), digests, depth + 1) && whole;
+        auto text = [&](const char* key) {
+            auto it = platform->find(key);
+            return it != platform->end() && it->is_string() ? it->get<std::string>() : std::string();
+        };
+        // The first entry for the node's platform, as a runtime picks it.
+        if (platform && platform->is_object() && text("os") == "linux" && text("architecture") == architecture_)
+            return keep(repo, parsed.manifests[i].digest.str(), digests, depth + 1, yield) && whole;
     }
     return whole;
 }
 
 void AgentDuties::keep_images() {
+    {
+        std::lock_guard lock(mutex_);
+        const auto now = std::chrono::steady_clock::now();
+        if (kept_known_ && now - kept_at_ < options_.keep_interval) return;
+        kept_at_ = now;
+    }
     std::unordered_set<std::string> digests;
     std::size_t whole = 0;
     for (auto& image : options_.keep_images) {
         try {
-            if (keep(image.repository, image.reference, digests, 0)) ++whole;
+            if (keep(image.repository, image.reference, digests, 0, false)) ++whole;
         } catch (const std::exception& error) {
             // The replicas out of reach (a cold start) or the image unknown: what is cached stays kept.
             observe::log("warning", "kept image not whole in the node's cache",
@@ -190,11 +204,13 @@ void AgentDuties::keep_images() {
     std::lock_guard lock(mutex_);
     // Never shrinks while the replicas are away: an image half-known now was whole before.
     kept_.insert(digests.begin(), digests.end());
+    kept_known_ = true;
     images_whole_ = whole;
 }
 
-std::unordered_set<std::string> AgentDuties::kept() const {
+std::optional<std::unordered_set<std::string>> AgentDuties::kept() const {
     std::lock_guard lock(mutex_);
+    if (!kept_known_) return std::nullopt;
     return kept_;
 }
 

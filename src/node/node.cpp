@@ -168,6 +168,7 @@ http::ServerOptions peer_listener_options(const config::Config& config) {
     options.tls_client_ca_file = peers.ca_file;
     options.tls_client_cert_required = true;
     options.agent_peer_listener = true;
+    options.agent_cert_name = peers.server_name;
     options.ui.enabled = false;
     return options;
 }
@@ -420,15 +421,27 @@ void Node::schedule_other_jobs() {
                              [this] { proxy_->announce_agent(); });
         if (!config_.proxy.preheat.empty())
             scheduler_.every("agent_preheat", config_.proxy.preheat_interval, [this] { agent_->preheat(); });
+        // Every 10 s so that the first round comes soon after start; it works every keep_interval.
         if (!config_.proxy.keep_images.empty())
-            scheduler_.every("agent_keep_images", config_.proxy.keep_interval, [this] { agent_->keep_images(); });
+            scheduler_.every("agent_keep_images",
+                             std::chrono::seconds(std::min<std::int64_t>(10, config_.proxy.keep_interval.count())),
+                             [this] { agent_->keep_images(); });
     }
     if (proxy_ && config_.proxy.cache_max_bytes)
         scheduler_.every("cache_trim", std::chrono::seconds(10), [this] {
-            if (auto evicted = proxy_->trim_cache(agent_ ? agent_->kept() : std::unordered_set<std::string>{}))
+            std::unordered_set<std::string> kept;
+            if (agent_ && !config_.proxy.keep_images.empty()) {
+                auto known = agent_->kept();
+                if (!known) return;  // not before the agent knows what it must keep
+                kept = std::move(*known);
+            }
+            if (auto evicted = proxy_->trim_cache(kept))
                 observe::log("info", "cache trimmed", {{"blobs_evicted", evicted}});
         });
     if (config_.server.tls()) scheduler_.every("tls_reload", std::chrono::seconds(5), [this] { server_.reload_tls(); });
+    // The agents' certificate is renewed in place too (the mounted Secret).
+    if (peer_server_)
+        scheduler_.every("agent_peers_tls_reload", std::chrono::seconds(5), [this] { peer_server_->reload_tls(); });
     // Issuers rotate their keys; an unknown kid also reads them again, at most every 10 s.
     if (authorizer_ && !config_.auth.oidc.empty())
         scheduler_.every("issuer_keys", std::chrono::minutes(5), [this] { authorizer_->refresh_keys(); });

@@ -111,7 +111,8 @@ Found look(const fs::path& path, std::string* content = nullptr) {
 void write_atomically(const fs::path& path, const std::string& content) {
     fs::create_directories(path.parent_path());
     const auto scratch = path.parent_path() / (".berth-agent." + path.filename().string() + ".tmp");
-    const int fd = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    ::unlink(scratch.c_str());  // a leftover, or a link planted there: never written through
+    const int fd = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot write " + scratch.string());
     const bool whole =
         ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) && ::fsync(fd) == 0;

@@ -12,6 +12,8 @@ namespace {
 constexpr std::size_t max_decisions = 10000;
 constexpr std::size_t max_token_answer = 64 << 10;
 constexpr std::size_t max_access_answer = 4 << 10;
+// The start of a verdict's message when no replica could be connected to at all.
+constexpr std::string_view unreachable = "no replica reachable: ";
 
 enum Result { allowed, denied, unavailable };
 constexpr const char* result_names[] = {"allowed", "denied", "unavailable"};
@@ -56,7 +58,8 @@ auth::Verdict AgentGate::check(const std::string& authorization, const std::stri
     // Through an outage of the replicas, what they last said holds a while longer.
     if (verdict.status == 503 && remembered && now - remembered->asked < ttl_.outage)
         return answer(remembered->verdict, true);
-    if (verdict.status == 503 && kept_.count(repository)) return answer({}, false);
+    if (verdict.status == 503 && verdict.message.starts_with(unreachable) && kept_.count(repository))
+        return answer({}, false);
     if (verdict.status != 503) {
         std::lock_guard lock(mutex_);
         const auto oldest = std::max(ttl_.fresh, ttl_.outage);
@@ -82,6 +85,11 @@ auth::Verdict AgentGate::ask(const std::string& authorization, const std::string
                                                 : answer.status == 204 && answer.header(auth::access_header) == "pull";
         if (allowed) return {};
         return {503, {}, "the registry answered " + std::to_string(answer.status) + " when asked who may read"};
+    } catch (const net::Error& error) {
+        // Only no connection at all is an outage (the kept images' exemption); anything a replica
+        // answered, or a caller could provoke (a header too long, a throttle), is not.
+        const auto why = std::string("the registry could not be asked who may read: ") + error.what();
+        return {503, {}, error.kind() == net::Error::Kind::connect ? std::string(unreachable) + why : why};
     } catch (const std::exception& error) {
         return {503, {}, std::string("the registry could not be asked who may read: ") + error.what()};
     }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -21,6 +22,9 @@ constexpr std::size_t max_sources = 3;
 // bandwidth (each agent serving two).
 constexpr std::size_t max_chain = 16;
 constexpr auto distrust_for = std::chrono::hours(1);
+// A replica that does not answer an announce within this is skipped for the round: the others
+// must hear the agent before they forget it (AgentRoster::window).
+constexpr auto announce_wait = std::chrono::seconds(5);
 
 net::ClientOptions peer_client_options() {
     net::ClientOptions options;
@@ -33,12 +37,20 @@ net::ClientOptions peer_client_options() {
     return options;
 }
 
-bool numeric_address(const std::string& text) {
+// An address a fellow agent can be at: numeric, and none that would take this agent to itself or
+// nowhere (loopback, unspecified, link-local, multicast).
+bool agent_address(const std::string& text) {
     try {
         auto address = net::parse_host_port(text);
-        unsigned char buffer[16];
-        return ::inet_pton(AF_INET, address.host.c_str(), buffer) == 1 ||
-               ::inet_pton(AF_INET6, address.host.c_str(), buffer) == 1;
+        unsigned char v4[4], v6[16];
+        if (::inet_pton(AF_INET, address.host.c_str(), v4) == 1)
+            return v4[0] != 127 && v4[0] != 0 && !(v4[0] == 169 && v4[1] == 254) && v4[0] < 224;
+        if (::inet_pton(AF_INET6, address.host.c_str(), v6) != 1) return false;
+        static const unsigned char zero[16] = {};
+        const bool unspecified_or_loopback = std::memcmp(v6, zero, 15) == 0 && v6[15] <= 1;
+        const bool link_local = v6[0] == 0xfe && (v6[1] & 0xc0) == 0x80;
+        const bool mapped = std::memcmp(v6, zero, 10) == 0 && v6[10] == 0xff && v6[11] == 0xff;
+        return !unspecified_or_loopback && !link_local && v6[0] != 0xff && !mapped;
     } catch (const std::invalid_argument&) {
         return false;
     }
@@ -66,20 +78,19 @@ AgentPeers::AgentPeers(const AgentPeering& options, const Upstream& replicas)
 
 void AgentPeers::announce(remote::RegistryClient& replicas) {
     nlohmann::json told = {{"port", options_.port}, {"node", options_.node}};
-    if (!options_.address.empty()) told["address"] = options_.address;
     const auto text = told.dump();
     const remote::Body body{text.size(), [&](net::Exchange& exchange) { exchange.write(text); }};
     std::set<std::string> heard;
     std::string self;
-    for (auto& answer : replicas.request_each("POST", "/_berth/v1/agents", max_answer, &body)) {
+    for (auto& answer : replicas.request_each("POST", "/_berth/v1/agents", max_answer, announce_wait, &body)) {
         if (answer.status != 200) continue;
         auto doc = oci::parse_json(answer.body);
         if (!doc.is_object() || !doc["agents"].is_array()) continue;
-        if (auto& you = doc["you"]; you.is_string() && numeric_address(you.get<std::string>()))
+        if (auto& you = doc["you"]; you.is_string() && agent_address(you.get<std::string>()))
             self = you.get<std::string>();
         for (auto& agent : doc["agents"])
             if (agent.is_object() && agent["address"].is_string() && heard.size() < max_agents &&
-                numeric_address(agent["address"].get<std::string>()))
+                agent_address(agent["address"].get<std::string>()))
                 heard.insert(agent["address"].get<std::string>());
     }
     if (self.empty()) return;  // no replica answered: keep what was known

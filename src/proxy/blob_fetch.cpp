@@ -63,7 +63,15 @@ std::optional<storage::OpenBlob> Proxy::fetch_blob(const std::string& repo, cons
         // With fellow agents among the sources, the runtime gets a blob only once it is stored
         // whole and verified: a lying agent can slow a pull, never poison it. (Fellow agents,
         // who verify for themselves, follow the bytes as they arrive.)
-        flight->started.wait(lock, [&] { return flight->finished; });
+        // Bounded by progress: a fetch that moves no byte for fetch_timeout is given up on here
+        // (it ends on its own deadlines), so a stalled source never holds this thread for good.
+        const auto patience = upstream->options.fetch_timeout;
+        for (std::uint64_t seen = 0; !flight->finished;) {
+            if (flight->started.wait_for(lock, patience, [&] { return flight->finished; })) break;
+            const auto now = flight->filling ? flight->filling->readable() : 0;
+            if (now == seen) throw oci::Error(oci::ErrorCode::unavailable, "the blob's fetch stopped moving");
+            seen = now;
+        }
         if (flight->refused) std::rethrow_exception(flight->refused);
         lock.unlock();
         return impl_->meta.has_link(repo, digest.str()) ? impl_->blobs.open(digest) : std::nullopt;

@@ -44,12 +44,17 @@ struct Assembly {
     std::uint64_t offset() const { return writer ? writer->size() : 0; }
     bool whole() const { return writer && writer->size() == size; }
 
-    // Reads the answer into the blob; counts its bytes into `counted`.
-    void take(remote::Opened& opened, std::atomic<std::uint64_t>& counted) {
+    // Reads the answer into the blob; counts its bytes into `counted`. A trickle is a failed
+    // source: after fetch_timeout the answer must keep up min_bytes_per_second on average.
+    void take(remote::Opened& opened, std::atomic<std::uint64_t>& counted, const Upstream& pace, bool agent) {
         auto [start, total] = extent(*opened.head, offset());
         if (!writer) {
+            // What a fellow agent claims is checked before anything is set aside for it: a
+            // size the store refuses is that source's failure, not the blob's.
+            // An empty blob would have nothing to hold back from the agents following it.
+            if (total == 0 && agent) throw SourceFailed("announced an empty blob");
             if (impl.limits.max_blob_bytes && total > impl.limits.max_blob_bytes)
-                throw std::runtime_error("blob larger than limits.max_blob_bytes");
+                throw SourceFailed("announced a blob larger than limits.max_blob_bytes");
             impl.admit(flight, digest, total);
             size = total;
             writer.emplace(
@@ -70,10 +75,17 @@ struct Assembly {
             if (n == 0) throw SourceFailed("ended early");
             skip -= n;
         }
+        const auto started = std::chrono::steady_clock::now();
+        const auto from = offset();
         while (auto n = opened.exchange->read_body(piece)) {
             if (writer->size() + n > size) throw SourceFailed("sent more than the blob");
             writer->write(piece.data(), n);
             counted += n;
+            const auto late = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                                               started - pace.fetch_timeout);
+            if (late.count() > 0 &&
+                offset() - from < pace.min_bytes_per_second * static_cast<std::uint64_t>(late.count()))
+                throw SourceFailed("slower than min_bytes_per_second");
         }
         if (!whole()) throw SourceFailed("ended early");
     }
@@ -91,7 +103,7 @@ void Proxy::Impl::fill_shared(UpstreamState& upstream, const std::string& name, 
             const auto before = blob.offset();
             try {
                 auto opened = peers->open(source, name, digest, before);
-                blob.take(opened, peers->bytes_from_agents);
+                blob.take(opened, peers->bytes_from_agents, upstream.options, true);
                 senders.push_back(source);
                 break;
             } catch (const SourceFailed& error) {
@@ -105,15 +117,24 @@ void Proxy::Impl::fill_shared(UpstreamState& upstream, const std::string& name, 
             }
             if (blob.offset() > before) senders.push_back(source);
         }
+        bool restart = false;
         if (!blob.whole()) {
             const auto path = oci::path::blob(name, digest.str());
             net::Headers range;
             if (blob.offset()) range.emplace_back("Range", "bytes=" + std::to_string(blob.offset()) + "-");
             auto opened = upstream.remote.open("GET", path, remote::scope_of(name), range, upstream.remote.deadline());
             upstream.answered(opened.head->status);
-            blob.take(opened, upstream.counters.fetched_bytes);
+            try {
+                blob.take(opened, upstream.counters.fetched_bytes, upstream.options, false);
+            } catch (const SourceFailed& error) {
+                // The replicas disagree with what fellow agents announced (its size): theirs is the
+                // blob. Without agents in it, the replicas' own answer was wrong.
+                if (senders.empty() || attempt > 0) throw std::runtime_error(error.what());
+                restart = true;
+            }
         }
         try {
+            if (restart) throw storage::DigestMismatch("fellow agents announced another blob than the replicas");
             blob.writer->commit(digest);
             return;
         } catch (const storage::DigestMismatch&) {

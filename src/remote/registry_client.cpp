@@ -297,17 +297,21 @@ net::Response RegistryClient::request(const std::string& method, const std::stri
 }
 
 std::vector<net::Response> RegistryClient::request_each(const std::string& method, const std::string& path,
-                                                        std::size_t limit, const Body* body) {
+                                                        std::size_t limit, std::chrono::seconds wait,
+                                                        const Body* body) {
     std::vector<net::Response> out;
     for (auto& address : candidates()) {
-        const auto until = deadline();
+        const auto until = Clock::now() + wait;
         try {
             auto opened = open_at(*address, method, path, "", {}, until, body);
             net::Response response;
             static_cast<net::ResponseHead&>(response) = *opened.head;
             response.body = read_all(*opened.exchange, *opened.head, limit, until);
             out.push_back(std::move(response));
-        } catch (const net::Error&) {
+        } catch (const net::Error& error) {
+            // As open(): only an address that does not connect or answer is skipped a while.
+            using Kind = net::Error::Kind;
+            if (error.kind() != Kind::connect && error.kind() != Kind::tls && error.kind() != Kind::timeout) continue;
             std::lock_guard lock(mutex_);
             address->down_until = Clock::now() + down_for;
         }

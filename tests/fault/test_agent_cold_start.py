@@ -14,11 +14,14 @@ pull.
    agent started again with no replica and no name for it:
    - the kept image pulls at once, anonymously, from the node's cache (no replica to ask);
    - another cached image is refused (503) rather than served without the replicas' word;
+   - a server that answers at the replica's address, even 503, is no outage: the kept image is
+     then refused too (only no connection at all lets anyone read it);
    - the replica comes back (its name still unknown on the node): the agent reaches it by the
      remembered address and serves the cached image (berth_agent_remembered_replicas_total > 0).
 """
 
 import http.client
+import http.server
 import json
 import os
 import shutil
@@ -26,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -34,6 +38,31 @@ import berthtest as bt  # noqa: E402
 import netlab  # noqa: E402
 
 AGENT_PORT = 5050
+
+
+class Refuser:
+    """An HTTP server on the replica's port (every address) answering 503 to everything."""
+
+    def __init__(self, port):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(503)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_HEAD = do_GET
+
+            def log_message(self, *args):
+                pass
+        self.server = http.server.ThreadingHTTPServer(("0.0.0.0", port), Handler)
+
+    def __enter__(self):
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def get(address, path, timeout=10):
@@ -152,6 +181,12 @@ class ColdStart(unittest.TestCase):
         self.assertLess(time.monotonic() - started, 3, "the kept image took too long without replicas")
         self.assertEqual(pull(node.address, "library/app", "1"), 503,
                          "a cached image served with no replica to say who may read it")
+
+        # A replica that answers, even with no decision (503 here; a caller could provoke a 431 or a
+        # 429), is no outage: the kept image is no longer anyone's.
+        with Refuser(r.port):
+            bt.poll(lambda: pull(node.address, "library/pause", "3.9") == 503, 20, 0.2,
+                    "the kept image refused while a replica answers without a decision")
 
         r._spawn()  # the same port: what the node remembered
         r.wait_ready()

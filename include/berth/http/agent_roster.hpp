@@ -23,7 +23,8 @@ public:
     static constexpr std::chrono::seconds window{30};
     static constexpr std::size_t max_agents = 20000;
 
-    // Records an agent (or hears it again); false when the roster is full of others.
+    // Records an agent (or hears it again): one per host address, the last port told; false when
+    // the roster is full of others.
     bool heard(Agent agent);
     // Every agent heard within the window, by address.
     std::vector<Agent> agents() const;

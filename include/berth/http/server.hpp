@@ -55,6 +55,9 @@ struct ServerOptions {
     // The node agent's second listener, for fellow agents (agent.peers): mTLS, blob and manifest
     // reads only, each a fellow agent's read (registry::Asker::replica).
     bool agent_peer_listener = false;
+    // The name a client certificate must carry to be a node agent's (POST /_berth/v1/agents, the
+    // agents' listener): any other certificate the client CA signed is no agent.
+    std::string agent_cert_name = "berth-agent";
     // backup.secret_file: POST and GET /_berth/v1/backup need it as a Bearer token ("": refused).
     std::string backup_secret;
 };

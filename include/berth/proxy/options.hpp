@@ -49,6 +49,9 @@ struct RuntimeFiles {
     std::string crio_dir = "/etc/containers/registries.conf.d";
     std::vector<std::string> registries_yaml = {"/etc/rancher/k3s/registries.yaml",
                                                 "/etc/rancher/rke2/registries.yaml"};
+    // Where the node's / is seen from here: "/host" in the DaemonSet, which mounts the node's /etc
+    // there (read only in the agent, which only checks; writable in the init container).
+    std::string host_root = "/";
 };
 
 // agent.peers: node agents sharing blobs in a burst (docs/node-agent.md, "Bursts"). A blob's

@@ -74,9 +74,9 @@ public:
     net::Response request(const std::string& method, const std::string& path, const std::string& scope,
                           std::size_t limit, const net::Headers& headers = {}, const Body* body = nullptr);
     // The same request to every address the URLs resolve to, not one of them (the node agent
-    // telling each replica where it is); the answers of those that answered.
+    // telling each replica where it is), each answered within `wait`; the answers that came.
     std::vector<net::Response> request_each(const std::string& method, const std::string& path, std::size_t limit,
-                                            const Body* body = nullptr);
+                                            std::chrono::seconds wait, const Body* body = nullptr);
     // A Location a registry answered (an absolute URL or a path) as an API path, without the URL's
     // path prefix, for open() and request().
     std::string path_of(const std::string& location) const;
