@@ -9,7 +9,6 @@ import http.client
 import json
 import os
 import shutil
-import signal
 import subprocess
 import time
 
@@ -144,20 +143,6 @@ class Replica(Berth):
         if r.status != 200:
             raise AssertionError(f"{self.replica_id} /_berth/v1/status: {r}")
         return r.json()
-
-    def freeze(self):
-        self.proc.send_signal(signal.SIGSTOP)
-        self.frozen = True
-
-    def thaw(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-        self.frozen = False
-
-    def kill(self):
-        if self.frozen:
-            self.thaw()
-        super().kill()
 
     def wipe(self):
         assert not self.alive()

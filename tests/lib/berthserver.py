@@ -94,6 +94,7 @@ class Berth:
         # An ssl.SSLContext: requests (and the readiness probe) go over HTTPS.
         self.ssl_context = None
         self.proc = None
+        self.frozen = False
         self.port = None
         self.stderr_path = None
         self._stderr = None
@@ -180,7 +181,19 @@ class Berth:
             self.kill()
             raise AssertionError(f"berth did not exit within {timeout}s of signal {sig}")
 
+    def freeze(self):
+        """SIGSTOP: the process holds its sockets and answers nothing (a hung server)."""
+        self.proc.send_signal(signal.SIGSTOP)
+        self.frozen = True
+
+    def thaw(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+        self.frozen = False
+
     def kill(self):
+        if self.frozen:
+            self.thaw()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)

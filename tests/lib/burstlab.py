@@ -34,7 +34,6 @@ import http.client
 import json
 import os
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -242,20 +241,6 @@ class Agent(bt.Berth):
 
     def agent_bytes(self):
         return self.metric('berth_agent_blob_bytes_total{source="agents"}')
-
-    def freeze(self):
-        self.proc.send_signal(signal.SIGSTOP)
-        self.frozen = True
-
-    def thaw(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-        self.frozen = False
-
-    def kill(self):
-        if self.frozen:
-            self.thaw()
-        super().kill()
 
 
 class Pulls:
