@@ -13,6 +13,50 @@ def median(values):
     return statistics.median(values) if values else None
 
 
+def floor_cpu(limits, key):
+    """CPU-s per GiB of a measured rate (MiB/s on one core), median over rounds, or None."""
+    rate = median([l.get(key, -1) for l in limits])
+    return 1024 / rate if rate else None
+
+
+def render_floors(cases, summaries, limits):
+    """berth against the machine rather than against Distribution: each push's server CPU per GiB
+    over the hash's, each TLS case's over the cipher's, small pushes' CPU per push over hashing
+    their blob, and pushes per second over what durable creates allow (a push commits two blobs)."""
+    sha, aes = floor_cpu(limits, "sha256_mib_s"), floor_cpu(limits, "aes128gcm_mib_s")
+    creates = median([l.get("creates_per_s", -1) for l in limits])
+    rows = []
+    for case in cases:
+        s = summaries.get(case["name"], {}).get("berth")
+        if not s or s["cpu_per_gib"] is None:
+            continue
+        tls = bool(case.get("tls"))
+        if case["workload"].startswith("push"):
+            floor, what = (sha + aes if tls and sha and aes else sha), "SHA-256" + (" + AES-128-GCM" if tls else "")
+        elif case["workload"] == "pull" and tls:
+            floor, what = aes, "AES-128-GCM"
+        else:
+            continue
+        if not floor:
+            continue
+        extra = ""
+        if case["workload"].startswith("push") and case["size"] <= 1 << 20 and s["cpu_us_per_op"]:
+            hash_ms = floor * case["size"] / (1 << 30) * 1000
+            extra = f"{fmt(s['cpu_us_per_op'] / 1000, 2)} CPU-ms per push (hashing its blob: {fmt(hash_ms, 2)} ms)"
+            if creates and s["ops_per_s"]:
+                extra += f"; {fmt(s['ops_per_s'])} pushes/s: {fmt(2 * s['ops_per_s'] / creates, 2)}× the durable creates of one thread (2 per push)"
+        rows.append(f"| {case['name']} | {fmt(s['cpu_per_gib'], 3)} | {what} {fmt(floor, 3)} "
+                    f"| {fmt(s['cpu_per_gib'] / floor, 2)}× | {extra} |")
+    if not rows:
+        return []
+    return ["", "### berth against the machine's floor", "",
+            "Server CPU-s per GiB over the least the bytes must cost on this CPU, measured in the same run "
+            "(Machine limits): hashing for pushes, the cipher for TLS reads (plus hashing for TLS pushes). "
+            "1.00× would be the floor itself.", "",
+            "| case | berth CPU-s/GiB | floor CPU-s/GiB | berth ÷ floor | small pushes |",
+            "|---|---|---|---|---|"] + rows
+
+
 def summarize(case, runs, max_other):
     """Medians over rounds for one server's runs of one case; runs during which other processes
     used more than max_other cores are listed as disturbed."""
@@ -117,14 +161,22 @@ def render(args, cases, results, idle, servers, started, elapsed):
         out.append("")
         out.append("### Machine limits (measured at the start of each round, median)")
         out.append("")
-        out.append("OpenSSL SHA-256 on one core (`openssl speed -evp sha256 -bytes 262144`); disk: 512 MiB written "
-                   "in 1 MiB pieces and fdatasync'd in the servers' filesystem; in series = one after the other on "
-                   "one thread, 1 / (1/hash + 1/disk).")
+        out.append("OpenSSL SHA-256 on one core (`openssl speed -evp sha256 -bytes 262144`) and AES-128-GCM "
+                   "(`-bytes 16384`, a TLS record), as CPU-s per GiB: what hashing a pushed GiB, or encrypting a GiB "
+                   "sent over TLS, costs at least. Disk: 512 MiB written in 1 MiB pieces and fdatasync'd in the "
+                   "servers' filesystem; durable creates: 1 MiB files written, fsync'd, renamed into one of 16 "
+                   "directories and that directory fsync'd, as a blob is committed. In series = hashing then "
+                   "writing on one thread, 1 / (1/hash + 1/disk).")
         out.append("")
-        out.append("| SHA-256 MiB/s | disk write MiB/s | hashing + disk in series MiB/s |")
-        out.append("|---|---|---|")
-        out.append("| " + " | ".join(fmt(median([l.get(k, -1) for l in limits]))
-                                    for k in ("sha256_mib_s", "disk_mib_s", "series_mib_s")) + " |")
+        out.append("| SHA-256 MiB/s | SHA-256 CPU-s/GiB | AES-128-GCM MiB/s | AES-128-GCM CPU-s/GiB | disk write MiB/s "
+                   "| durable 1 MiB creates/s | hashing + disk in series MiB/s |")
+        out.append("|---|---|---|---|---|---|---|")
+        sha, aes = floor_cpu(limits, "sha256_mib_s"), floor_cpu(limits, "aes128gcm_mib_s")
+        out.append(f"| {fmt(median([l.get('sha256_mib_s', -1) for l in limits]))} | {fmt(sha, 3)} "
+                   f"| {fmt(median([l.get('aes128gcm_mib_s', -1) for l in limits]))} | {fmt(aes, 3)} "
+                   f"| {fmt(median([l.get('disk_mib_s', -1) for l in limits]))} "
+                   f"| {fmt(median([l.get('creates_per_s', -1) for l in limits]))} "
+                   f"| {fmt(median([l.get('series_mib_s', -1) for l in limits]))} |")
         congestion = sorted({l["tcp_congestion"] for l in limits if "tcp_congestion" in l})
         if congestion:
             same_host = berth_config(args).get("tcp", {}).get("same_host_congestion_control", "reno")
@@ -164,6 +216,8 @@ def render(args, cases, results, idle, servers, started, elapsed):
                           else f"{fmt(x['cpu_per_gib'], 2)}") + f" | {x['errors']} |")
     if tls:
         out.extend(render_tls(cases, summaries, servers, getattr(args, "limits", [])))
+    if "berth" in servers:
+        out.extend(render_floors(cases, summaries, getattr(args, "limits", [])))
     out.append("")
     out.append("### Per workload")
     for case in cases:

@@ -148,12 +148,15 @@ struct Server::Impl {
             tls_cert_time = cert_time;
             tls_key_time = key_time;
             if (!first) observe::log("info", "reloaded TLS certificate", {{"cert", options.tls_cert_file}});
-            if (first)
+            if (first) {
+                const bool kernel = options.tls_kernel && kernel_tls_available();
+                context.request_metrics.tls_encryption = kernel ? "kernel" : "openssl";
                 observe::log(
                     "info", "TLS",
-                    {{"kernel_tls", options.tls_kernel && kernel_tls_available() ? "on: blobs go out with sendfile"
-                                    : options.tls_kernel                         ? "off: the kernel has no tls module"
-                                                                                 : "off: tls.kernel_tls is not set"}});
+                    {{"kernel_tls", kernel               ? "on: blobs go out with sendfile"
+                                    : options.tls_kernel ? "off: the kernel has no tls module; OpenSSL encrypts"
+                                                         : "off: tls.kernel_tls is false; OpenSSL encrypts"}});
+            }
         } catch (const std::exception& error) {
             if (first) throw;
             // A half-written pair (cert renewed, key not yet): keep serving with the old one.

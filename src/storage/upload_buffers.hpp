@@ -1,6 +1,8 @@
 #pragma once
-// Receive buffers for upload pipelines: 256 KiB, page-aligned for O_DIRECT,
-// mapped from the kernel directly. Returned buffers wait for the next upload
+// Receive buffers for upload pipelines: 1 MiB, page-aligned for O_DIRECT,
+// mapped from the kernel directly. 1 MiB rather than 256 KiB: a quarter of the
+// reads, writes and thread hand-offs per GiB (1.30-1.50 -> 1.12-1.20 server
+// CPU-s per GiB for 8 pushes of 100 MiB; bench/RESULTS.md, "CPU floor"). Returned buffers wait for the next upload
 // up to a limit; the rest are unmapped at once. (From malloc, a buffer taken
 // on one thread and freed on another stayed in the allocator's per-thread
 // arenas, and a burst of pushes left tens of MiB behind for good.)
@@ -13,7 +15,7 @@ namespace berth::storage {
 
 class UploadBuffers {
 public:
-    static constexpr std::size_t buffer_bytes = 256 * 1024;
+    static constexpr std::size_t buffer_bytes = 1024 * 1024;
 
     explicit UploadBuffers(std::size_t keep_bytes) : keep_(keep_bytes / buffer_bytes) {}
     ~UploadBuffers();

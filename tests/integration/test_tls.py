@@ -107,7 +107,7 @@ class _TlsServer(bt.ServerTest):
         with open(cls.cert1[1], "rb") as f, open(os.path.join(d, "srv.key"), "wb") as out:
             out.write(f.read())
         b.ssl_context = client_context(cls.ca)
-        return {"tls": {"cert": "srv.crt", "key": "srv.key", "kernel_tls": True}}
+        return {"tls": {"cert": "srv.crt", "key": "srv.key"}}  # kernel_tls: true by default
 
 
 class TlsTest(_TlsServer):
@@ -288,6 +288,16 @@ class TlsTest(_TlsServer):
                 closed, data = bt.wait_closed(tcp, 10)
         self.assertTrue(closed, "the server kept the connection after close_notify")
         self.assertEqual(b.get("/v2/").status, 200)
+
+    def test_metrics_and_log_say_who_encrypts(self):
+        # kernel_tls is on by default: where the kernel has the tls module it encrypts; elsewhere
+        # OpenSSL does, and the log says why.
+        by = "kernel" if kernel_tls_available() else "openssl"
+        m = self.b.metrics()
+        self.assertEqual(m.get(f'berth_tls_encryption{{by="{by}"}}'), 1.0)
+        self.assertNotIn('berth_tls_encryption{by="%s"}' % ("openssl" if by == "kernel" else "kernel"), m)
+        self.assertIn("on: blobs go out with sendfile" if by == "kernel" else "the kernel has no tls module",
+                      self.b.stderr())
 
     def test_kernel_tls_sends_blobs_with_sendfile(self):
         if not kernel_tls_available():

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "berth/storage/blob_hash.hpp"
 #include "berth/storage/blob_store.hpp"
@@ -143,6 +145,35 @@ TEST_CASE("meta store batches commit atomically with ordered log events") {
     CHECK(reopened.has_repository("r"));
     CHECK(reopened.has_repository("r2"));
     CHECK_FALSE(reopened.has_repository("q"));
+}
+
+TEST_CASE("concurrent syncs share fsyncs and none returns before its write is covered") {
+    TempDir dir;
+    MetaStore meta(dir.path());
+    auto commit_tag = [&](const std::string& repo, int n) {
+        MetaStore::Batch batch;
+        batch.record_tag(repo, "t" + std::to_string(n), "sha256:x", {static_cast<std::uint64_t>(n + 1), "a"});
+        meta.commit(batch, MetaStore::Durability::deferred);
+    };
+    commit_tag("r", 0);
+    meta.sync();
+    const auto after_one = meta.wal_syncs();
+    CHECK(after_one == 1);
+    meta.sync();  // nothing written since: no fsync
+    CHECK(meta.wal_syncs() == after_one);
+    constexpr int threads = 8, rounds = 40;
+    std::vector<std::thread> pushers;
+    for (int t = 0; t < threads; ++t)
+        pushers.emplace_back([&, t] {
+            for (int i = 0; i < rounds; ++i) {
+                commit_tag("p" + std::to_string(t), i);
+                meta.sync();
+            }
+        });
+    for (auto& thread : pushers) thread.join();
+    CHECK(meta.wal_syncs() - after_one <= threads * rounds);
+    CHECK(meta.wal_syncs() > after_one);
+    for (int t = 0; t < threads; ++t) CHECK(meta.tags("p" + std::to_string(t), "", 100).size() == rounds);
 }
 
 TEST_CASE("a manifest's referrer entry comes and goes with the manifest") {

@@ -138,7 +138,11 @@ public:
     // Durability::none is for state a crash may lose (upload sessions' records).
     enum class Durability { now, deferred, none };
     std::uint64_t commit(Batch& batch, Durability durability = Durability::now);
+    // Makes every write made before the call durable. Callers that come while an fsync is in
+    // flight wait for the next one, which covers them all (group commit); a call with nothing
+    // new since the last fsync returns at once.
     void sync();
+    std::uint64_t wal_syncs() const;  // fsyncs sync() has made
     // Held around read-compare-commit of stamped records, so that a write
     // carrying an older stamp can never overwrite a newer one.
     std::unique_lock<std::mutex> lock_writes();
