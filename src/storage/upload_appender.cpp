@@ -75,11 +75,14 @@ struct UploadAppender::Pipeline {
     static constexpr std::size_t buffer_bytes = UploadBuffers::buffer_bytes;
     // Three let receiving, writing and hashing overlap. A lone upload may go
     // deeper: the writer then takes several buffers per write and the I/O
-    // thread seldom waits for a free one. Many uploads keep the disk busy
-    // together, so once they hold 16 MiB in all, none grows past three.
+    // thread seldom waits for a free one. Many uploads keep the disk and the
+    // cores busy together, so once they hold 16 MiB in all none grows past
+    // three, and once they hold 32 MiB none takes more than its first: 32
+    // concurrent pushes stay within 64 MiB of buffers.
     static constexpr std::size_t buffer_count = 3;
     static constexpr std::size_t deep_buffer_count = 8;
-    static constexpr std::size_t deep_while_all_below = 16 << 20;  // bytes, over all uploads
+    static constexpr std::size_t deep_while_all_below = 16 << 20;     // bytes, over all uploads
+    static constexpr std::size_t overlap_while_all_below = 32 << 20;  // bytes, over all uploads
     static constexpr std::uint64_t inline_limit = 1 << 20;
 
     // A full buffer on its way to the file and through the hash.
@@ -114,9 +117,10 @@ struct UploadAppender::Pipeline {
 
     // Counts a new buffer against this pipeline and `all_bytes`, if it may have one.
     bool may_allocate(std::atomic<std::size_t>& all_bytes) {
+        const auto all = all_bytes.load(std::memory_order_relaxed);
         if (allocated >= deep_buffer_count) return false;
-        if (allocated >= buffer_count && all_bytes.load(std::memory_order_relaxed) >= deep_while_all_below)
-            return false;
+        if (allocated >= buffer_count && all >= deep_while_all_below) return false;
+        if (allocated >= 1 && all >= overlap_while_all_below) return false;
         ++allocated;
         all_bytes += buffer_bytes;
         return true;
