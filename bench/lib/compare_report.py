@@ -24,6 +24,7 @@ def render_floors(cases, summaries, limits):
     over the hash's, each TLS case's over the cipher's, small pushes' CPU per push over hashing
     their blob, and pushes per second over what durable creates allow (a push commits two blobs)."""
     sha, aes = floor_cpu(limits, "sha256_mib_s"), floor_cpu(limits, "aes128gcm_mib_s")
+    receive = median([l.get("receive_cpu_s_per_gib", -1) for l in limits])
     creates = median([l.get("creates_per_s", -1) for l in limits])
     rows = []
     for case in cases:
@@ -45,16 +46,20 @@ def render_floors(cases, summaries, limits):
             extra = f"{fmt(s['cpu_us_per_op'] / 1000, 2)} CPU-ms per push (hashing its blob: {fmt(hash_ms, 2)} ms)"
             if creates and s["ops_per_s"]:
                 extra += f"; {fmt(s['ops_per_s'])} pushes/s: {fmt(2 * s['ops_per_s'] / creates, 2)}× the durable creates of one thread (2 per push)"
+        with_receive = "–"
+        if case["workload"].startswith("push") and receive:
+            with_receive = f"{fmt(s['cpu_per_gib'] / (floor + receive), 2)}× (floor + receive {fmt(floor + receive, 3)})"
         rows.append(f"| {case['name']} | {fmt(s['cpu_per_gib'], 3)} | {what} {fmt(floor, 3)} "
-                    f"| {fmt(s['cpu_per_gib'] / floor, 2)}× | {extra} |")
+                    f"| {fmt(s['cpu_per_gib'] / floor, 2)}× | {with_receive} | {extra} |")
     if not rows:
         return []
     return ["", "### berth against the machine's floor", "",
             "Server CPU-s per GiB over the least the bytes must cost on this CPU, measured in the same run "
             "(Machine limits): hashing for pushes, the cipher for TLS reads (plus hashing for TLS pushes). "
             "1.00× would be the floor itself.", "",
-            "| case | berth CPU-s/GiB | floor CPU-s/GiB | berth ÷ floor | small pushes |",
-            "|---|---|---|---|---|"] + rows
+            "| case | berth CPU-s/GiB | floor CPU-s/GiB | berth ÷ floor | pushes: ÷ (floor + loopback receive) "
+            "| small pushes |",
+            "|---|---|---|---|---|---|"] + rows
 
 
 def summarize(case, runs, max_other):
@@ -164,16 +169,19 @@ def render(args, cases, results, idle, servers, started, elapsed):
         out.append("OpenSSL SHA-256 on one core (`openssl speed -evp sha256 -bytes 262144`) and AES-128-GCM "
                    "(`-bytes 16384`, a TLS record), as CPU-s per GiB: what hashing a pushed GiB, or encrypting a GiB "
                    "sent over TLS, costs at least. Disk: 512 MiB written in 1 MiB pieces and fdatasync'd in the "
-                   "servers' filesystem; durable creates: 1 MiB files written, fsync'd, renamed into one of 16 "
+                   "servers' filesystem; loopback receive: a process reading 1 GiB from a loopback TCP connection "
+                   "in 1 MiB reads (another sends it), its CPU per GiB; durable creates: 1 MiB files written, fsync'd, renamed into one of 16 "
                    "directories and that directory fsync'd, as a blob is committed. In series = hashing then "
                    "writing on one thread, 1 / (1/hash + 1/disk).")
         out.append("")
-        out.append("| SHA-256 MiB/s | SHA-256 CPU-s/GiB | AES-128-GCM MiB/s | AES-128-GCM CPU-s/GiB | disk write MiB/s "
-                   "| durable 1 MiB creates/s | hashing + disk in series MiB/s |")
-        out.append("|---|---|---|---|---|---|---|")
+        out.append("| SHA-256 MiB/s | SHA-256 CPU-s/GiB | AES-128-GCM MiB/s | AES-128-GCM CPU-s/GiB "
+                   "| loopback receive CPU-s/GiB | disk write MiB/s | durable 1 MiB creates/s "
+                   "| hashing + disk in series MiB/s |")
+        out.append("|---|---|---|---|---|---|---|---|")
         sha, aes = floor_cpu(limits, "sha256_mib_s"), floor_cpu(limits, "aes128gcm_mib_s")
         out.append(f"| {fmt(median([l.get('sha256_mib_s', -1) for l in limits]))} | {fmt(sha, 3)} "
                    f"| {fmt(median([l.get('aes128gcm_mib_s', -1) for l in limits]))} | {fmt(aes, 3)} "
+                   f"| {fmt(median([l.get('receive_cpu_s_per_gib', -1) for l in limits]), 3)} "
                    f"| {fmt(median([l.get('disk_mib_s', -1) for l in limits]))} "
                    f"| {fmt(median([l.get('creates_per_s', -1) for l in limits]))} "
                    f"| {fmt(median([l.get('series_mib_s', -1) for l in limits]))} |")
