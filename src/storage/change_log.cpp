@@ -76,7 +76,6 @@ void MetaStore::compact_log(std::uint64_t through) {
     if (compacted != before) put_setting(layout::setting::log_compacted, encode_clocks(compacted));
     const auto first = sequence_key(0), end = sequence_key(through + 1);
     check(impl_->db->DeleteRange(rocksdb::WriteOptions(), impl_->cf(cf_log), first, end), "compact change log");
-    ++impl_->writes;
     const rocksdb::Slice begin_slice(first), end_slice(end);
     check(impl_->db->CompactRange(rocksdb::CompactRangeOptions(), impl_->cf(cf_log), &begin_slice, &end_slice),
           "compact change log files");

@@ -156,7 +156,6 @@ void MetaStore::index_lineage() {
                   "index lineage");
         if (last) check(write.Put(impl_->cf(cf_settings), layout::setting::lineage_indexed, "1"), "index lineage");
         check(impl_->db->Write(rocksdb::WriteOptions(), &write), "index lineage");
-        ++impl_->writes;
         batch.impl_->ops.clear();
     };
     impl_->scan(cf_manifests, "", "", [&](std::string_view k, std::string_view v) {

@@ -132,6 +132,11 @@ MetaStore::MetaStore(const std::filesystem::path& dir, Mode mode, std::size_t ca
               "open metadata index read-only");
     else check(rocksdb::DB::Open(options, dir.string(), descriptors, &handles, &db), "open metadata index");
     impl_->db.reset(db);
+    impl_->group = std::make_unique<GroupSync>([db] { return db->GetLatestSequenceNumber(); },
+                                               [db] {
+                                                   auto status = db->SyncWAL();
+                                                   return status.ok() ? std::string() : status.ToString();
+                                               });
     impl_->families.assign(cf_count, nullptr);
     for (std::size_t i = 0; i < opened.size(); ++i) impl_->families[opened[i]] = handles[i];
 
@@ -175,7 +180,6 @@ std::uint64_t MetaStore::commit(Batch& batch, Durability durability) {
             else check(write.Delete(impl_->cf(cf_usage), k), "batch usage");
         }
     check(impl_->db->Write(options, &write), "commit metadata");
-    ++impl_->writes;
     impl_->head = head;
     const auto now = wall_ms();
     if (now >= impl_->log_times.back().first + 1000) impl_->log_times.emplace_back(now, head);
@@ -191,30 +195,9 @@ std::uint64_t MetaStore::commit(Batch& batch, Durability durability) {
     return head;
 }
 
-void MetaStore::sync() {
-    auto& i = *impl_;
-    const auto wanted = i.writes.load();
-    std::unique_lock lock(i.sync_mutex);
-    while (i.synced < wanted) {
-        if (i.syncing) {
-            i.sync_done.wait(lock);
-            continue;
-        }
-        // This caller syncs for everyone whose write came before now.
-        i.syncing = true;
-        const auto covered = i.writes.load();
-        lock.unlock();
-        auto status = i.db->SyncWAL();
-        ++i.wal_syncs;
-        lock.lock();
-        i.syncing = false;
-        if (status.ok()) i.synced = std::max(i.synced, covered);
-        i.sync_done.notify_all();
-        check(status, "sync metadata");
-    }
-}
+void MetaStore::sync() { impl_->group->sync(); }
 
-std::uint64_t MetaStore::wal_syncs() const { return impl_->wal_syncs.load(); }
+std::uint64_t MetaStore::wal_syncs() const { return impl_->group->syncs(); }
 
 std::unique_lock<std::mutex> MetaStore::lock_writes() { return std::unique_lock(impl_->write_mutex); }
 
@@ -365,7 +348,6 @@ void MetaStore::put_pulls(const std::vector<Pull>& pulls) {
     rocksdb::WriteOptions options;
     options.sync = false;  // the next durable commit syncs them; a crash loses at most those since
     check(impl_->db->Write(options, &write), "write pull times");
-    ++impl_->writes;
 }
 
 std::optional<std::uint64_t> MetaStore::pull_time(const std::string& repo, const std::string& name) const {
@@ -390,7 +372,6 @@ void MetaStore::put_setting(const std::string& k, const std::string& value, Dura
     rocksdb::WriteOptions options;
     options.sync = durability == Durability::now;
     check(impl_->db->Put(options, impl_->cf(cf_settings), k, value), "put setting");
-    ++impl_->writes;
 }
 
 }  // namespace berth::storage

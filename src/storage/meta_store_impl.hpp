@@ -1,6 +1,4 @@
 #pragma once
-#include <atomic>
-#include <condition_variable>
 // MetaStore's insides, shared by the files that implement it: meta_store.cpp (opening, commits,
 // records), change_log.cpp, state_pages.cpp and usage_records.cpp.
 #include <rocksdb/cache.h>
@@ -18,6 +16,8 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+
+#include "group_sync.hpp"
 #include <vector>
 
 #include "berth/oci/manifest.hpp"
@@ -88,15 +88,7 @@ struct MetaStore::Impl {
     std::mutex write_mutex;   // see lock_writes()
     std::uint64_t head = 0;
 
-    // Group commit of the WAL: one fdatasync covers every write made before it
-    // began. RocksDB's SyncWAL syncs again for each caller, even one whose
-    // write an fsync in flight when it asked already carried.
-    std::atomic<std::uint64_t> writes{0};  // WAL writes made so far
-    std::mutex sync_mutex;
-    std::condition_variable sync_done;
-    std::uint64_t synced = 0;  // writes known to be on disk; guarded by sync_mutex
-    std::atomic<std::uint64_t> wal_syncs{0};
-    bool syncing = false;  // guarded by sync_mutex
+    std::unique_ptr<GroupSync> group;  // the WAL's fsyncs (group_sync.hpp)
 
     rocksdb::ColumnFamilyHandle* cf(int f) const { return families[f]; }
 

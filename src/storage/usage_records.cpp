@@ -43,7 +43,6 @@ void MetaStore::count_usage(const std::function<std::uint64_t(const std::string&
     // What an interrupted count left is counted again from nothing. Namespace
     // names and the totals' NUL sort below 0xff.
     check(impl_->db->DeleteRange(options, usage, "", "\xff"), "clear usage");
-    ++impl_->writes;
     auto tally = std::make_unique<UsageTally>([this](const std::string& k) { return impl_->get(cf_usage, k); });
     // In pieces of bounded size: a store may hold millions of links.
     auto flush = [&](bool last) {
@@ -54,7 +53,6 @@ void MetaStore::count_usage(const std::function<std::uint64_t(const std::string&
             check(write.Put(impl_->cf(cf_settings), layout::setting::usage_counted, layout::usage_count_version),
                   "count usage");
         check(impl_->db->Write(options, &write), "count usage");
-        ++impl_->writes;
         tally = std::make_unique<UsageTally>([this](const std::string& k) { return impl_->get(cf_usage, k); });
     };
     constexpr std::size_t piece = 10000;

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include "berth/storage/layout.hpp"
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "storage/group_sync.hpp"
 #include "temp_dir.hpp"
 
 using namespace berth;
@@ -147,33 +149,65 @@ TEST_CASE("meta store batches commit atomically with ordered log events") {
     CHECK_FALSE(reopened.has_repository("q"));
 }
 
-TEST_CASE("concurrent syncs share fsyncs and none returns before its write is covered") {
+TEST_CASE("a metadata sync fsyncs only what is new") {
     TempDir dir;
     MetaStore meta(dir.path());
-    auto commit_tag = [&](const std::string& repo, int n) {
-        MetaStore::Batch batch;
-        batch.record_tag(repo, "t" + std::to_string(n), "sha256:x", {static_cast<std::uint64_t>(n + 1), "a"});
-        meta.commit(batch, MetaStore::Durability::deferred);
-    };
-    commit_tag("r", 0);
+    MetaStore::Batch batch;
+    batch.record_tag("r", "t", "sha256:x", {1, "a"});
+    meta.commit(batch, MetaStore::Durability::deferred);
     meta.sync();
-    const auto after_one = meta.wal_syncs();
-    CHECK(after_one == 1);
+    CHECK(meta.wal_syncs() == 1);
     meta.sync();  // nothing written since: no fsync
-    CHECK(meta.wal_syncs() == after_one);
-    constexpr int threads = 8, rounds = 40;
-    std::vector<std::thread> pushers;
+    CHECK(meta.wal_syncs() == 1);
+    meta.put_setting("k", "v", MetaStore::Durability::none);  // any write, not only commits, needs one
+    meta.sync();
+    CHECK(meta.wal_syncs() == 2);
+}
+
+TEST_CASE("group sync: concurrent callers share fsyncs, none returns before an fsync that began after its write") {
+    std::atomic<std::uint64_t> position{0};  // the log's newest write
+    std::atomic<std::uint64_t> durable{0};   // what completed fsyncs covered
+    std::atomic<int> in_flight{0}, overlapped{0};
+    berth::storage::GroupSync group([&] { return position.load(); },
+                                    [&] {
+                                        const auto covers = position.load();
+                                        if (++in_flight > 1) ++overlapped;
+                                        std::this_thread::sleep_for(std::chrono::microseconds(300));
+                                        --in_flight;
+                                        auto seen = durable.load();
+                                        while (seen < covers && !durable.compare_exchange_weak(seen, covers)) {}
+                                        return std::string();
+                                    });
+    constexpr int threads = 8, rounds = 50;
+    std::atomic<int> early{0};
+    std::vector<std::thread> writers;
     for (int t = 0; t < threads; ++t)
-        pushers.emplace_back([&, t] {
+        writers.emplace_back([&] {
             for (int i = 0; i < rounds; ++i) {
-                commit_tag("p" + std::to_string(t), i);
-                meta.sync();
+                const auto mine = ++position;
+                group.sync();
+                if (durable.load() < mine) ++early;
             }
         });
-    for (auto& thread : pushers) thread.join();
-    CHECK(meta.wal_syncs() - after_one <= threads * rounds);
-    CHECK(meta.wal_syncs() > after_one);
-    for (int t = 0; t < threads; ++t) CHECK(meta.tags("p" + std::to_string(t), "", 100).size() == rounds);
+    for (auto& writer : writers) writer.join();
+    CHECK(early == 0);
+    CHECK(overlapped == 0);                                               // one fsync at a time
+    CHECK(group.syncs() < static_cast<std::uint64_t>(threads * rounds));  // shared
+    const auto before = group.syncs();
+    group.sync();  // nothing new
+    CHECK(group.syncs() == before);
+}
+
+TEST_CASE("group sync: a failed fsync fails every later sync, though the next fsync would succeed") {
+    std::uint64_t position = 1;
+    int calls = 0;
+    berth::storage::GroupSync group([&] { return position; },
+                                    [&] { return ++calls == 1 ? std::string("EIO") : std::string(); });
+    ++position;
+    CHECK_THROWS_WITH(group.sync(), Catch::Contains("EIO"));
+    ++position;
+    CHECK_THROWS_WITH(group.sync(), Catch::Contains("restart berth"));  // no second fsync asked
+    CHECK(calls == 1);
 }
 
 TEST_CASE("a manifest's referrer entry comes and goes with the manifest") {
