@@ -61,7 +61,13 @@ struct UploadWriters::Impl {
     // Bytes of receive buffers held by all appenders together: the depth a
     // lone upload's pipeline may grow to depends on it.
     std::atomic<std::size_t> buffer_bytes{0};
-    UploadBuffers buffers{16 << 20};  // before the workers: their tasks may hold the last of a pipeline's buffers
+    // Before the workers: their tasks may hold the last of a pipeline's buffers.
+    // 1 MiB pieces: a quarter of the reads, writes and hand-offs per GiB of 256 KiB
+    // ones (bench/RESULTS.md, "CPU floor"). An upload that starts while all hold
+    // 32 MiB gets 256 KiB ones: what a stalled upload holds stays as it was, and
+    // 1,000 of them (registry.max_uploads) hold about 280 MiB, not a GiB.
+    UploadBuffers large{1 << 20, 16 << 20};
+    UploadBuffers small{256 << 10, 4 << 20};
     WorkerThreads hash_workers{std::max(1u, std::thread::hardware_concurrency())};  // hashing is all CPU
     WorkerThreads write_workers{
         std::max(4u, 2 * std::thread::hardware_concurrency())};  // a write may wait for the disk
@@ -72,13 +78,13 @@ UploadWriters::~UploadWriters() = default;
 std::size_t UploadWriters::buffer_bytes() const { return impl_->buffer_bytes.load(); }
 
 struct UploadAppender::Pipeline {
-    static constexpr std::size_t buffer_bytes = UploadBuffers::buffer_bytes;
     // Three let receiving, writing and hashing overlap. A lone upload may go
     // deeper: the writer then takes several buffers per write and the I/O
     // thread seldom waits for a free one. Many uploads keep the disk and the
     // cores busy together, so once they hold 16 MiB in all none grows past
     // three, and once they hold 32 MiB none takes more than its first: 32
-    // concurrent pushes stay within 64 MiB of buffers.
+    // concurrent pushes stay within 64 MiB of buffers. Past it new uploads
+    // also take smaller buffers (UploadWriters::Impl).
     static constexpr std::size_t buffer_count = 3;
     static constexpr std::size_t deep_buffer_count = 8;
     static constexpr std::size_t deep_while_all_below = 16 << 20;     // bytes, over all uploads
@@ -94,6 +100,9 @@ struct UploadAppender::Pipeline {
         int stages;             // writing and hashing still to do
     };
     using PiecePtr = std::shared_ptr<Piece>;
+
+    UploadBuffers* pool = nullptr;  // where this upload's buffers come from
+    std::size_t buffer_bytes = 0;   // theirs
 
     // Filled by the appending thread only.
     Buffer current;
@@ -215,7 +224,7 @@ UploadAppender::~UploadAppender() {
         unstored = std::exchange(pipeline_->on_stored, nullptr);
     }
     // No worker touches the buffers any more; they go with the pipeline's last reference.
-    writers_.impl_->buffer_bytes -= pipeline_->allocated * Pipeline::buffer_bytes;
+    writers_.impl_->buffer_bytes -= pipeline_->allocated * pipeline_->buffer_bytes;
     policy_.release();
 }
 
@@ -230,8 +239,11 @@ void UploadAppender::start() {
     auto& p = *pipeline_;
     p.current_offset = state_->offset / alignment * alignment;
     p.written = state_->offset;
-    p.current = writers_.impl_->buffers.take();
-    p.may_allocate(writers_.impl_->buffer_bytes);  // the first is always allowed
+    auto& writers = *writers_.impl_;
+    p.pool = writers.buffer_bytes.load() < Pipeline::overlap_while_all_below ? &writers.large : &writers.small;
+    p.buffer_bytes = p.pool->buffer_bytes();
+    p.current = p.pool->take();
+    p.may_allocate(writers.buffer_bytes);  // the first is always allowed
     const auto head = static_cast<std::size_t>(state_->offset - p.current_offset);
     std::size_t got = 0;
     while (got < head) {
@@ -255,13 +267,13 @@ std::span<char> UploadAppender::buffer(std::function<void()> resume) {
             p.current = std::move(p.free.back());
             p.free.pop_back();
         } else if (p.may_allocate(writers_.impl_->buffer_bytes)) {
-            p.current = writers_.impl_->buffers.take();
+            p.current = p.pool->take();
         } else {
             p.resume = std::move(resume);
             return {};
         }
     }
-    return {p.current.get() + p.filled, Pipeline::buffer_bytes - p.filled};
+    return {p.current.get() + p.filled, p.buffer_bytes - p.filled};
 }
 
 void UploadAppender::commit(std::size_t size) {
@@ -291,7 +303,7 @@ void UploadAppender::commit(std::size_t size) {
         p.hashed = p.filled;
     }
     state_->offset += size;
-    if (p.filled == Pipeline::buffer_bytes) submit();
+    if (p.filled == p.buffer_bytes) submit();
 }
 
 void UploadAppender::submit() {

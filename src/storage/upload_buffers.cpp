@@ -7,7 +7,7 @@
 namespace berth::storage {
 
 UploadBuffers::~UploadBuffers() {
-    for (auto* bytes : spare_) ::munmap(bytes, buffer_bytes);
+    for (auto* bytes : spare_) ::munmap(bytes, buffer_bytes_);
 }
 
 UploadBuffers::Buffer UploadBuffers::take() {
@@ -19,7 +19,7 @@ UploadBuffers::Buffer UploadBuffers::take() {
             return Buffer(bytes, GiveBack{this});
         }
     }
-    void* bytes = ::mmap(nullptr, buffer_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* bytes = ::mmap(nullptr, buffer_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (bytes == MAP_FAILED) throw std::bad_alloc();
     return Buffer(static_cast<char*>(bytes), GiveBack{this});
 }
@@ -32,7 +32,7 @@ void UploadBuffers::give_back(char* bytes) {
             return;
         }
     }
-    ::munmap(bytes, buffer_bytes);
+    ::munmap(bytes, buffer_bytes_);
 }
 
 }  // namespace berth::storage

@@ -173,19 +173,46 @@ TEST_CASE("when_stored runs off the caller's thread once every appended byte is 
     append_rest_and_check(f, session.id, content, at);
 }
 
+TEST_CASE("uploads take 1 MiB buffers until all hold 32 MiB, then 256 KiB ones, one each") {
+    Fixture f;
+    auto options = Fixture::options();
+    options.max_uploads = 64;
+    registry::Registry reg(options, f.blobs, f.meta, f.clock);
+    std::vector<std::unique_ptr<storage::UploadAppender>> open;
+    for (int i = 0; i < 32; ++i) {
+        auto session = reg.start_upload("r");
+        open.push_back(reg.append("r", session.id, 0));
+        CHECK(reg.upload_buffer_bytes() == static_cast<std::size_t>(i + 1) << 20);
+    }
+    auto session = reg.start_upload("r");
+    auto late = reg.append("r", session.id, 0);
+    CHECK(reg.upload_buffer_bytes() == (32u << 20) + (256u << 10));
+    // Full buffers go to the disk; none beyond the first is taken while all hold 32 MiB.
+    const auto content = random_bytes(3 << 20);
+    late->write(content.data(), content.size());
+    CHECK(reg.upload_buffer_bytes() == (32u << 20) + (256u << 10));
+    late->finish();
+    CHECK(late->offset() == content.size());
+    late.reset();
+    open.clear();
+    CHECK(reg.upload_buffer_bytes() == 0);
+}
+
 TEST_CASE("upload buffers are page-aligned, and given-back ones are kept up to the limit, the rest unmapped") {
     using storage::UploadBuffers;
-    UploadBuffers pool(2 * UploadBuffers::buffer_bytes);
+    constexpr std::size_t size = 256 << 10;
+    UploadBuffers pool(size, 2 * size);
+    CHECK(pool.buffer_bytes() == size);
     std::vector<UploadBuffers::Buffer> taken;
     for (int i = 0; i < 3; ++i) {
         taken.push_back(pool.take());
         CHECK(reinterpret_cast<std::uintptr_t>(taken.back().get()) % 4096 == 0);
-        std::memset(taken.back().get(), i, UploadBuffers::buffer_bytes);
+        std::memset(taken.back().get(), i, size);
     }
     std::set<char*> kept{taken[0].get(), taken[1].get()};
     char* over = taken[2].get();
     taken.clear();  // the first two are kept, the third goes back to the kernel
-    CHECK(::msync(over, UploadBuffers::buffer_bytes, MS_ASYNC) == -1);
+    CHECK(::msync(over, size, MS_ASYNC) == -1);
     CHECK(errno == ENOMEM);
     auto again = pool.take();
     auto again2 = pool.take();
