@@ -64,7 +64,10 @@ void RequestMetrics::write(observe::MetricsWriter& out) const {
     out.add(Metric::http_sent_bytes_total, static_cast<double>(bytes_out_.load()));
     out.add(Metric::blob_read_from_disk_bytes_total, static_cast<double>(blob_bytes_read_from_disk.load()));
     out.add(Metric::tls_kernel_sent_bytes_total, static_cast<double>(blob_bytes_sent_by_kernel_tls.load()));
-    if (const char* by = tls_encryption.load()) out.add(Metric::tls_encryption, {{"by", by}}, 1);
+    if (const auto kernel = tls_kernel_connections.load())
+        out.add(Metric::tls_connections_total, {{"encryption", "kernel"}}, static_cast<double>(kernel));
+    if (const auto openssl = tls_openssl_connections.load())
+        out.add(Metric::tls_connections_total, {{"encryption", "openssl"}}, static_cast<double>(openssl));
     out.add(Metric::http_connections, static_cast<double>(connections.load()));
     out.add(Metric::accept_backoffs_total, static_cast<double>(accept_backoffs.load()));
     out.add(Metric::remote_queue_refusals_total, static_cast<double>(remote_queue_refusals.load()));

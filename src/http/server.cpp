@@ -150,7 +150,6 @@ struct Server::Impl {
             if (!first) observe::log("info", "reloaded TLS certificate", {{"cert", options.tls_cert_file}});
             if (first) {
                 const bool kernel = options.tls_kernel && kernel_tls_available();
-                context.request_metrics.tls_encryption = kernel ? "kernel" : "openssl";
                 observe::log(
                     "info", "TLS",
                     {{"kernel_tls", kernel               ? "on: blobs go out with sendfile"

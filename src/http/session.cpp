@@ -95,6 +95,8 @@ public:
                 const auto& name = self->context_.options.agent_cert_name;
                 self->certified_ =
                     cert && X509_check_host(const_cast<X509*>(cert), name.data(), name.size(), 0, nullptr) == 1;
+                auto& metrics = self->context_.request_metrics;
+                ++(self->stream_.kernel_encrypts() ? metrics.tls_kernel_connections : metrics.tls_openssl_connections);
                 self->read_header();
             });
         } else {

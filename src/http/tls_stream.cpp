@@ -12,6 +12,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
 namespace berth::http {
@@ -162,23 +163,16 @@ TlsStream::~TlsStream() {
 }
 
 bool kernel_tls_available() {
+    // The ULPs the kernel has registered: "tls" once its module is loaded (or
+    // built in). Asking a socket for TCP_ULP "tls" instead would load the
+    // module where berth runs with CAP_NET_ADMIN, exposing it to every local
+    // user; loading it is the node's choice (docs/tls.md).
     static const bool available = [] {
-        // The tls module accepts TCP_ULP "tls" on a connected TCP socket.
-        const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t length = sizeof address;
-        const bool ok = listener >= 0 && client >= 0 &&
-                        ::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-                        ::listen(listener, 1) == 0 &&
-                        ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) == 0 &&
-                        ::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-                        ::setsockopt(client, SOL_TCP, TCP_ULP, "tls", sizeof "tls") == 0;
-        if (client >= 0) ::close(client);
-        if (listener >= 0) ::close(listener);
-        return ok;
+        std::ifstream ulps("/proc/sys/net/ipv4/tcp_available_ulp");
+        std::string name;
+        while (ulps >> name)
+            if (name == "tls") return true;
+        return false;
     }();
     return available;
 }

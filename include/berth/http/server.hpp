@@ -46,7 +46,8 @@ struct ServerOptions {
     // this process's own without peers.
     std::string cursor_key;
     // Hand send keys to the kernel where it has TLS (kTLS), so blobs go out
-    // with sendfile(2); elsewhere OpenSSL encrypts (the log and berth_tls_encryption say which).
+    // with sendfile(2); elsewhere OpenSSL encrypts (the log says which is offered,
+    // berth_tls_connections_total{encryption} which each connection got).
     bool tls_kernel = true;
     // TLS 1.2 cipher suites (an OpenSSL cipher string); TLS 1.3 has only AEAD suites.
     std::string tls_ciphers = default_tls_ciphers;
