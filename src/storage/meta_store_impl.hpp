@@ -16,8 +16,6 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
-
-#include "group_sync.hpp"
 #include <vector>
 
 #include "berth/oci/manifest.hpp"
@@ -25,6 +23,7 @@
 #include "berth/storage/hybrid_clock.hpp"
 #include "berth/storage/layout.hpp"
 #include "berth/storage/meta_store.hpp"
+#include "group_sync.hpp"
 #include "usage_tally.hpp"
 #include "meta_codec.hpp"
 #include "record_cache.hpp"
