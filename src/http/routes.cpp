@@ -50,7 +50,8 @@ namespace {
 using enum Auth;
 using N = Needs;
 using P = Part;
-constexpr unsigned Q = Flags::quick, A = Flags::agent, R = Flags::peer_reads, M = Flags::mounts, U = Flags::ui;
+constexpr unsigned Q = Flags::quick, A = Flags::agent, R = Flags::peer_reads, M = Flags::mounts, U = Flags::ui,
+                   W = Flags::quick_writes;
 
 // clang-format off
 constexpr std::array table = {
@@ -58,8 +59,8 @@ constexpr std::array table = {
 Route{"/v2/",                             "base",           registry, N::none, N::none, N::none, P::none,      Q|A,       plan_base},
 Route{"/v2/_catalog",                     "catalog",        registry, N::pull, N::pull, N::pull, P::none,      Q|A,       plan_catalog},
 Route{"/v2/{name}/tags/list",             "tags",           registry, N::pull, N::pull, N::pull, P::none,      Q|A,       plan_tags},
-Route{"/v2/{name}/blobs/uploads/",        "upload_start",   registry, N::push, N::push, N::push, P::none,      Q|A|M,     plan_upload_start},
-Route{"/v2/{name}/blobs/uploads/{reference}", "upload",     registry, N::push, N::push, N::push, P::upload_id, Q|A,       plan_upload},
+Route{"/v2/{name}/blobs/uploads/",        "upload_start",   registry, N::push, N::push, N::push, P::none,      Q|A|M|W,   plan_upload_start},
+Route{"/v2/{name}/blobs/uploads/{reference}", "upload",     registry, N::push, N::push, N::push, P::upload_id, Q|A|W,     plan_upload},
 Route{"/v2/{name}/manifests/{reference}", "manifest",       registry, N::pull, N::del,  N::push, P::reference, Q|A|R,     plan_manifest},
 Route{"/v2/{name}/blobs/{reference}",     "blob",           registry, N::pull, N::del,  N::push, P::digest,    Q|A|R,     plan_blob},
 Route{"/v2/{name}/referrers/{reference}", "referrers",      registry, N::pull, N::pull, N::pull, P::digest,    Q|A,       plan_referrers},

@@ -39,6 +39,9 @@ enum Flags : unsigned {
     peer_reads = 4,  // another replica may GET or HEAD it on the cluster's word (a fetch's owner)
     mounts = 8,      // ?mount=&from= also needs pull on the repository it mounts from
     ui = 16,         // part of the web UI: off with ui.enabled false, and every answer carries its headers
+    // Its writes are planned on the I/O thread too (an upload opens in memory, an append begins
+    // with a file opened); the handler leaves it (net::leave_io_thread) for anything that may block.
+    quick_writes = 32,
 };
 
 using Handler = Plan (*)(Context&, Request&);

@@ -148,7 +148,8 @@ private:
         expect_continue_ = beast::iequals(head[bhttp::field::expect], "100-continue");
 
         // Every request is planned first with nothing remote allowed: a read
-        // on the I/O thread (index lookups), anything that may fsync or check
+        // or an upload's step on the I/O thread (index lookups, a session
+        // opened, a file opened to append), anything that may fsync or check
         // a password on a worker. A plan that would wait on an upstream or a
         // peer is made again on that party's own pool (party_pools.hpp).
         const bool read = request_.method == Method::get || request_.method == Method::head;
@@ -157,15 +158,40 @@ private:
         const bool basic =
             request_.authorization.size() > 5 && beast::iequals(request_.authorization.substr(0, 6), "basic ");
         original_ = request_;
-        if (read && request_.target.route->has(quick) && !basic) return planned(make_plan(true, true));
+        const auto& route = *request_.target.route;
+        if ((read || route.has(quick_writes)) && route.has(quick) && !basic) return planned(make_plan(true, true));
         plan_on_worker();
     }
 
     void plan_on_worker() {
         asio::post(context_.worker_pool, [self = shared_from_this()] {
             auto planning = self->make_plan(true);
+            if (planning.party.empty() && !planning.error && self->body_arrived_with_head())
+                return self->finish_on_worker();
             asio::post(self->stream_.get_executor(),
                        [self, planning = std::move(planning)]() mutable { self->planned(std::move(planning)); });
+        });
+    }
+
+    // A small body (a manifest) usually comes in the same read as its head: already in buffer_.
+    // Such a request is finished on the worker that planned it, sparing it the trips to the
+    // connection's thread to read a body that is there and back to a worker to finish it.
+    bool body_arrived_with_head() const {
+        const auto length = request_.content_length;
+        return request_.has_body && length && plan_.body == Plan::Body::buffer && !plan_.sink &&
+               !plan_.expected_bytes && *length <= plan_.buffer_limit && *length <= buffer_.size();
+    }
+
+    // On the worker, while the connection waits for this request's plan (nothing else touches it).
+    void finish_on_worker() {
+        const auto length = static_cast<std::size_t>(*request_.content_length);
+        consume(static_cast<const char*>(buffer_.data().data()), length);
+        buffer_.consume(length);
+        raw_remaining_ = 0;
+        plan_.abort = nullptr;  // finish owns the outcome now
+        auto response = guarded([&] { return plan_.finish(body_, 0); });
+        asio::post(stream_.get_executor(), [self = shared_from_this(), response = std::move(response)]() mutable {
+            self->respond(std::move(response));
         });
     }
 
@@ -191,7 +217,10 @@ private:
     }
 
     void planned(Planning planning) {
-        if (planning.party == net::workers_party) return plan_on_worker();
+        if (planning.party == net::workers_party) {
+            request_ = original_;  // as it came: the first try may have rewritten its repository name
+            return plan_on_worker();
+        }
         if (!planning.party.empty()) return plan_on(std::move(planning.party));
         planning.error ? respond(std::move(*planning.error)) : on_plan();
     }

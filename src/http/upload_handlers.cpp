@@ -83,7 +83,10 @@ Plan plan_upload_start(Context& context, Request& request) {
     const auto& query = request.target.query;
     if (request.method != Method::post) not_allowed();
     // Both below may store a blob: first, before a session or a link exists to plan twice.
-    if (query.get("mount") || query.get("digest")) reach_blob_store(registry);
+    if (query.get("mount") || query.get("digest")) {
+        net::leave_io_thread();  // a mount touches the blob and commits its link
+        reach_blob_store(registry);
+    }
     if (auto mount = query.get("mount")) {
         auto result = registry.mount_blob(route.name, *mount, query.get("from").value_or(""), client_of(request));
         if (result.mounted) return immediate(blob_created(route.name, *result.mounted));
@@ -136,6 +139,7 @@ Plan plan_upload(Context& context, Request& request) {
             return plan_forward(*peers, *address, request, std::string(method_name(request.method)),
                                 forwarded_upload_target(request.target));
         }
+    if (registry.upload_rehashes(route.name, route.reference)) net::leave_io_thread();
     switch (request.method) {
         case Method::get: {
             auto status = registry.upload_status(route.name, route.reference);
@@ -145,7 +149,7 @@ Plan plan_upload(Context& context, Request& request) {
             auto plan = append_plan(registry, request, route.name, route.reference);
             plan.blocking = false;
             plan.finish = [&registry, name = route.name, id = route.reference](std::string&, std::uint64_t offset) {
-                if (!registry.has_upload(name, id))
+                if (!registry.keep_upload(name, id))
                     throw Error(ErrorCode::blob_upload_unknown, "upload cancelled while this request appended");
                 return upload_accepted(202, name, id, offset);
             };
@@ -163,7 +167,10 @@ Plan plan_upload(Context& context, Request& request) {
             };
             return plan;
         }
-        case Method::del: registry.cancel_upload(route.name, route.reference); return immediate(status_only(204));
+        case Method::del:
+            net::leave_io_thread();  // a file removed, a record written
+            registry.cancel_upload(route.name, route.reference);
+            return immediate(status_only(204));
         default: not_allowed();
     }
 }

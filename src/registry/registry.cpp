@@ -207,10 +207,10 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     auto actual =
         state->algorithm == expected.algorithm() ? state->hasher->peek() : files.digest(*state, expected.algorithm());
     storage::MetaStore::Batch batch;
-    batch.remove_upload(id);
+    if (state->recorded) batch.remove_upload(id);
     if (actual != expected) {
         uploads_->erase(state);
-        meta_.commit(batch, storage::MetaStore::Durability::none);
+        if (state->recorded) meta_.commit(batch, storage::MetaStore::Durability::none);
         throw Error(ErrorCode::digest_invalid, "content does not match digest",
                     "expected " + expected.str() + ", got " + actual.str());
     }
@@ -232,9 +232,11 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
         } catch (const Error&) {
             lock.unlock();
             uploads_->erase(state);  // the refused bytes go with the session
-            storage::MetaStore::Batch end;
-            end.remove_upload(id);
-            meta_.commit(end, storage::MetaStore::Durability::none);
+            if (state->recorded) {
+                storage::MetaStore::Batch end;
+                end.remove_upload(id);
+                meta_.commit(end, storage::MetaStore::Durability::none);
+            }
             throw;
         }
         if (commit_under_lock) files.commit(*state, actual);
@@ -252,7 +254,9 @@ void Registry::cancel_upload(const std::string& repo, const std::string& id) {
     uploads_->cancel(repo, id);
 }
 
-bool Registry::has_upload(const std::string& repo, const std::string& id) const { return uploads_->contains(repo, id); }
+bool Registry::upload_rehashes(const std::string& repo, const std::string& id) { return uploads_->rehashes(repo, id); }
+
+bool Registry::keep_upload(const std::string& repo, const std::string& id) { return uploads_->keep(repo, id); }
 
 std::size_t Registry::uploads_in_progress() const { return uploads_->size(); }
 storage::LogStats Registry::change_log() const { return meta_.log_stats(); }

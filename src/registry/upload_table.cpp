@@ -37,6 +37,8 @@ UploadTable::UploadTable(storage::BlobStore& blobs, storage::MetaStore& meta, st
         state->repo = record.repository;
         state->algorithm = oci::parse_algorithm(record.algorithm).value_or(oci::DigestAlgorithm::sha256);
         state->last_active_ms = now_();
+        state->has_file = true;
+        state->recorded = true;
         sessions_.emplace(id, std::move(state));
     }
     if (orphaned) meta_.commit(orphans, storage::MetaStore::Durability::none);
@@ -74,18 +76,6 @@ std::shared_ptr<UploadState> UploadTable::create(const std::string& repo, oci::D
         }
         sessions_.emplace(state->id, state);
     }
-    try {
-        files_.create(*state);
-    } catch (...) {
-        std::lock_guard lock(mutex_);
-        sessions_.erase(state->id);
-        throw;
-    }
-    storage::MetaStore::Batch batch;
-    batch.put_upload(state->id, {repo, std::string(oci::algorithm_name(algorithm))});
-    // A crash may forget a session (its client starts the upload again); it
-    // is not worth an fsync on every upload.
-    meta_.commit(batch, storage::MetaStore::Durability::none);
     return state;
 }
 
@@ -97,7 +87,7 @@ std::shared_ptr<UploadState> UploadTable::find_locked(const std::string& repo, c
     return it->second;
 }
 
-std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const std::string& id) {
+std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const std::string& id, bool make_file) {
     std::shared_ptr<UploadState> state;
     {
         std::lock_guard lock(mutex_);
@@ -106,9 +96,13 @@ std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const
         state->busy = true;
     }
     try {
-        if (!files_.open(*state, state->algorithm)) {
+        if (!state->has_file) {
+            if (make_file) files_.create(*state);
+            state->has_file = make_file;
+        }
+        if (state->has_file && !files_.open(*state, state->algorithm)) {
             // Gone under a session that outlived it (see the constructor): forget it.
-            forget(*state);
+            forget(state);
             throw Error(ErrorCode::blob_upload_unknown, "upload unknown (its file is gone)");
         }
     } catch (...) {
@@ -118,17 +112,45 @@ std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const
     return state;
 }
 
-void UploadTable::forget(const UploadState& state) {
-    remove_records({state.id});
+void UploadTable::forget(const std::shared_ptr<UploadState>& state) {
+    remove_records({state});
     std::lock_guard lock(mutex_);
-    sessions_.erase(state.id);
+    sessions_.erase(state->id);
 }
 
-void UploadTable::remove_records(const std::vector<std::string>& ids) {
-    if (ids.empty()) return;
+bool UploadTable::rehashes(const std::string& repo, const std::string& id) {
+    std::lock_guard lock(mutex_);
+    auto it = sessions_.find(id);
+    return it != sessions_.end() && it->second->repo == repo && !it->second->busy && it->second->has_file &&
+           !it->second->hasher;
+}
+
+bool UploadTable::keep(const std::string& repo, const std::string& id) {
+    std::shared_ptr<UploadState> state;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = sessions_.find(id);
+        if (it == sessions_.end() || it->second->repo != repo) return false;
+        state = it->second;
+        if (state->recorded) return true;
+        state->recorded = true;
+    }
     storage::MetaStore::Batch batch;
-    for (auto& id : ids) batch.remove_upload(id);
+    batch.put_upload(state->id, {state->repo, std::string(oci::algorithm_name(state->algorithm))});
+    // A crash may forget the session (its client starts the upload again): not worth an fsync.
     meta_.commit(batch, storage::MetaStore::Durability::none);
+    return true;
+}
+
+void UploadTable::remove_records(const std::vector<std::shared_ptr<UploadState>>& states) {
+    storage::MetaStore::Batch batch;
+    bool any = false;
+    for (auto& state : states)
+        if (state->recorded) {
+            batch.remove_upload(state->id);
+            any = true;
+        }
+    if (any) meta_.commit(batch, storage::MetaStore::Durability::none);
 }
 
 void UploadTable::release(const std::shared_ptr<UploadState>& state) {
@@ -144,16 +166,17 @@ void UploadTable::release(const std::shared_ptr<UploadState>& state) {
 }
 
 void UploadTable::cancel(const std::string& repo, const std::string& id) {
+    std::shared_ptr<UploadState> state;
     bool held;
     {
         std::lock_guard lock(mutex_);
-        auto state = find_locked(repo, id);
+        state = find_locked(repo, id);
         sessions_.erase(id);  // from here on nobody else can take it up
         held = state->busy;
         state->cancelled = held;
     }
     if (!held) files_.remove(id);
-    remove_records({id});
+    remove_records({state});
 }
 
 std::size_t UploadTable::purge_idle(std::uint64_t cutoff_ms) {
@@ -169,13 +192,9 @@ std::size_t UploadTable::purge_idle(std::uint64_t cutoff_ms) {
             }
         }
     }
-    std::vector<std::string> ids;
-    for (auto& state : idle) {
-        files_.remove(state->id);
-        ids.push_back(state->id);
-    }
-    remove_records(ids);
-    return ids.size();
+    for (auto& state : idle) files_.remove(state->id);
+    remove_records(idle);
+    return idle.size();
 }
 
 void UploadTable::erase(const std::shared_ptr<UploadState>& state) {
@@ -185,16 +204,10 @@ void UploadTable::erase(const std::shared_ptr<UploadState>& state) {
 }
 
 std::uint64_t UploadTable::offset(const std::string& repo, const std::string& id) {
-    auto state = acquire(repo, id);
+    auto state = acquire(repo, id, false);
     auto offset = state->offset;
     release(state);
     return offset;
-}
-
-bool UploadTable::contains(const std::string& repo, const std::string& id) {
-    std::lock_guard lock(mutex_);
-    auto it = sessions_.find(id);
-    return it != sessions_.end() && it->second->repo == repo;
 }
 
 }  // namespace berth::registry

@@ -33,6 +33,10 @@ struct UploadState : storage::UploadFile {
     std::uint64_t last_active_ms = 0;
     bool busy = false;
     bool cancelled = false;  // ended by a DELETE while held: its holder removes the file
+    // A session opens in memory alone (a POST is planned on an I/O thread): its file is made by
+    // its first append, its record written once an append to it has been acknowledged.
+    bool has_file = false;
+    std::atomic<bool> recorded = false;  // set by an acknowledged append while a PUT may finish it
 };
 
 class UploadTable {
@@ -49,8 +53,14 @@ public:
                                         const std::string& client);
     // Throws 507 when taking `incoming` more bytes would leave too little free.
     void require_space(std::uint64_t incoming) const;
-    // Exclusive hold on a session of repo; throws BLOB_UPLOAD_UNKNOWN or 416 when busy.
-    std::shared_ptr<UploadState> acquire(const std::string& repo, const std::string& id);
+    // Exclusive hold on a session of repo, its file made and open (without make_file: open if
+    // made); throws BLOB_UPLOAD_UNKNOWN or 416 when busy.
+    std::shared_ptr<UploadState> acquire(const std::string& repo, const std::string& id, bool make_file = true);
+    // Whether taking the session up first rebuilds its digest state from every byte of its file
+    // (after a restart, or a failed write).
+    bool rehashes(const std::string& repo, const std::string& id);
+    // Records the session (once) so that it survives a restart; false when it is gone.
+    bool keep(const std::string& repo, const std::string& id);
     void release(const std::shared_ptr<UploadState>& state);
     // Ends a session and drops its record, held or not: a DELETE wins over a request still
     // appending (a stalled PATCH), whose file goes when that request lets go.
@@ -60,7 +70,6 @@ public:
     // Forgets a held session and deletes its file; its record goes in the caller's batch.
     void erase(const std::shared_ptr<UploadState>& state);
     std::uint64_t offset(const std::string& repo, const std::string& id);
-    bool contains(const std::string& repo, const std::string& id);
     std::uint64_t now() const { return now_(); }
     storage::UploadWriters& writers() { return writers_; }
     storage::UploadFiles& files() { return files_; }
@@ -72,8 +81,9 @@ public:
 private:
     std::shared_ptr<UploadState> find_locked(const std::string& repo, const std::string& id);
     // Drops a session and its record (not its file, which is gone).
-    void forget(const UploadState& state);
-    void remove_records(const std::vector<std::string>& ids);
+    void forget(const std::shared_ptr<UploadState>& state);
+    // Removes the records of the sessions among these that have one.
+    void remove_records(const std::vector<std::shared_ptr<UploadState>>& states);
 
     storage::BlobStore& blobs_;
     storage::UploadFiles files_;

@@ -17,7 +17,8 @@ rest kills it (the connection fails, exit by SIGKILL). The disk is checked as th
 it, then berth is restarted without the hook on the same root, and:
 
 - the session: before the rename its scratch file is whole, so it survives the restart (README:
-  "Upload sessions survive a restart") with every byte, and finishing it gives 201; from the
+  "once a PATCH to it has been acknowledged it survives a restart") with every byte, and
+  finishing it gives 201; from the
   rename on its file is gone, so the session is dropped: GET, PATCH, PUT and DELETE on it answer
   404 BLOB_UPLOAD_UNKNOWN (never 500); after the index commit the blob is served as well;
 - berth_uploads_in_progress is 0 (the slot is freed) once the session is over;

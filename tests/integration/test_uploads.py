@@ -86,6 +86,31 @@ class RestartTest(UploadTestCase):
     def test_session_survives_sigkill_restart(self):
         self.check_survives(signal.SIGKILL)
 
+    def test_session_without_acknowledged_bytes_is_not_kept(self):
+        # POST opens a session in memory alone: no file, no record, until an append is
+        # acknowledged. After a restart its client gets BLOB_UPLOAD_UNKNOWN and opens another.
+        b = self.b
+        repo = "uploads/restart-empty"
+        empty = b.upload_location(repo)
+        written = b.upload_location(repo)
+        self.assertEqual(self.scratch(), [])
+        r = b.request("PATCH", written, body=b"w" * 1000)
+        self.assertEqual(r.status, 202, r)
+        self.assertEqual(b.get(empty).status, 204)
+        self.assertEqual(self.scratch(), [upload_id(written)], "GET of an empty session made its file")
+        b.kill()
+        b.restart()
+        r = b.get(empty)
+        self.assertEqual((r.status, r.error_codes()), (404, ["BLOB_UPLOAD_UNKNOWN"]))
+        r = b.get(written)
+        self.assertEqual((r.status, r.header("Range")), (204, "0-999"))
+        # An empty blob pushed as POST then PUT with no body still gets its (empty) file.
+        loc = b.upload_location(repo)
+        empty_digest = bt.sha256_digest(b"")
+        r = b.request("PUT", bt.with_query(loc, digest=empty_digest), headers={"Content-Length": "0"})
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(b.get(f"/v2/{repo}/blobs/{empty_digest}").body, b"")
+
 
 class PurgeTest(UploadTestCase):
     config = {"uploads": {"idle_ttl_seconds": 2, "purge_interval_seconds": 1}}
@@ -98,7 +123,8 @@ class PurgeTest(UploadTestCase):
         self.assertEqual(r.status, 202, r)
         idle_empty = b.upload_location(repo)  # never written to
         active = b.upload_location(repo)
-        self.assertEqual(len(self.scratch()), 3)
+        # A session's file is made by its first append.
+        self.assertEqual(self.scratch(), [upload_id(idle)])
         self.assertEqual(b.get(idle).status, 204)
 
         # Keep one session busy with small PATCHes while the others go idle.
@@ -141,6 +167,7 @@ class CancelTest(UploadTestCase):
         self.assertEqual(r.status, 202)
         self.assertEqual(os.path.getsize(path), 4096)
         keep = b.upload_location(repo)
+        self.assertEqual(b.request("PATCH", keep, body=b"z").status, 202)
         r = b.request("DELETE", loc)
         self.assertEqual(r.status, 204, r)
         self.assertFalse(os.path.exists(path), "scratch file left after DELETE")

@@ -129,6 +129,9 @@ public:
     MountResult mount_blob(const std::string& repo, const std::string& digest, const std::string& from,
                            const std::string& client = "");
     UploadStatus upload_status(const std::string& repo, const std::string& id);
+    // Whether taking the session up first reads every byte it holds (its digest state is rebuilt
+    // after a restart): work for a worker, not an I/O thread.
+    bool upload_rehashes(const std::string& repo, const std::string& id);
     // Links a blob the store holds into repo (an import writing the store directly); false when
     // the store does not hold it.
     bool link_blob(const std::string& repo, const oci::Digest& digest);
@@ -139,8 +142,10 @@ public:
     oci::Digest finish_upload(const std::string& repo, const std::string& id, const std::string& digest);
     // Ends a session even while a request still holds it (a DELETE wins over a stalled PATCH).
     void cancel_upload(const std::string& repo, const std::string& id);
-    // Whether a session still exists (a DELETE may have ended it under a running append).
-    bool has_upload(const std::string& repo, const std::string& id) const;
+    // After an acknowledged append: records the session so that it survives a restart (a
+    // session with no bytes acknowledged is not worth a write). False when the session is gone
+    // (a DELETE may have ended it under a running append).
+    bool keep_upload(const std::string& repo, const std::string& id);
     // Drops sessions idle for longer than the configured time; returns how many.
     std::size_t purge_idle_uploads();
     std::size_t uploads_in_progress() const;

@@ -7,7 +7,8 @@
 //                                          (fsync of the file, rename, fsync of the folder)
 //   uploads/                               scratch files, all on the blobs' file system so a
 //                                          commit is a rename; emptied of litter at start-up
-//     <upload id>                          an upload session's bytes so far (registry/upload_id.hpp)
+//     <upload id>                          an upload session's bytes so far (registry/upload_id.hpp),
+//                                          made by its first append
 //     fetch-<16 hex>                       a blob being copied from a peer, committed once its
 //                                          digest is verified
 //   blobs.moved-<UTC time>/                blobs/ set aside, whole, once a bucket held every blob
@@ -69,7 +70,8 @@
 //     tags       <repo>\0<tag> -> {"d":digest ("" for a tombstone),"s":stamp}
 //     links      <repo>\0<digest> -> {"s":stamp,"del":tombstone}       a repository's claim on a blob
 //     referrers  <repo>\0<subject>\0<digest> -> the referrer's descriptor JSON
-//     uploads    <upload id> -> {"repo":repository,"alg":digest algorithm}
+//     uploads    <upload id> -> {"repo":repository,"alg":digest algorithm}   once an append to
+//                the session was acknowledged (a PATCH's 202): a session without is not kept
 //     log        <sequence, 8 bytes big-endian> -> an event (storage/events.hpp) as JSON
 //     pulls      <repo>\0<tag or digest> -> when this replica last served it to a client, ms since
 //                the epoch rounded up to the hour, 8 bytes big-endian (PullTimes). Per replica, not
