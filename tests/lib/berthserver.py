@@ -88,6 +88,7 @@ class Berth:
         self.config = dict(config or {})
         self.extra_args = list(extra_args)
         self.use_flags = use_flags  # False: listen and root go in the config file instead
+        self.env = None  # the process's environment: this one's when None
         self.listen_host = "127.0.0.1"  # what berth binds; tests connect to 127.0.0.1 either way
         # With auth on, GET /v2/ answers 401 to the anonymous readiness probe: also "ready".
         self.ready_statuses = (200,)
@@ -134,7 +135,7 @@ class Berth:
         self.stderr_path = os.path.join(self.tmp, f"stderr.{self._starts}.log")
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=self._stderr, start_new_session=True)
+                                     stderr=self._stderr, start_new_session=True, env=self.env)
 
     def wait_ready(self, timeout=READY_TIMEOUT):
         deadline = time.monotonic() + timeout
