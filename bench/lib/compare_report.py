@@ -25,6 +25,7 @@ def render_floors(cases, summaries, limits):
     their blob, and pushes per second over what durable creates allow (a push commits two blobs)."""
     sha, aes = floor_cpu(limits, "sha256_mib_s"), floor_cpu(limits, "aes128gcm_mib_s")
     receive = median([l.get("receive_cpu_s_per_gib", -1) for l in limits])
+    receive_hashing = median([l.get("receive_hashing_cpu_s_per_gib", -1) for l in limits])
     creates = median([l.get("creates_per_s", -1) for l in limits])
     rows = []
     for case in cases:
@@ -49,6 +50,9 @@ def render_floors(cases, summaries, limits):
         with_receive = "–"
         if case["workload"].startswith("push") and receive:
             with_receive = f"{fmt(s['cpu_per_gib'] / (floor + receive), 2)}× (floor + receive {fmt(floor + receive, 3)})"
+            if receive_hashing:
+                with_receive += (f"; {fmt(s['cpu_per_gib'] / (floor + receive_hashing), 2)}× (floor + receive while "
+                                 f"hashing {fmt(floor + receive_hashing, 3)})")
         rows.append(f"| {case['name']} | {fmt(s['cpu_per_gib'], 3)} | {what} {fmt(floor, 3)} "
                     f"| {fmt(s['cpu_per_gib'] / floor, 2)}× | {with_receive} | {extra} |")
     if not rows:
@@ -170,18 +174,20 @@ def render(args, cases, results, idle, servers, started, elapsed):
                    "(`-bytes 16384`, a TLS record), as CPU-s per GiB: what hashing a pushed GiB, or encrypting a GiB "
                    "sent over TLS, costs at least. Disk: 512 MiB written in 1 MiB pieces and fdatasync'd in the "
                    "servers' filesystem; loopback receive: a process reading 1 GiB from a loopback TCP connection "
-                   "in 1 MiB reads (another sends it), its CPU per GiB; durable creates: 1 MiB files written, fsync'd, renamed into one of 16 "
+                   "in 1 MiB reads (another sends it), its CPU per GiB, alone and while a third process hashes "
+                   "(a push's three busy threads: client, receiver, hasher); durable creates: 1 MiB files written, fsync'd, renamed into one of 16 "
                    "directories and that directory fsync'd, as a blob is committed. In series = hashing then "
                    "writing on one thread, 1 / (1/hash + 1/disk).")
         out.append("")
         out.append("| SHA-256 MiB/s | SHA-256 CPU-s/GiB | AES-128-GCM MiB/s | AES-128-GCM CPU-s/GiB "
-                   "| loopback receive CPU-s/GiB | disk write MiB/s | durable 1 MiB creates/s "
-                   "| hashing + disk in series MiB/s |")
-        out.append("|---|---|---|---|---|---|---|---|")
+                   "| loopback receive CPU-s/GiB | receive while hashing CPU-s/GiB | disk write MiB/s "
+                   "| durable 1 MiB creates/s | hashing + disk in series MiB/s |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
         sha, aes = floor_cpu(limits, "sha256_mib_s"), floor_cpu(limits, "aes128gcm_mib_s")
         out.append(f"| {fmt(median([l.get('sha256_mib_s', -1) for l in limits]))} | {fmt(sha, 3)} "
                    f"| {fmt(median([l.get('aes128gcm_mib_s', -1) for l in limits]))} | {fmt(aes, 3)} "
                    f"| {fmt(median([l.get('receive_cpu_s_per_gib', -1) for l in limits]), 3)} "
+                   f"| {fmt(median([l.get('receive_hashing_cpu_s_per_gib', -1) for l in limits]), 3)} "
                    f"| {fmt(median([l.get('disk_mib_s', -1) for l in limits]))} "
                    f"| {fmt(median([l.get('creates_per_s', -1) for l in limits]))} "
                    f"| {fmt(median([l.get('series_mib_s', -1) for l in limits]))} |")
