@@ -185,11 +185,13 @@ private:
     // On the worker, while the connection waits for this request's plan (nothing else touches it).
     void finish_on_worker() {
         const auto length = static_cast<std::size_t>(*request_.content_length);
-        consume(static_cast<const char*>(buffer_.data().data()), length);
-        buffer_.consume(length);
-        raw_remaining_ = 0;
         plan_.abort = nullptr;  // finish owns the outcome now
-        auto response = guarded([&] { return plan_.finish(body_, 0); });
+        auto response = guarded([&] {
+            consume(static_cast<const char*>(buffer_.data().data()), length);
+            buffer_.consume(length);
+            raw_remaining_ = 0;
+            return plan_.finish(body_, 0);
+        });
         asio::post(stream_.get_executor(), [self = shared_from_this(), response = std::move(response)]() mutable {
             self->respond(std::move(response));
         });

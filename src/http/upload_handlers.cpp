@@ -71,8 +71,20 @@ Plan append_plan(Registry& registry, const Request& request, const std::string& 
         start = range->first;
         plan.expected_bytes = length;
     }
-    plan.sink = std::make_unique<UploadSink>(registry.append(name, id, start));
+    plan.sink = std::make_unique<UploadSink>(registry.append(name, id, start, !net::on_io_thread()));
     return plan;
+}
+
+// Runs work; planned on an I/O thread, a session that must first have its file made or its digest
+// state rebuilt (registry::WouldBlock) is planned again on a worker.
+template <typename Work>
+auto off_io_thread_if_blocking(Work&& work) {
+    try {
+        return work();
+    } catch (const registry::WouldBlock&) {
+        net::leave_io_thread();
+        throw;  // unreachable: WouldBlock comes only from an I/O thread
+    }
 }
 
 }  // namespace
@@ -139,14 +151,15 @@ Plan plan_upload(Context& context, Request& request) {
             return plan_forward(*peers, *address, request, std::string(method_name(request.method)),
                                 forwarded_upload_target(request.target));
         }
-    if (registry.upload_rehashes(route.name, route.reference)) net::leave_io_thread();
     switch (request.method) {
         case Method::get: {
-            auto status = registry.upload_status(route.name, route.reference);
+            auto status = off_io_thread_if_blocking(
+                [&] { return registry.upload_status(route.name, route.reference, !net::on_io_thread()); });
             return immediate(upload_accepted(204, route.name, status.id, status.offset));
         }
         case Method::patch: {
-            auto plan = append_plan(registry, request, route.name, route.reference);
+            auto plan =
+                off_io_thread_if_blocking([&] { return append_plan(registry, request, route.name, route.reference); });
             plan.blocking = false;
             plan.finish = [&registry, name = route.name, id = route.reference](std::string&, std::uint64_t offset) {
                 if (!registry.keep_upload(name, id))
@@ -161,7 +174,9 @@ Plan plan_upload(Context& context, Request& request) {
             auto digest = oci::Digest::parse_or_throw(*digest_text);
             reach_blob_store(registry);
             Plan plan;
-            if (request.has_body) plan = append_plan(registry, request, route.name, route.reference);
+            if (request.has_body)
+                plan = off_io_thread_if_blocking(
+                    [&] { return append_plan(registry, request, route.name, route.reference); });
             plan.finish = [&registry, name = route.name, id = route.reference, digest](std::string&, std::uint64_t) {
                 return blob_created(name, registry.finish_upload(name, id, digest.str()));
             };

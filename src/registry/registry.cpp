@@ -178,15 +178,15 @@ void Registry::link_fetched(const std::vector<std::string>& repos, const oci::Di
     meta_.sync();
 }
 
-UploadStatus Registry::upload_status(const std::string& repo, const std::string& id) {
+UploadStatus Registry::upload_status(const std::string& repo, const std::string& id, bool may_block) {
     require_name(repo);
-    return {id, uploads_->offset(repo, id)};
+    return {id, uploads_->offset(repo, id, may_block)};
 }
 
 std::unique_ptr<storage::UploadAppender> Registry::append(const std::string& repo, const std::string& id,
-                                                          std::optional<std::uint64_t> start) {
+                                                          std::optional<std::uint64_t> start, bool may_block) {
     require_name(repo);
-    auto state = uploads_->acquire(repo, id);
+    auto state = uploads_->acquire(repo, id, true, may_block);
     storage::UploadPolicy policy{
         options_.max_blob_bytes,
         [uploads = uploads_.get()](std::uint64_t incoming) { uploads->require_space(incoming); },
@@ -253,8 +253,6 @@ void Registry::cancel_upload(const std::string& repo, const std::string& id) {
     require_name(repo);
     uploads_->cancel(repo, id);
 }
-
-bool Registry::upload_rehashes(const std::string& repo, const std::string& id) { return uploads_->rehashes(repo, id); }
 
 bool Registry::keep_upload(const std::string& repo, const std::string& id) { return uploads_->keep(repo, id); }
 

@@ -7,6 +7,7 @@
 #include "berth/oci/error.hpp"
 #include "berth/oci/names.hpp"
 #include "berth/registry/upload_id.hpp"
+#include "berth/registry/would_block.hpp"
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/meta_store.hpp"
 
@@ -87,12 +88,15 @@ std::shared_ptr<UploadState> UploadTable::find_locked(const std::string& repo, c
     return it->second;
 }
 
-std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const std::string& id, bool make_file) {
+std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const std::string& id, bool make_file,
+                                                  bool may_block) {
     std::shared_ptr<UploadState> state;
     {
         std::lock_guard lock(mutex_);
         state = find_locked(repo, id);
         if (state->busy) throw Error(ErrorCode::upload_range_invalid, "upload is in use by another request");
+        // Decided here, under the lock: a holder may have dropped the digest state (a failed write).
+        if (!may_block && (state->has_file ? !state->hasher : make_file)) throw WouldBlock{};
         state->busy = true;
     }
     try {
@@ -118,13 +122,6 @@ void UploadTable::forget(const std::shared_ptr<UploadState>& state) {
     sessions_.erase(state->id);
 }
 
-bool UploadTable::rehashes(const std::string& repo, const std::string& id) {
-    std::lock_guard lock(mutex_);
-    auto it = sessions_.find(id);
-    return it != sessions_.end() && it->second->repo == repo && !it->second->busy && it->second->has_file &&
-           !it->second->hasher;
-}
-
 bool UploadTable::keep(const std::string& repo, const std::string& id) {
     std::shared_ptr<UploadState> state;
     {
@@ -139,6 +136,14 @@ bool UploadTable::keep(const std::string& repo, const std::string& id) {
     batch.put_upload(state->id, {state->repo, std::string(oci::algorithm_name(state->algorithm))});
     // A crash may forget the session (its client starts the upload again): not worth an fsync.
     meta_.commit(batch, storage::MetaStore::Durability::none);
+    // Ended meanwhile (a PUT, a DELETE, a purge) by one that saw no record to remove: remove it.
+    bool ended;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = sessions_.find(id);
+        ended = it == sessions_.end() || it->second != state;
+    }
+    if (ended) remove_records({state});
     return true;
 }
 
@@ -203,8 +208,8 @@ void UploadTable::erase(const std::shared_ptr<UploadState>& state) {
     sessions_.erase(state->id);
 }
 
-std::uint64_t UploadTable::offset(const std::string& repo, const std::string& id) {
-    auto state = acquire(repo, id, false);
+std::uint64_t UploadTable::offset(const std::string& repo, const std::string& id, bool may_block) {
+    auto state = acquire(repo, id, false, may_block);
     auto offset = state->offset;
     release(state);
     return offset;

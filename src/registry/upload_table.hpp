@@ -54,11 +54,10 @@ public:
     // Throws 507 when taking `incoming` more bytes would leave too little free.
     void require_space(std::uint64_t incoming) const;
     // Exclusive hold on a session of repo, its file made and open (without make_file: open if
-    // made); throws BLOB_UPLOAD_UNKNOWN or 416 when busy.
-    std::shared_ptr<UploadState> acquire(const std::string& repo, const std::string& id, bool make_file = true);
-    // Whether taking the session up first rebuilds its digest state from every byte of its file
-    // (after a restart, or a failed write).
-    bool rehashes(const std::string& repo, const std::string& id);
+    // made); throws BLOB_UPLOAD_UNKNOWN or 416 when busy. Without may_block, WouldBlock instead
+    // of making the file or rebuilding the digest state from every byte of it.
+    std::shared_ptr<UploadState> acquire(const std::string& repo, const std::string& id, bool make_file = true,
+                                         bool may_block = true);
     // Records the session (once) so that it survives a restart; false when it is gone.
     bool keep(const std::string& repo, const std::string& id);
     void release(const std::shared_ptr<UploadState>& state);
@@ -69,7 +68,7 @@ public:
     std::size_t purge_idle(std::uint64_t cutoff_ms);
     // Forgets a held session and deletes its file; its record goes in the caller's batch.
     void erase(const std::shared_ptr<UploadState>& state);
-    std::uint64_t offset(const std::string& repo, const std::string& id);
+    std::uint64_t offset(const std::string& repo, const std::string& id, bool may_block = true);
     std::uint64_t now() const { return now_(); }
     storage::UploadWriters& writers() { return writers_; }
     storage::UploadFiles& files() { return files_; }

@@ -232,8 +232,9 @@ std::uint64_t UploadAppender::offset() const { return state_->offset; }
 
 // The first buffer starts at the aligned offset at or before the session's
 // end, holding the bytes in front of it read back from the file, so every
-// full buffer can be written with O_DIRECT. Done here, on the worker that
-// takes up the session, not on the I/O thread that will fill the buffers.
+// full buffer can be written with O_DIRECT. That read is under 4 KiB, of the
+// tail the last append wrote through the page cache: done here, where the
+// session is taken up (an I/O thread, for a session whose file exists).
 void UploadAppender::start() {
     pipeline_ = std::make_shared<Pipeline>();
     auto& p = *pipeline_;

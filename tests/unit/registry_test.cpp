@@ -297,6 +297,53 @@ TEST_CASE("a DELETE ends a session a stalled append still holds") {
     CHECK(code_of([&] { f.reg.cancel_upload("r", id); }) == ErrorCode::blob_upload_unknown);
 }
 
+TEST_CASE("a session opens in memory, makes its file at its first append, and is recorded once kept") {
+    Fixture f;
+    auto scratch_files = [&] {
+        return std::distance(std::filesystem::directory_iterator(test::scratch_dir(f.dir.path())), {});
+    };
+    auto id = f.reg.start_upload("r").id;
+    CHECK(scratch_files() == 0);
+    CHECK(f.meta.uploads().empty());
+    // Without may_block (an I/O thread): the status of a session with no file is known ...
+    CHECK(f.reg.upload_status("r", id, false).offset == 0);
+    // ... but making its file is not done there, and nothing is held or made by the refusal.
+    CHECK_THROWS_AS(f.reg.append("r", id, 0, false), registry::WouldBlock);
+    CHECK(scratch_files() == 0);
+    f.reg.append("r", id, 0)->write("abc", 3);
+    CHECK(scratch_files() == 1);
+    CHECK(f.meta.uploads().empty());                    // bytes appended, none acknowledged yet
+    CHECK(f.reg.append("r", id, 3, false) != nullptr);  // its file exists: an I/O thread may append
+    CHECK(f.reg.keep_upload("r", id));
+    CHECK(f.meta.uploads().size() == 1);
+    CHECK(f.reg.keep_upload("r", id));  // once
+    CHECK(f.meta.uploads().size() == 1);
+    f.reg.finish_upload("r", id, test::digest_of("abc"));
+    CHECK(f.meta.uploads().empty());
+    CHECK_FALSE(f.reg.keep_upload("r", id));
+}
+
+TEST_CASE("a session whose digest state must be rebuilt is not taken up where nothing may block") {
+    Fixture f;
+    const auto content = random_bytes(3 << 20);
+    auto id = f.reg.start_upload("r").id;
+    {
+        FileSizeLimit refuse_past((1 << 20) + 1000);
+        auto appender = f.reg.append("r", id, 0);
+        try {
+            appender->write(content.data(), content.size());
+            appender->finish();
+        } catch (const std::system_error&) {
+            // the write past the limit fails: what this test is about
+        }
+    }
+    // The failed write dropped the digest state: rebuilding it reads every byte of the file.
+    CHECK_THROWS_AS(f.reg.upload_status("r", id, false), registry::WouldBlock);
+    CHECK_THROWS_AS(f.reg.append("r", id, std::nullopt, false), registry::WouldBlock);
+    const auto kept = f.reg.upload_status("r", id).offset;  // a worker rebuilds it
+    CHECK(f.reg.upload_status("r", id, false).offset == kept);
+}
+
 TEST_CASE("one client cannot hold every upload session") {
     Fixture f;
     registry::Options options = Fixture::options();

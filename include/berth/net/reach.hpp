@@ -50,6 +50,8 @@ private:
     bool outer_;
 };
 
+inline bool on_io_thread() { return detail::io_thread; }
+
 // Throws NeedsRemote{workers_party} while an OnIoThread lives on this thread.
 inline void leave_io_thread() {
     if (detail::io_thread) throw NeedsRemote{workers_party};

@@ -18,6 +18,7 @@
 #include "berth/registry/peers.hpp"
 #include "berth/registry/quotas.hpp"
 #include "berth/registry/upstreams.hpp"
+#include "berth/registry/would_block.hpp"
 
 #include "berth/storage/blob_store.hpp"
 #include "berth/storage/hybrid_clock.hpp"
@@ -128,16 +129,17 @@ public:
                               const std::string& client = "");
     MountResult mount_blob(const std::string& repo, const std::string& digest, const std::string& from,
                            const std::string& client = "");
-    UploadStatus upload_status(const std::string& repo, const std::string& id);
-    // Whether taking the session up first reads every byte it holds (its digest state is rebuilt
-    // after a restart): work for a worker, not an I/O thread.
-    bool upload_rehashes(const std::string& repo, const std::string& id);
+    // may_block false (an I/O thread): throws WouldBlock rather than make the session's file (a
+    // create may wait on the file system's journal) or rebuild its digest state from every byte
+    // it holds (after a restart or a failed write).
+    UploadStatus upload_status(const std::string& repo, const std::string& id, bool may_block = true);
     // Links a blob the store holds into repo (an import writing the store directly); false when
     // the store does not hold it.
     bool link_blob(const std::string& repo, const oci::Digest& digest);
     // Exclusive access to append; `start` (from Content-Range) must equal the current offset.
+    // may_block: as for upload_status.
     std::unique_ptr<storage::UploadAppender> append(const std::string& repo, const std::string& id,
-                                                    std::optional<std::uint64_t> start);
+                                                    std::optional<std::uint64_t> start, bool may_block = true);
     // Verifies the digest, makes the blob durable and visible, and ends the session.
     oci::Digest finish_upload(const std::string& repo, const std::string& id, const std::string& digest);
     // Ends a session even while a request still holds it (a DELETE wins over a stalled PATCH).
