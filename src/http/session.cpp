@@ -159,7 +159,9 @@ private:
             request_.authorization.size() > 5 && beast::iequals(request_.authorization.substr(0, 6), "basic ");
         original_ = request_;
         const auto& route = *request_.target.route;
-        if ((read || route.has(quick_writes)) && route.has(quick) && !basic) return planned(make_plan(true, true));
+        // A POST with a body is a single-POST upload: it stores a blob, always on a worker.
+        const bool quick_write = route.has(quick_writes) && !(request_.method == Method::post && request_.has_body);
+        if ((read || quick_write) && route.has(quick) && !basic) return planned(make_plan(true, true));
         plan_on_worker();
     }
 
