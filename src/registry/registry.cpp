@@ -206,11 +206,12 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     auto& files = uploads_->files();
     auto actual =
         state->algorithm == expected.algorithm() ? state->hasher->peek() : files.digest(*state, expected.algorithm());
+    const bool recorded = state->recorded;  // a late keep() removes what it writes itself
     storage::MetaStore::Batch batch;
-    if (state->recorded) batch.remove_upload(id);
+    if (recorded) batch.remove_upload(id);
     if (actual != expected) {
         uploads_->erase(state);
-        if (state->recorded) meta_.commit(batch, storage::MetaStore::Durability::none);
+        if (recorded) meta_.commit(batch, storage::MetaStore::Durability::none);
         throw Error(ErrorCode::digest_invalid, "content does not match digest",
                     "expected " + expected.str() + ", got " + actual.str());
     }
@@ -232,7 +233,7 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
         } catch (const Error&) {
             lock.unlock();
             uploads_->erase(state);  // the refused bytes go with the session
-            if (state->recorded) {
+            if (recorded) {
                 storage::MetaStore::Batch end;
                 end.remove_upload(id);
                 meta_.commit(end, storage::MetaStore::Durability::none);

@@ -157,6 +157,21 @@ class PurgeTest(UploadTestCase):
 
 
 class CancelTest(UploadTestCase):
+    def test_delete_under_a_namespace_replanned_on_a_worker(self):
+        # A DELETE is tried on the I/O thread, which resolves ?ns= into the repository name, then
+        # leaves for a worker: planned again from the request as it came, not from the rewritten
+        # name (docker.io/docker.io/...), it ends the session.
+        b = self.b
+        r = b.request("POST", "/v2/library/app/blobs/uploads/?ns=docker.io", headers={"Content-Length": "0"})
+        self.assertEqual(r.status, 202, r)
+        sid = upload_id(bt.location_path(r.header("Location")))
+        path = f"/v2/library/app/blobs/uploads/{sid}?ns=docker.io"
+        self.assertEqual(b.request("PATCH", path, body=b"n" * 100).status, 202)
+        r = b.request("DELETE", path)
+        self.assertEqual(r.status, 204, r)
+        r = b.get(path)
+        self.assertEqual((r.status, r.error_codes()), (404, ["BLOB_UPLOAD_UNKNOWN"]))
+
     def test_delete_removes_scratch_file(self):
         b = self.b
         repo = "uploads/cancel"
