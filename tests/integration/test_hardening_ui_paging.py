@@ -27,6 +27,7 @@ import hmac
 import http.client
 import json
 import os
+import re
 import sys
 import time
 import unittest
@@ -272,7 +273,10 @@ class Paging(unittest.TestCase):
                         r = self.b.request(method, path, headers=auth(who))
                         self.assertEqual(r.status, 200, r)
                         self.assertNotIn(b"bob/", r.body, r)
-                        self.assertNotIn("bob", urllib.parse.unquote(r.header("Link") or ""), r)
+                        # A sealed cursor (~ and base64url ciphertext) may spell "bob" by chance:
+                        # only what is not sealed is looked at.
+                        link = re.sub(r"last=~[A-Za-z0-9_-]+", "last=~", urllib.parse.unquote(r.header("Link") or ""))
+                        self.assertNotIn("bob", link, r)
 
     def test_16a_cross_site_sign_in_is_refused(self):
         host = f"127.0.0.1:{self.b.port}"
