@@ -18,7 +18,7 @@ std::uint64_t settled_before(const replication::Cluster* cluster, std::chrono::m
     if (!cluster) return now;
     // A peer not read to its head since this replica started (it is catching up) holds everything:
     // what it has not told yet may be older than anything here.
-    auto heard = cluster->heard_until_ms();
+    auto heard = cluster->heard_until_ms(std::chrono::milliseconds(max_hold_ms));
     if (heard == 0 && std::chrono::steady_clock::now() - started < std::chrono::milliseconds(max_hold_ms)) return 0;
     heard = std::max(heard, now - max_hold_ms);
     const auto wait = static_cast<std::uint64_t>(settle.count());

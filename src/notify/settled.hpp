@@ -10,8 +10,9 @@ class Cluster;
 
 namespace berth::notify {
 
-// A peer whose log has not been read to its head for this long no longer holds events back: it is
-// stalled or gone, and its changes are told when they arrive, out of order if need be.
+// A peer whose log has not been read to its head for this long, or that has not answered for this
+// long, no longer holds events back: it is stalled or gone, and its changes are told when they
+// arrive, out of order if need be.
 inline constexpr std::uint64_t max_hold_ms = 30000;
 
 std::uint64_t wall_ms();

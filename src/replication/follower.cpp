@@ -119,6 +119,7 @@ bool Replicator::Impl::follow_page(Peer& peer, bool& first_contact) {
 void Replicator::Impl::note_contact(Peer& peer, std::uint64_t head, bool filling) {
     std::lock_guard lock(mutex);
     peer.reachable = true;
+    peer.unreachable_since.reset();
     peer.head = head;
     peer.last_contact_ms = now_ms();
     // A peer still filling holds nobody's readiness; one serving sets the target to catch up to.
@@ -134,6 +135,7 @@ void Replicator::Impl::note_unreachable(Peer& peer, const std::string& error,
     // Before that, it may only be starting (its DNS name not yet published), and must not be skipped.
     if (!peer.target && std::chrono::steady_clock::now() - started_at > startup_grace) peer.holds_readiness = false;
     peer.reachable = false;
+    if (!peer.unreachable_since) peer.unreachable_since = std::chrono::steady_clock::now();
     ++peer.errors;
     peer.last_error = error;
 }
@@ -153,6 +155,7 @@ bool Replicator::Impl::check_protocol(Peer& peer, const std::string& header) {
                      {{"peer", peer.client.address()}, {"reason", problem}});
     peer.incompatible = problem;
     peer.reachable = true;
+    peer.unreachable_since.reset();
     return problem.empty();
 }
 

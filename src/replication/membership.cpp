@@ -71,11 +71,15 @@ std::vector<std::string> Replicator::peer_addresses() const {
     return out;
 }
 
-std::uint64_t Replicator::heard_until_ms() const {
+std::uint64_t Replicator::heard_until_ms(std::chrono::milliseconds gone_after) const {
+    const auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(impl_->mutex);
     auto until = now_ms();
-    for (auto& peer : impl_->peers)
-        if (!peer->self && peer->reachable && peer->incompatible.empty()) until = std::min(until, peer->heard_ms);
+    for (auto& peer : impl_->peers) {
+        if (peer->self || !peer->incompatible.empty()) continue;
+        const bool gone = !peer->reachable && peer->unreachable_since && now - *peer->unreachable_since >= gone_after;
+        if (!gone) until = std::min(until, peer->heard_ms);
+    }
     return until;
 }
 

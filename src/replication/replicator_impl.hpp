@@ -43,6 +43,9 @@ struct Peer {
     std::uint64_t cursor = 0, head = 0, errors = 0, applied = 0;
     std::uint64_t last_contact_ms = 0, oldest_unapplied_ms = 0;
     std::uint64_t heard_ms = 0;  // when the last request that read its log to its head was sent
+    // Since when every request to it failed; unset while it answers (and before its first answer
+    // or failure).
+    std::optional<std::chrono::steady_clock::time_point> unreachable_since;
     std::string last_error;
     std::string incompatible;             // why this peer's protocol is refused; empty while it is understood
     std::string bootstrap_part;           // while bootstrapping from it: the part being copied

@@ -27,6 +27,7 @@ import os
 import random
 import sys
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -244,7 +245,20 @@ class NotificationFaultsTest(unittest.TestCase):
         def polled():
             self.poller.read(self.alive(), self.rng)
             return self.expected <= changes_of(self.poller.events)
-        bt.poll(polled, 60, 0.2, "every acknowledged change in the feed")
+        try:
+            bt.poll(polled, 60, 0.2, "every acknowledged change in the feed")
+        except AssertionError:
+            seen = changes_of(self.poller.events)
+            print("missing from the feed:", sorted(self.expected - seen), file=sys.stderr)
+            for e in self.receiver.events():
+                d = e["data"]
+                key = (d["action"], d["repository"], d.get("tag", "") if d["action"] == "tag" else "",
+                       d.get("digest", ""))
+                if key in self.expected - seen:
+                    print("its event at the receiver:", e["id"], e["sequence"], file=sys.stderr)
+            print("feed sequences:", [(e["sequence"], e["data"]["repository"]) for e in self.poller.events],
+                  file=sys.stderr)
+            raise
         ids = [e["id"] for e in self.poller.events]
         self.assertEqual(len(ids), len(set(ids)), "the feed gave an event twice")
         feed_order = {}
@@ -273,6 +287,39 @@ class NotificationFaultsTest(unittest.TestCase):
         duplicates = len(events) - len(first_seen)
         print(f"changes acknowledged: {len(self.expected)}, deliveries: {len(events)}, "
               f"duplicates (same id): {duplicates}", file=sys.stderr)
+
+    def test_a_replica_that_has_not_read_its_peers_logs_gives_no_change_they_pushed_it(self):
+        """A replica restarted where it cannot read its peers' logs (its peer list names closed
+        ports), though they reach it and push it their new changes: the changes made while it was
+        down are not here, the one pushed to it is. Its feed gives nothing while it has not heard
+        its peers (a peer that stops answering holds events back for 30 s), so a poller that reads
+        it, then another replica, misses none of them."""
+        a, b, c = self.cluster
+        c.kill()
+        missed = [b.push_image("team/api", tag) for tag in TAGS]
+        c.peers_override = [f"127.0.0.1:{bt.free_port()}", f"127.0.0.1:{bt.free_port()}"]
+        c.restart()
+        last = bt.make_image((256,), rng=self.rng)
+        for data in last["blobs"].values():  # where it cannot fetch them from the pusher
+            c.push_blob("team/web", data)
+            b.push_blob("team/web", data)
+        self.assertEqual(b.put_manifest("team/web", "v1", last["manifest"]).status, 201)
+        bt.poll(lambda: c.head(f"/v2/team/web/manifests/{last['digest']}").status == 200, 15, 0.05,
+                "the manifest pushed to the restarted replica")
+        self.assertEqual(c.head(f"/v2/team/api/manifests/{missed[0]['digest']}").status, 404)
+
+        # Reads of its feed until well past the settle time of the pushed change (250 ms).
+        poller = Poller()
+        pushed_at = time.monotonic()
+        bt.poll(lambda: poller.read([c], self.rng) or time.monotonic() - pushed_at > 2, 10, 0.1,
+                "two seconds of reading the restarted replica's feed")
+        given = changes_of(poller.events)
+        self.assertFalse(any(x[3] == last["digest"] for x in given),
+                         "a replica that has not read its peers' logs gave a change pushed to it")
+
+        want = {("push", "team/api", "", img["digest"]) for img in missed} | {("push", "team/web", "", last["digest"])}
+        bt.poll(lambda: poller.read([a], self.rng) or want <= changes_of(poller.events), 15, 0.1,
+                "the poller reading another replica")
 
 
 if __name__ == "__main__":

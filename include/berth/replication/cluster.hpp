@@ -2,6 +2,7 @@
 // Cluster membership and ownership, for the proxy and upload forwarding: which
 // replica fetches a key from upstream registries for the whole cluster, and how
 // to reach a replica. replication::Replicator implements it.
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,10 +35,13 @@ public:
     virtual net::Response ask_peer(const std::string& address, net::RequestHead head, std::size_t limit) const = 0;
     // HOST:PORT of every other replica, reachable or not.
     virtual std::vector<std::string> peer_addresses() const = 0;
-    // Wall-clock ms (since the epoch) before which every change a reachable peer made is here: the
-    // oldest of the moments each reachable peer's log was last asked for and read to its head; 0
-    // while a reachable peer's log has not been read to its head since this replica started.
-    virtual std::uint64_t heard_until_ms() const = 0;
+    // Wall-clock ms (since the epoch) before which every change a peer made is here: the oldest of
+    // the moments each peer's log was last asked for and read to its head; 0 while a peer's log has
+    // not been read to its head since this replica started. A peer unreachable for gone_after
+    // (continuously, as this process saw it) no longer counts. One unreachable for less still does:
+    // until this replica has read its log, or a log that relays its changes, to its head again, what
+    // the peer pushed here may lie beyond changes of its that are not here yet.
+    virtual std::uint64_t heard_until_ms(std::chrono::milliseconds gone_after) const = 0;
 };
 
 }  // namespace berth::replication

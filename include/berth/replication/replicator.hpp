@@ -65,7 +65,7 @@ public:
     std::unique_ptr<net::Exchange> open_peer(const std::string& address, net::RequestHead head) const override;
     net::Response ask_peer(const std::string& address, net::RequestHead head, std::size_t limit) const override;
     std::vector<std::string> peer_addresses() const override;
-    std::uint64_t heard_until_ms() const override;
+    std::uint64_t heard_until_ms(std::chrono::milliseconds gone_after) const override;
     std::string derived_key(std::string_view purpose) const override;
 
     // Follower
