@@ -16,7 +16,8 @@ namespace berth::notify {
 inline constexpr std::uint64_t max_hold_ms = 30000;
 
 std::uint64_t wall_ms();
-// Ms since the epoch; 0 while this replica, started at `started`, has not yet read its peers' logs.
+// Ms since the epoch; 0 while this replica is catching up, or, started at `started`, has not yet
+// read its peers' logs (for at most max_hold_ms).
 // cluster: null without peers (a lone replica's log is in stamp order already).
 std::uint64_t settled_before(const replication::Cluster* cluster, std::chrono::milliseconds settle,
                              std::chrono::steady_clock::time_point started);

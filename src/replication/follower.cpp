@@ -88,6 +88,7 @@ bool Replicator::Impl::follow_page(Peer& peer, bool& first_contact) {
         {
             std::lock_guard lock(mutex);
             peer.heard_ms = asked_ms;
+            peer.unreachable_since.reset();
         }
         sleep_for(std::chrono::seconds(1));
         return true;
@@ -110,6 +111,7 @@ bool Replicator::Impl::follow_page(Peer& peer, bool& first_contact) {
     if (!stalled && peer.cursor >= page.head) {
         std::lock_guard lock(mutex);
         peer.heard_ms = asked_ms;
+        peer.unreachable_since.reset();
     }
     if (stalled) sleep_for(std::chrono::seconds(1));
     else if (peer.cursor >= page.head) sleep_for(options.poll_interval);
@@ -119,7 +121,6 @@ bool Replicator::Impl::follow_page(Peer& peer, bool& first_contact) {
 void Replicator::Impl::note_contact(Peer& peer, std::uint64_t head, bool filling) {
     std::lock_guard lock(mutex);
     peer.reachable = true;
-    peer.unreachable_since.reset();
     peer.head = head;
     peer.last_contact_ms = now_ms();
     // A peer still filling holds nobody's readiness; one serving sets the target to catch up to.
@@ -155,7 +156,6 @@ bool Replicator::Impl::check_protocol(Peer& peer, const std::string& header) {
                      {{"peer", peer.client.address()}, {"reason", problem}});
     peer.incompatible = problem;
     peer.reachable = true;
-    peer.unreachable_since.reset();
     return problem.empty();
 }
 
@@ -164,6 +164,7 @@ void Replicator::Impl::resolve_dns() {
     while (!stopping) {
         for (auto& address : net::resolve(name)) {
             std::lock_guard lock(mutex);
+            dns_answered = true;
             if (auto* peer = add_peer(address.str())) peer->thread = std::thread([this, peer] { follow(*peer); });
         }
         sleep_for(std::chrono::seconds(15));

@@ -43,8 +43,9 @@ struct Peer {
     std::uint64_t cursor = 0, head = 0, errors = 0, applied = 0;
     std::uint64_t last_contact_ms = 0, oldest_unapplied_ms = 0;
     std::uint64_t heard_ms = 0;  // when the last request that read its log to its head was sent
-    // Since when every request to it failed; unset while it answers (and before its first answer
-    // or failure).
+    // Since when it has failed to answer, counted from its first failure after its log was last
+    // read to its head (an answer that then fails, a body that does not parse, does not reset it);
+    // unset before its first failure.
     std::optional<std::chrono::steady_clock::time_point> unreachable_since;
     std::string last_error;
     std::string incompatible;             // why this peer's protocol is refused; empty while it is understood
@@ -97,6 +98,7 @@ struct Replicator::Impl {
     std::thread discovery;
     std::thread statuses;  // asks every peer its status, for the web UI's cluster page
     bool started = false;
+    bool dns_answered = false;  // peer_dns has named replicas at least once
     void poll_statuses();
 
     // A StatefulSet lists every member, itself included: berth-0.berth:5000 is
