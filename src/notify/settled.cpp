@@ -16,13 +16,14 @@ std::uint64_t settled_before(const replication::Cluster* cluster, std::chrono::m
                              std::chrono::steady_clock::time_point started) {
     const auto now = wall_ms();
     if (!cluster) return now;
+    // While catching up, everything is held however long that takes: a bootstrap fills the log in
+    // parts (links, manifests, tags), not in the order the changes were made.
+    if (!cluster->ready()) return 0;
     // A peer not read to its head since this replica started holds everything, for a while: what it
-    // has not told yet may be older than anything here. While catching up, everything is held however
-    // long that takes: a bootstrap fills the log in parts (links, manifests, tags), not in the order
-    // the changes were made.
+    // has not told yet may be older than anything here.
     constexpr auto hold = std::chrono::milliseconds(max_hold_ms);
     auto heard = cluster->heard_until_ms(hold);
-    if (heard == 0 && (!cluster->ready() || std::chrono::steady_clock::now() - started < hold)) return 0;
+    if (heard == 0 && std::chrono::steady_clock::now() - started < hold) return 0;
     heard = std::max(heard, now - max_hold_ms);
     const auto wait = static_cast<std::uint64_t>(settle.count());
     return heard > wait ? heard - wait : 0;

@@ -74,9 +74,8 @@ std::vector<std::string> Replicator::peer_addresses() const {
 std::uint64_t Replicator::heard_until_ms(std::chrono::milliseconds gone_after) const {
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(impl_->mutex);
-    // Not caught up since it started (or since a peer compacted past it), or its peers not yet
-    // named by DNS: what is here may lack changes older than those peers pushed it.
-    if (!impl_->ready_locked() || (!impl_->options.peer_dns.empty() && !impl_->dns_answered)) return 0;
+    // Its peers not yet named by DNS: what is here may lack changes older than those they pushed it.
+    if (!impl_->options.peer_dns.empty() && !impl_->dns_answered) return 0;
     auto until = now_ms();
     for (auto& peer : impl_->peers) {
         if (peer->self || !peer->incompatible.empty()) continue;

@@ -36,11 +36,11 @@ public:
     // HOST:PORT of every other replica, reachable or not.
     virtual std::vector<std::string> peer_addresses() const = 0;
     // Wall-clock ms (since the epoch) before which every change a peer made is here: the oldest of
-    // the moments each peer's log was last asked for and read to its head. 0 while this replica is
-    // not ready (catching up since it started), or DNS has not yet named its peers. A peer failing
-    // to answer for gone_after (since its first failure after its log was last read to its head)
-    // no longer counts; one failing for less still does, since what it pushed here may be newer
-    // than changes of its that are not here yet.
+    // the moments each peer's log was last asked for and read to its head; 0 while a peer's log has
+    // not been read to its head since this replica started, or DNS has not yet named its peers. A
+    // peer failing to answer for gone_after (since its first failure after its log was last read
+    // to its head) no longer counts; one failing for less still does, since what it pushed here may
+    // be newer than changes of its that are not here yet.
     virtual std::uint64_t heard_until_ms(std::chrono::milliseconds gone_after) const = 0;
     // Caught up with every peer since it started (or since a peer compacted past it).
     virtual bool ready() const = 0;
