@@ -18,10 +18,10 @@ std::uint64_t settled_before(const replication::Cluster* cluster, std::chrono::m
     if (!cluster) return now;
     // While catching up, everything is held however long that takes: a bootstrap fills the log in
     // parts (links, manifests, tags), not in the order the changes were made.
-    if (!cluster->ready()) return 0;
+    constexpr auto hold = std::chrono::milliseconds(max_hold_ms);
+    if (cluster->catching_up(hold)) return 0;
     // A peer not read to its head since this replica started holds everything, for a while: what it
     // has not told yet may be older than anything here.
-    constexpr auto hold = std::chrono::milliseconds(max_hold_ms);
     auto heard = cluster->heard_until_ms(hold);
     if (heard == 0 && std::chrono::steady_clock::now() - started < hold) return 0;
     heard = std::max(heard, now - max_hold_ms);

@@ -1,5 +1,7 @@
 // Who is in the cluster and who owns what: the replica that fetches a key from
 // upstream registries for everyone, and how to reach a replica.
+#include <algorithm>
+
 #include "berth/net/host_port.hpp"
 #include "replicator_impl.hpp"
 
@@ -79,10 +81,17 @@ std::uint64_t Replicator::heard_until_ms(std::chrono::milliseconds gone_after) c
     auto until = now_ms();
     for (auto& peer : impl_->peers) {
         if (peer->self || !peer->incompatible.empty()) continue;
-        const bool gone = !peer->reachable && peer->unreachable_since && now - *peer->unreachable_since >= gone_after;
-        if (!gone) until = std::min(until, peer->heard_ms);
+        if (!peer->gone(now, gone_after)) until = std::min(until, peer->heard_ms);
     }
     return until;
+}
+
+bool Replicator::catching_up(std::chrono::milliseconds gone_after) const {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(impl_->mutex);
+    return !impl_->started || std::any_of(impl_->peers.begin(), impl_->peers.end(), [&](auto& peer) {
+        return !peer->self && peer->holds_readiness && peer->incompatible.empty() && !peer->gone(now, gone_after);
+    });
 }
 
 std::uint64_t Replicator::heard_from_every_peer_until_ms() const {

@@ -47,6 +47,9 @@ struct Peer {
     // read to its head (an answer that then fails, a body that does not parse, does not reset it);
     // unset before its first failure.
     std::optional<std::chrono::steady_clock::time_point> unreachable_since;
+    bool gone(std::chrono::steady_clock::time_point now, std::chrono::milliseconds after) const {
+        return !reachable && unreachable_since && now - *unreachable_since >= after;
+    }
     std::string last_error;
     std::string incompatible;             // why this peer's protocol is refused; empty while it is understood
     std::string bootstrap_part;           // while bootstrapping from it: the part being copied

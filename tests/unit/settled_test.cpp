@@ -31,12 +31,17 @@ struct Follower : test::StoreFixture {
         replicator = std::make_unique<replication::Replicator>(options, "self", blobs, meta, clock, pulls);
     }
     std::uint64_t errors() const { return replicator->status().peers.at(0).errors; }
-    // Until the peer has failed `n` times (each failure is followed by a second's pause).
-    void await_errors(std::uint64_t n) const {
-        for (auto deadline = std::chrono::steady_clock::now() + 10s; errors() < n;) {
+    // Until `done` holds, for at most 10 s.
+    template <typename Done>
+    void poll(Done done) const {
+        for (auto deadline = std::chrono::steady_clock::now() + 10s; !done();) {
             REQUIRE(std::chrono::steady_clock::now() < deadline);
             std::this_thread::sleep_for(10ms);
         }
+    }
+    // Until the peer has failed `n` times (each failure is followed by a second's pause).
+    void await_errors(std::uint64_t n) const {
+        poll([&] { return errors() >= n; });
     }
 
     std::unique_ptr<replication::Replicator> replicator;
@@ -45,18 +50,18 @@ struct Follower : test::StoreFixture {
 // A cluster whose readiness and peers' word the test sets.
 class StandInCluster final : public replication::Cluster {
 public:
-    bool is_ready = true;
+    bool catching = false;
     std::uint64_t heard = 0;
 
     const std::string& self_id() const override { return id_; }
     std::optional<std::string> owner_of(std::string_view) const override { return std::nullopt; }
-    bool leads(std::string_view) const override { return is_ready; }
+    bool leads(std::string_view) const override { return !catching; }
     std::optional<std::string> address_of(const std::string&) const override { return std::nullopt; }
     std::unique_ptr<net::Exchange> open_peer(const std::string&, net::RequestHead) const override { return nullptr; }
     net::Response ask_peer(const std::string&, net::RequestHead, std::size_t) const override { return {}; }
     std::vector<std::string> peer_addresses() const override { return {}; }
     std::uint64_t heard_until_ms(std::chrono::milliseconds) const override { return heard; }
-    bool ready() const override { return is_ready; }
+    bool catching_up(std::chrono::milliseconds) const override { return catching; }
 
 private:
     std::string id_ = "self";
@@ -84,9 +89,27 @@ TEST_CASE("a peer that answers and then cannot be read counts as gone from its f
     follower.await_errors(3);  // answered twice more since, each time with a page that does not parse
     const auto failing_for =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - first_failure);
-    CHECK(follower.replicator->heard_until_ms(failing_for) > 0);
     CHECK(follower.replicator->heard_until_ms(1h) == 0);
+    // Polled: between a failure and the next, the peer's answer counts it reachable for a moment.
+    follower.poll([&] { return follower.replicator->heard_until_ms(failing_for) > 0; });
     follower.replicator->stop();
+}
+
+TEST_CASE("a replica catches up with its peers, but not with one gone or one it cannot understand", "[settled]") {
+    Follower gone({closed_address()});
+    CHECK(gone.replicator->catching_up(0ms));  // not started
+    gone.replicator->start();
+    gone.await_errors(1);
+    CHECK(gone.replicator->catching_up(1h));  // failing for less: it may be starting
+    CHECK_FALSE(gone.replicator->catching_up(0ms));
+    gone.replicator->stop();
+
+    test::StandInPeer refused(test::StandInPeer::Mode::incompatible);
+    Follower misunderstood({refused.address()});
+    misunderstood.replicator->start();
+    misunderstood.poll([&] { return !misunderstood.replicator->status().peers.at(0).incompatible.empty(); });
+    CHECK_FALSE(misunderstood.replicator->catching_up(1h));
+    misunderstood.replicator->stop();
 }
 
 TEST_CASE("a replica whose peers DNS has not named yet holds every event", "[settled]") {
@@ -102,11 +125,11 @@ TEST_CASE("events wait while a replica catches up, however long, and for peers n
     const auto long_ago = std::chrono::steady_clock::now() - 1h;
     const auto settle = 250ms;
 
-    cluster.is_ready = false;
+    cluster.catching = true;
     cluster.heard = notify::wall_ms();
     CHECK(notify::settled_before(&cluster, settle, long_ago) == 0);
 
-    cluster.is_ready = true;
+    cluster.catching = false;
     cluster.heard = 0;
     CHECK(notify::settled_before(&cluster, settle, std::chrono::steady_clock::now()) == 0);
     // Past the hold since its start, a peer never heard holds events back max_hold_ms at most.

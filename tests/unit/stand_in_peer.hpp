@@ -1,7 +1,8 @@
 #pragma once
 // A stand-in peer on loopback for the Replicator's unit tests: it answers POST apply with 200
 // (acks), 503 (refuses) or nothing at all (stalls), or every request with a 200 that is not a page
-// of a log (garbage: a peer that answers and then fails to be read).
+// of a log (garbage: a peer that answers and then fails to be read) or that names protocol versions
+// this build does not speak (incompatible).
 #include <sys/socket.h>
 
 #include <atomic>
@@ -20,7 +21,7 @@ namespace berth::test {
 
 class StandInPeer {
 public:
-    enum class Mode { ack, refuse, stall, garbage };
+    enum class Mode { ack, refuse, stall, garbage, incompatible };
 
     explicit StandInPeer(Mode mode) : mode_(mode), acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
         accepting_ = std::thread([this] { accept(); });
@@ -82,6 +83,7 @@ private:
             response.body() = mode_ == Mode::garbage ? "not a page of a log" : "{}";
             if (mode_ == Mode::garbage)
                 response.set(replication::protocol::header::versions, replication::protocol::versions_text());
+            if (mode_ == Mode::incompatible) response.set(replication::protocol::header::versions, "99-99");
             response.prepare_payload();
             boost::beast::http::write(socket, response, ec);
             if (ec) return;

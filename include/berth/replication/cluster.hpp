@@ -42,8 +42,9 @@ public:
     // to its head) no longer counts; one failing for less still does, since what it pushed here may
     // be newer than changes of its that are not here yet.
     virtual std::uint64_t heard_until_ms(std::chrono::milliseconds gone_after) const = 0;
-    // Caught up with every peer since it started (or since a peer compacted past it).
-    virtual bool ready() const = 0;
+    // Still copying a peer's log or state since it started (or since a peer compacted past it): a
+    // peer failing to answer for gone_after, or whose protocol is refused, does not count.
+    virtual bool catching_up(std::chrono::milliseconds gone_after) const = 0;
 };
 
 }  // namespace berth::replication

@@ -66,6 +66,7 @@ public:
     net::Response ask_peer(const std::string& address, net::RequestHead head, std::size_t limit) const override;
     std::vector<std::string> peer_addresses() const override;
     std::uint64_t heard_until_ms(std::chrono::milliseconds gone_after) const override;
+    bool catching_up(std::chrono::milliseconds gone_after) const override;
     std::string derived_key(std::string_view purpose) const override;
 
     // Follower
