@@ -42,7 +42,7 @@ namespace {
 
 using config::ConfigError;
 
-// Replica ids appear in upload ids and log events: [a-z0-9-], at most 63.
+// Replica ids appear in upload ids and log events: [a-z0-9-], at most 63 (protocol::valid_replica_id).
 std::string sanitize_replica_id(const std::string& text) {
     std::string out;
     for (char c : text) {

@@ -20,9 +20,19 @@ namespace {
 // source said "not here" is the content gone.
 struct Outcome {
     bool reached_all = true;
+    bool absent = false;  // a source answered "not here" (no source at all proves nothing)
     void failed() { reached_all = false; }
     ApplyResult missing() const { return reached_all ? ApplyResult::gone : ApplyResult::unavailable; }
 };
+
+// A peer's event names what this replica stores and logs, and what its log tells receivers: names
+// the registry would have refused from a client are refused from a peer too.
+bool well_formed(const Event& event) {
+    if (!oci::valid_repository_name(event.repo) || !protocol::valid_replica_id(event.stamp.replica)) return false;
+    const bool tagged = event.type == Event::Type::tag || event.type == Event::Type::tag_deleted;
+    if (tagged && !oci::valid_tag(event.tag)) return false;
+    return event.type == Event::Type::tag_deleted || oci::Digest::parse(event.digest).has_value();
+}
 
 }  // namespace
 
@@ -96,6 +106,7 @@ ApplyResult Applier::ensure_blobs(const std::vector<oci::Digest>& digests, const
 
 ApplyResult Applier::apply(const Event& event, const std::vector<PeerClient*>& sources,
                            std::optional<ManifestContent> content) {
+    if (!well_formed(event)) return ApplyResult::gone;
     clock_.observe(event.stamp.clock);
     switch (event.type) {
         case Event::Type::link:
@@ -103,8 +114,8 @@ ApplyResult Applier::apply(const Event& event, const std::vector<PeerClient*>& s
         case Event::Type::manifest: {
             auto result =
                 apply_manifest(event.repo, event.digest, event.stamp, std::move(content), sources, 0, event.principal);
-            if (result == ApplyResult::skipped) keep_overtaken_push(event);
-            return result;
+            if (result == ApplyResult::skipped || result == ApplyResult::vanished) keep_overtaken_push(event);
+            return result == ApplyResult::vanished ? ApplyResult::gone : result;
         }
         case Event::Type::tag: return apply_tag(event, sources);
         case Event::Type::manifest_deleted:
@@ -149,18 +160,22 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
     auto digest = oci::Digest::parse(digest_text);
     if (!digest || depth > 8) return ApplyResult::gone;
 
+    // The same bytes already here under an older push are this push's content: no source need have it.
+    if (auto local = meta_.manifest(repo, digest_text); !content && local && !local->deleted)
+        content = ManifestContent{local->media_type, std::move(local->bytes)};
     Outcome outcome;
     for (std::size_t i = 0; !content && i < sources.size(); ++i) {
         try {
             auto response = sources[i]->request("GET", protocol::manifest_target(repo, digest_text));
             if (response.status == 200 && oci::Digest::of(digest->algorithm(), response.body) == *digest)
                 content = ManifestContent{response.header("content-type"), std::move(response.body)};
-            else if (response.status != 404) outcome.failed();
+            else if (response.status == 404) outcome.absent = true;
+            else outcome.failed();
         } catch (const std::exception&) {
             outcome.failed();
         }
     }
-    if (!content) return outcome.missing();
+    if (!content) return outcome.reached_all && outcome.absent ? ApplyResult::vanished : outcome.missing();
     if (oci::Digest::of(digest->algorithm(), content->bytes) != *digest) return ApplyResult::gone;
 
     oci::ParsedManifest parsed;
@@ -179,7 +194,8 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
     // A sparse repository's manifest stands without what no replica holds.
     const bool sparse = oci::matches_any(rules_.sparse, repo);
     auto fatal = [sparse](ApplyResult result) {
-        return result == ApplyResult::unavailable || (result == ApplyResult::gone && !sparse);
+        const bool gone = result == ApplyResult::gone || result == ApplyResult::vanished;
+        return result == ApplyResult::unavailable || (gone && !sparse);
     };
     if (auto result = mirrored ? ApplyResult::skipped : ensure_blobs(digests, sources, parallel_fetches); fatal(result))
         return result;
@@ -216,6 +232,10 @@ ApplyResult Applier::apply_tag(const Event& event, const std::vector<PeerClient*
     auto manifest = meta_.manifest(event.repo, event.digest);
     if (!manifest || manifest->deleted) {
         auto result = apply_manifest(event.repo, event.digest, event.stamp, std::nullopt, sources, 0, event.principal);
+        if (result == ApplyResult::vanished) {
+            keep_overtaken_tag(event);  // the tag as it stands here waits for the deletes that followed
+            return ApplyResult::gone;
+        }
         if (result == ApplyResult::gone || result == ApplyResult::unavailable) return result;
         manifest = meta_.manifest(event.repo, event.digest);
         if (!manifest || manifest->deleted) return ApplyResult::skipped;  // deleted here later than this tag
@@ -232,12 +252,13 @@ ApplyResult Applier::apply_tag(const Event& event, const std::vector<PeerClient*
     return ApplyResult::applied;
 }
 
-// A tag move that a newer one overtook on its way here was still acknowledged where it was made:
-// this replica's log keeps it (once), so whichever replica tells receivers of changes tells it.
+// A tag move that a newer one overtook on its way here, or whose manifest every replica had deleted
+// by the time this one asked, was still acknowledged where it was made: this replica's log keeps it
+// (once), so whichever replica tells receivers of changes tells it.
 void Applier::keep_overtaken_tag(const Event& event) {
     auto lock = meta_.lock_writes();
     auto local = meta_.tag(event.repo, event.tag);
-    if (!local || local->stamp == event.stamp) return;  // this very move is here
+    if (local && local->stamp == event.stamp) return;  // this very move is here
     if (auto named = meta_.tag_named_at(event.repo, event.tag, event.digest); named && *named >= event.stamp.clock)
         return;  // logged here already, or named again since
     storage::MetaStore::Batch batch(event.cause, event.principal);
@@ -245,12 +266,18 @@ void Applier::keep_overtaken_tag(const Event& event) {
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
 }
 
+// The same for a push whose delete reached this replica first, or whose manifest every replica had
+// deleted by the time this one asked: logged against a tombstone (the push's own when nothing of it
+// is here), which the delete, on its way, overwrites.
 void Applier::keep_overtaken_push(const Event& event) {
     auto lock = meta_.lock_writes();
     auto local = meta_.manifest(event.repo, event.digest);
-    if (!local || !local->deleted || local->stamp <= event.stamp || local->pushed >= event.stamp.clock) return;
+    if (local && (!local->deleted || local->pushed >= event.stamp.clock)) return;  // here, or logged here
+    storage::ManifestRecord tombstone;
+    tombstone.stamp = event.stamp;
+    tombstone.deleted = true;
     storage::MetaStore::Batch batch(event.cause, event.principal);
-    batch.record_overtaken_manifest(event.repo, event.digest, *local, event.stamp);
+    batch.record_overtaken_manifest(event.repo, event.digest, local ? *local : tombstone, event.stamp);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
 }
 

@@ -32,6 +32,7 @@ enum class ApplyResult {
     skipped,      // this replica already holds something as new or newer
     gone,         // the sources no longer have the content: a later event explains why
     unavailable,  // no source could be reached; try again later
+    vanished,     // (apply_manifest only) every source said the manifest itself is not there: deleted
 };
 
 struct ManifestContent {

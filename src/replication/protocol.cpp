@@ -1,6 +1,7 @@
 #include "berth/oci/json.hpp"
 #include "berth/replication/protocol.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <stdexcept>
@@ -216,6 +217,11 @@ std::optional<PullsPage> parse_pulls(std::string_view body) {
     } catch (const nlohmann::json::exception&) {
         return std::nullopt;
     }
+}
+
+bool valid_replica_id(std::string_view id) {
+    auto allowed = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; };
+    return !id.empty() && id.size() <= 63 && std::all_of(id.begin(), id.end(), allowed);
 }
 
 nlohmann::json stamp_json(const storage::Stamp& stamp) { return {{"clock", stamp.clock}, {"origin", stamp.replica}}; }

@@ -186,18 +186,6 @@ class NotificationFaultsTest(unittest.TestCase):
                 self.expected.add(("tag", repo, tag, img["digest"]))
                 self.live[repo].append(img["digest"])
 
-    def required(self, got):
-        """What of the acknowledged changes must be in `got`. The push of a manifest deleted in this
-        run, with its tags, may be missing, all together and only beside its delete: a replica whose
-        follower fetched the manifest only after the delete keeps no event for the push (its content
-        is gone everywhere; a known limit, docs/events.md), so who reads that replica never hears of
-        it."""
-        told_deleted = {x[3] for x in self.expected if x[0] == "delete" and x in got}
-        lost = {d for d in told_deleted if not any(g[3] == d and g[0] in ("push", "tag") for g in got)}
-        if lost:
-            print(f"pushes told only by their delete: {len(lost)}", file=sys.stderr)
-        return {x for x in self.expected if not (x[0] in ("push", "tag") and x[3] in lost)}
-
     def test_every_acknowledged_change_reaches_the_receiver_once_per_id_in_order(self):
         self.change(12)
         bt.poll(lambda: len(self.receiver.events()) > 0, 15, 0.1, "a first delivery")
@@ -234,7 +222,7 @@ class NotificationFaultsTest(unittest.TestCase):
 
         def delivered():
             got = changes_of(self.receiver.events())
-            return self.required(got) <= got
+            return self.expected <= got
         try:
             bt.poll(delivered, 90, 0.2, "every acknowledged change at the receiver")
         except AssertionError:
@@ -258,7 +246,7 @@ class NotificationFaultsTest(unittest.TestCase):
         def polled():
             self.poller.read(self.alive(), self.rng)
             got = changes_of(self.poller.events)
-            return self.required(got) <= got
+            return self.expected <= got
         try:
             bt.poll(polled, 60, 0.2, "every acknowledged change in the feed")
         except AssertionError:

@@ -4,6 +4,8 @@
 // stores in temp dirs and without any network: the Applier gets no sources.
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -15,9 +17,12 @@
 #include "berth/registry/registry.hpp"
 #include "berth/storage/events.hpp"
 #include "berth/storage/records.hpp"
+#include "berth/net/client.hpp"
 #include "replication/applier.hpp"
+#include "replication/peer_client.hpp"
 #include "error_code.hpp"
 #include "fixtures.hpp"
+#include "stand_in_peer.hpp"
 
 using namespace berth;
 using oci::ErrorCode;
@@ -427,6 +432,93 @@ TEST_CASE("tombstones: a deletion holds against older writes arriving late", "[r
         CHECK_FALSE(f.meta.manifest("r", digest)->deleted);
         CHECK(f.meta.manifest("r", digest)->bytes == bytes);
     }
+}
+
+// What this replica's log says, oldest first: "type repo key clock", the key a tag or a digest.
+std::vector<std::string> logged(storage::MetaStore& meta) {
+    std::vector<std::string> out;
+    for (auto& entry : meta.read_log(0, 100)) {
+        auto event = Event::parse(entry.event);
+        REQUIRE(event);
+        const bool tagged = event->type == Event::Type::tag || event->type == Event::Type::tag_deleted;
+        out.push_back(nlohmann::json::parse(entry.event).at("type").get<std::string>() + " " + event->repo + " " +
+                      (tagged ? event->tag : event->digest.substr(7, 4)) + " " + std::to_string(event->stamp.clock));
+    }
+    return out;
+}
+
+TEST_CASE("a push whose manifest every replica deleted before this one asked is still logged, once", "[replication]") {
+    ApplierFixture f;
+    net::Client client;
+    test::StandInPeer deleted_there(test::StandInPeer::Mode::absent);
+    replication::PeerClient peer(client, deleted_there.address(), {}, "secret", "self");
+    const std::vector<replication::PeerClient*> sources{&peer};
+    const auto digest = sha256("a manifest pushed and deleted at its origin").str();
+    const Event push{Event::Type::manifest, "r", digest, {}, {100, "a"}};
+    const Event tag{Event::Type::tag, "r", digest, "v1", {101, "a"}};
+
+    CHECK(f.applier.apply(push, sources) == ApplyResult::gone);
+    CHECK(f.applier.apply(tag, sources) == ApplyResult::gone);
+    // Told again by another peer's log: not logged twice.
+    CHECK(f.applier.apply(push, sources) != ApplyResult::applied);
+    CHECK(f.applier.apply(tag, sources) != ApplyResult::applied);
+    CHECK(logged(f.meta).size() == 2);
+    // Nothing of it is served: the push is kept as a tombstone, the tag not set.
+    REQUIRE(f.meta.manifest("r", digest));
+    CHECK(f.meta.manifest("r", digest)->deleted);
+    CHECK_FALSE(f.meta.tag("r", "v1"));
+    // Its delete, arriving after, is logged and holds.
+    CHECK(f.applier.apply({Event::Type::tag_deleted, "r", {}, "v1", {200, "a"}}, sources) == ApplyResult::applied);
+    CHECK(f.applier.apply({Event::Type::manifest_deleted, "r", digest, {}, {200, "a"}}, sources) ==
+          ApplyResult::applied);
+    const auto short_digest = digest.substr(7, 4);
+    CHECK(logged(f.meta) == std::vector<std::string>{"manifest r " + short_digest + " 100", "tag r v1 101",
+                                                     "tag_deleted r v1 200",
+                                                     "manifest_deleted r " + short_digest + " 200"});
+    // Pushed again after that delete and deleted again before this replica asked: logged too.
+    CHECK(f.applier.apply({Event::Type::manifest, "r", digest, {}, {300, "a"}}, sources) == ApplyResult::gone);
+    CHECK(f.meta.manifest("r", digest)->deleted);
+    CHECK(logged(f.meta).back() == "manifest r " + short_digest + " 300");
+}
+
+TEST_CASE("a push whose sources could not all be asked is a retry, not a tombstone", "[replication]") {
+    ApplierFixture f;
+    net::Client client;
+    test::StandInPeer deleted_there(test::StandInPeer::Mode::absent), away(test::StandInPeer::Mode::refuse);
+    replication::PeerClient absent(client, deleted_there.address(), {}, "secret", "self"),
+        refusing(client, away.address(), {}, "secret", "self");
+    const auto digest = sha256("a manifest one peer may still hold").str();
+    const Event push{Event::Type::manifest, "r", digest, {}, {100, "a"}};
+    CHECK(f.applier.apply(push, {&absent, &refusing}) == ApplyResult::unavailable);
+    CHECK(f.applier.apply(push, f.no_sources) == ApplyResult::gone);  // no source proves nothing gone
+    CHECK_FALSE(f.meta.manifest("r", digest));
+    CHECK(f.meta.read_log(0, 100).empty());
+}
+
+TEST_CASE("a push of bytes already here under an older push needs no source", "[replication]") {
+    ApplierFixture f;
+    const auto digest = f.stored_image("r", "again");
+    CHECK(f.apply({Event::Type::manifest, "r", digest, {}, {100, "a"}}) == ApplyResult::applied);
+    CHECK(f.meta.manifest("r", digest)->stamp == Stamp{100, "a"});
+    CHECK(logged(f.meta).back() == "manifest r " + digest.substr(7, 4) + " 100");
+}
+
+TEST_CASE("a peer's event with names a client could not have pushed changes nothing", "[replication]") {
+    ApplierFixture f;
+    const auto digest = f.stored_image("r", "named");
+    const auto head = f.meta.read_log(0, 100).size();
+    for (const Event& event : std::vector<Event>{
+             {Event::Type::tag, "r", digest, "bad tag\n", {100, "a"}},
+             {Event::Type::tag_deleted, "r", {}, std::string(200, 't'), {100, "a"}},
+             {Event::Type::manifest_deleted, "R/../x", digest, {}, {100, "a"}},
+             {Event::Type::manifest_deleted, "r", "sha256:nothex", {}, {100, "a"}},
+             {Event::Type::manifest_deleted, "r", digest, {}, {100, "A\nforged"}},
+             {Event::Type::manifest_deleted, "r", digest, {}, {100, ""}},
+             {Event::Type::unlink, "", digest, {}, {100, "a"}},
+         })
+        CHECK(f.apply(event) == ApplyResult::gone);
+    CHECK(f.meta.read_log(0, 100).size() == head);
+    CHECK_FALSE(f.meta.manifest("r", digest)->deleted);
 }
 
 TEST_CASE("blobs before references: nothing points at content that is not here", "[replication]") {

@@ -2,7 +2,8 @@
 // A stand-in peer on loopback for the Replicator's unit tests: it answers POST apply with 200
 // (acks), 503 (refuses) or nothing at all (stalls), or every request with a 200 that is not a page
 // of a log (garbage: a peer that answers and then fails to be read) or that names protocol versions
-// this build does not speak (incompatible).
+// this build does not speak (incompatible), or every request with a 404 (absent: a peer that
+// holds nothing asked for, as after a delete).
 #include <sys/socket.h>
 
 #include <atomic>
@@ -21,7 +22,7 @@ namespace berth::test {
 
 class StandInPeer {
 public:
-    enum class Mode { ack, refuse, stall, garbage, incompatible };
+    enum class Mode { ack, refuse, stall, garbage, incompatible, absent };
 
     explicit StandInPeer(Mode mode) : mode_(mode), acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
         accepting_ = std::thread([this] { accept(); });
@@ -76,9 +77,11 @@ private:
                 stopped_.wait(lock, [&] { return stopping_; });
                 return;
             }
+            using boost::beast::http::status;
             boost::beast::http::response<boost::beast::http::string_body> response(
-                mode_ == Mode::refuse ? boost::beast::http::status::service_unavailable
-                                      : boost::beast::http::status::ok,
+                mode_ == Mode::refuse   ? status::service_unavailable
+                : mode_ == Mode::absent ? status::not_found
+                                        : status::ok,
                 11);
             response.body() = mode_ == Mode::garbage ? "not a page of a log" : "{}";
             if (mode_ == Mode::garbage)

@@ -68,6 +68,10 @@ inline constexpr const char* forwarded = "Berth-Forwarded";  // an upload reques
 inline constexpr const char* versions = "Berth-Protocol";
 }  // namespace header
 
+// What a replica id may be (node.cpp makes them so): it names events' origins, upload ids and the
+// notices receivers get.
+bool valid_replica_id(std::string_view id);
+
 struct Versions {
     int oldest = protocol::oldest;
     int newest = protocol::version;
