@@ -110,7 +110,10 @@ void Replicator::Impl::bootstrap(Peer& peer) {
         save_progress(meta, peer.id, *progress);
     }
     if (stopping) return;  // the saved progress resumes it
-    peer.cursor = progress->since;
+    {
+        std::lock_guard lock(mutex);
+        peer.cursor = progress->since;
+    }
     save_cursor(peer);
     meta.put_setting(storage::layout::setting::bootstrap(peer.id), "");
     observe::log("info", "bootstrap finished",

@@ -24,8 +24,8 @@ bool Replicator::Impl::apply_entries(Peer& peer, const std::vector<std::pair<std
             applied_all = false;  // its content is out of reach for now: again from here later
             break;
         }
+        std::lock_guard lock(mutex);  // status() reads the cursor
         peer.cursor = sequence;
-        std::lock_guard lock(mutex);
         ++peer.applied;
     }
     meta.sync();
@@ -69,7 +69,10 @@ bool Replicator::Impl::follow_page(Peer& peer, bool& first_contact) {
         return false;
     }
     if (first_contact || peer.id != page.replica) {
-        peer.id = page.replica;
+        {
+            std::lock_guard lock(mutex);  // status() and owner_of read it
+            peer.id = page.replica;
+        }
         load_cursor(peer);
         first_contact = false;
         // The answer is for the cursor before this replica knew whose it was.
@@ -77,8 +80,11 @@ bool Replicator::Impl::follow_page(Peer& peer, bool& first_contact) {
     }
     if (peer.epoch != page.epoch) {
         // A peer that lost its volume starts a new log: begin it again.
-        peer.epoch = page.epoch;
-        peer.cursor = 0;
+        {
+            std::lock_guard lock(mutex);
+            peer.epoch = page.epoch;
+            peer.cursor = 0;
+        }
         save_cursor(peer);
         return true;
     }

@@ -197,6 +197,8 @@ LogPage parse_log_page(std::string_view body) {
         LogPage page{doc.at("replica").get<std::string>(), doc.at("epoch").get<std::string>(),
                      doc.at("head").get<std::uint64_t>(),  doc.value("first", std::uint64_t{0}),
                      doc.value("filling", false),          {}};
+        // It keys this replica's cursor for that peer, and names the peer in status and ownership.
+        if (!valid_replica_id(page.replica)) throw std::invalid_argument("a log page names no valid replica");
         for (auto& entry : doc.at("entries"))
             page.entries.emplace_back(entry.at("seq").get<std::uint64_t>(), entry.at("event").get<std::string>());
         return page;

@@ -147,6 +147,7 @@ struct Replicator::Impl {
         auto stored = meta.setting(storage::layout::setting::cursor(peer.id)).value_or("");
         auto colon = stored.find(':');
         if (colon == std::string::npos) return;
+        std::lock_guard lock(mutex);
         peer.epoch = stored.substr(0, colon);
         peer.cursor = std::stoull(stored.substr(colon + 1));
     }

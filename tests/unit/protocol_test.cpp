@@ -143,6 +143,16 @@ TEST_CASE("a log page round-trips and a broken one is refused") {
     CHECK_THROWS_AS(protocol::parse_log_page(R"({"replica":"r1","epoch":"e","head":1,"entries":[{"seq":"x"}]})"),
                     std::invalid_argument);
     CHECK_THROWS_AS(protocol::parse_log_page(std::string(4000, '[')), std::invalid_argument);
+    // The replica it names keys a cursor here: only what a replica id can be.
+    for (auto* id : {"", "R1", "r1/../x", "r\n1", "r_1"})
+        CHECK_THROWS_AS(protocol::parse_log_page(nlohmann::json{
+                            {"replica", id}, {"epoch", "e"}, {"head", 0}, {"entries", nlohmann::json::array()}}
+                                                     .dump()),
+                        std::invalid_argument);
+    CHECK_THROWS_AS(protocol::parse_log_page(protocol::encode_log_page({std::string(64, 'r'), "e", 0, 0, false, {}})),
+                    std::invalid_argument);
+    CHECK(protocol::parse_log_page(protocol::encode_log_page({std::string(63, 'r'), "e", 0, 0, false, {}})).replica ==
+          std::string(63, 'r'));
 }
 
 TEST_CASE("tag claims travel as the protocol says and refuse what is no claim") {
