@@ -25,16 +25,20 @@ struct Outcome {
     ApplyResult missing() const { return reached_all ? ApplyResult::gone : ApplyResult::unavailable; }
 };
 
-// A peer's event names what this replica stores and logs, and what its log tells receivers: names
-// the registry would have refused from a client are refused from a peer too.
 bool well_formed(const Event& event) {
-    if (!oci::valid_repository_name(event.repo) || !protocol::valid_replica_id(event.stamp.replica)) return false;
     const bool tagged = event.type == Event::Type::tag || event.type == Event::Type::tag_deleted;
-    if (tagged && !oci::valid_tag(event.tag)) return false;
-    return event.type == Event::Type::tag_deleted || oci::Digest::parse(event.digest).has_value();
+    if (tagged && event.tag.empty()) return false;
+    if (event.type != Event::Type::tag_deleted && event.digest.empty()) return false;
+    return well_named(event.repo, event.stamp, event.tag, event.digest);
 }
 
 }  // namespace
+
+bool well_named(const std::string& repo, const storage::Stamp& stamp, const std::string& tag,
+                const std::string& digest) {
+    return oci::valid_repository_name(repo) && protocol::valid_replica_id(stamp.replica) &&
+           (tag.empty() || oci::valid_tag(tag)) && (digest.empty() || oci::Digest::parse(digest));
+}
 
 Applier::Applier(storage::BlobStore& blobs, storage::MetaStore& meta, storage::HybridClock& clock, ContentRules rules)
     : blobs_(blobs), meta_(meta), clock_(clock), rules_(std::move(rules)) {}
@@ -158,7 +162,7 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
     };
     if (newer_here()) return ApplyResult::skipped;
     auto digest = oci::Digest::parse(digest_text);
-    if (!digest || depth > 8) return ApplyResult::gone;
+    if (!digest || depth > 8 || !well_named(repo, stamp, {}, digest_text)) return ApplyResult::gone;
 
     // The same bytes already here under an older push are this push's content: no source need have it.
     if (auto local = meta_.manifest(repo, digest_text); !content && local && !local->deleted)
@@ -203,7 +207,8 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
         auto local = meta_.manifest(repo, child.digest.str());
         if (local && !local->deleted) continue;
         auto result = apply_manifest(repo, child.digest.str(), stamp, std::nullopt, sources, depth + 1, principal);
-        if (fatal(result)) return result;
+        // A child deleted everywhere leaves its index standing where it was pushed: not this index's delete.
+        if (fatal(result)) return result == ApplyResult::vanished ? ApplyResult::gone : result;
     }
 
     // Sizes first: a store in a bucket answers them over the network, never under the write lock.
@@ -238,7 +243,10 @@ ApplyResult Applier::apply_tag(const Event& event, const std::vector<PeerClient*
         }
         if (result == ApplyResult::gone || result == ApplyResult::unavailable) return result;
         manifest = meta_.manifest(event.repo, event.digest);
-        if (!manifest || manifest->deleted) return ApplyResult::skipped;  // deleted here later than this tag
+        if (!manifest || manifest->deleted) {  // deleted here later than this tag (or with its push)
+            keep_overtaken_tag(event);
+            return ApplyResult::skipped;
+        }
     }
     auto lock = meta_.lock_writes();
     if (newer_here()) {

@@ -35,6 +35,12 @@ enum class ApplyResult {
     vanished,     // (apply_manifest only) every source said the manifest itself is not there: deleted
 };
 
+// A peer's event or state record names what this replica stores and logs, and what its log tells
+// receivers: false when a name breaks the rules a client's push meets (a repository, a tag, a digest,
+// or an origin that is no replica id). An empty tag or digest is one the record does not have.
+bool well_named(const std::string& repo, const storage::Stamp& stamp, const std::string& tag,
+                const std::string& digest);
+
 struct ManifestContent {
     std::string media_type;
     std::string bytes;

@@ -33,6 +33,10 @@ ApplyResult Applier::apply_state(StatePart part, std::vector<StateRecord>& recor
                                  const std::atomic<bool>* stop) {
     std::vector<StateRecord*> newer;
     for (auto& r : records) {
+        // A peer's names, checked as its events' are: a record that breaks them is not applied.
+        const bool tags = part == StatePart::tags;
+        if (r.key.empty() || !well_named(r.repo, r.stamp, tags ? r.key : std::string(), tags ? r.digest : r.key))
+            continue;
         clock_.observe(r.stamp.clock);
         if (newer_than_here(meta_, part, r)) newer.push_back(&r);
     }

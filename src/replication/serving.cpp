@@ -72,7 +72,8 @@ std::string Replicator::state_json(const protocol::StateRequest& request, const 
 }
 
 void Replicator::Impl::note_peer_cursor(const std::string& replica, std::uint64_t sequence) {
-    if (replica.empty() || replica == self_id) return;
+    // Any id would hold back compaction for a reader that never comes: only what a replica can be.
+    if (!protocol::valid_replica_id(replica) || replica == self_id) return;
     std::lock_guard lock(serving_mutex);
     auto& cursor = peer_cursors[replica];
     if (cursor != sequence) peer_cursors_changed = true;

@@ -454,11 +454,12 @@ TEST_CASE("a push whose manifest every replica deleted before this one asked is 
     replication::PeerClient peer(client, deleted_there.address(), {}, "secret", "self");
     const std::vector<replication::PeerClient*> sources{&peer};
     const auto digest = sha256("a manifest pushed and deleted at its origin").str();
+    // Pushed by tag: the manifest and its tag share a stamp.
     const Event push{Event::Type::manifest, "r", digest, {}, {100, "a"}};
-    const Event tag{Event::Type::tag, "r", digest, "v1", {101, "a"}};
+    const Event tag{Event::Type::tag, "r", digest, "v1", {100, "a"}};
 
     CHECK(f.applier.apply(push, sources) == ApplyResult::gone);
-    CHECK(f.applier.apply(tag, sources) == ApplyResult::gone);
+    CHECK(f.applier.apply(tag, sources) != ApplyResult::applied);
     // Told again by another peer's log: not logged twice.
     CHECK(f.applier.apply(push, sources) != ApplyResult::applied);
     CHECK(f.applier.apply(tag, sources) != ApplyResult::applied);
@@ -472,13 +473,33 @@ TEST_CASE("a push whose manifest every replica deleted before this one asked is 
     CHECK(f.applier.apply({Event::Type::manifest_deleted, "r", digest, {}, {200, "a"}}, sources) ==
           ApplyResult::applied);
     const auto short_digest = digest.substr(7, 4);
-    CHECK(logged(f.meta) == std::vector<std::string>{"manifest r " + short_digest + " 100", "tag r v1 101",
+    CHECK(logged(f.meta) == std::vector<std::string>{"manifest r " + short_digest + " 100", "tag r v1 100",
                                                      "tag_deleted r v1 200",
                                                      "manifest_deleted r " + short_digest + " 200"});
     // Pushed again after that delete and deleted again before this replica asked: logged too.
     CHECK(f.applier.apply({Event::Type::manifest, "r", digest, {}, {300, "a"}}, sources) == ApplyResult::gone);
     CHECK(f.meta.manifest("r", digest)->deleted);
     CHECK(logged(f.meta).back() == "manifest r " + short_digest + " 300");
+}
+
+TEST_CASE("an index whose child every replica deleted is no deleted index", "[replication]") {
+    ApplierFixture f;
+    net::Client client;
+    test::StandInPeer deleted_there(test::StandInPeer::Mode::absent);
+    replication::PeerClient peer(client, deleted_there.address(), {}, "secret", "self");
+    const std::vector<replication::PeerClient*> sources{&peer};
+    const std::string config = "config-child", layer = "layer-child";
+    const auto child = image_manifest(f.add_blob(config), config.size(), f.add_blob(layer), layer.size());
+    const auto index = index_manifest(sha256(child).str(), child.size());
+    const auto digest = sha256(index).str();
+    const Event push{Event::Type::manifest, "r", digest, {}, {100, "a"}};
+    CHECK(f.applier.apply(push, sources, replication::ManifestContent{index_type, index}) == ApplyResult::gone);
+    CHECK_FALSE(f.meta.manifest("r", digest));
+    CHECK(f.meta.read_log(0, 100).empty());
+    // Once the child is here again, the same push applies.
+    REQUIRE(f.apply_manifest("r", child, {150, "a"}) == ApplyResult::applied);
+    CHECK(f.applier.apply(push, sources, replication::ManifestContent{index_type, index}) == ApplyResult::applied);
+    CHECK_FALSE(f.meta.manifest("r", digest)->deleted);
 }
 
 TEST_CASE("a push whose sources could not all be asked is a retry, not a tombstone", "[replication]") {
@@ -519,6 +540,19 @@ TEST_CASE("a peer's event with names a client could not have pushed changes noth
         CHECK(f.apply(event) == ApplyResult::gone);
     CHECK(f.meta.read_log(0, 100).size() == head);
     CHECK_FALSE(f.meta.manifest("r", digest)->deleted);
+    // The same names in a page of state, and a manifest read through from an origin no replica is.
+    using storage::StatePart;
+    using storage::StateRecord;
+    std::vector<StateRecord> tags{{"r", "bad tag\n", {100, "a"}, true},
+                                  {"R/../x", "t", {100, "a"}, true},
+                                  {"r", "t", {100, "A\nforged"}, false, digest}};
+    CHECK(f.applier.apply_state(StatePart::tags, tags, f.no_sources, 1, nullptr) == ApplyResult::skipped);
+    std::vector<StateRecord> links{{"R/../x", digest, {100, "a"}, true}, {"r", "sha256:nothex", {100, "a"}, true}};
+    CHECK(f.applier.apply_state(StatePart::links, links, f.no_sources, 1, nullptr) == ApplyResult::skipped);
+    const auto bytes = image_manifest(f.add_blob("c2"), 2, f.add_blob("l2"), 2);
+    CHECK(f.applier.apply_manifest("r", sha256(bytes).str(), {100, "A\nforged"},
+                                   replication::ManifestContent{image_type, bytes}, f.no_sources) == ApplyResult::gone);
+    CHECK(f.meta.read_log(0, 100).size() == head);
 }
 
 TEST_CASE("blobs before references: nothing points at content that is not here", "[replication]") {
