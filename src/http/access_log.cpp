@@ -12,6 +12,7 @@ void log_access(const AccessRecord& r) {
         {"target", r.target},         {"status", r.status},       {"principal", r.principal},
         {"bytes_in", r.bytes_in},     {"bytes_out", r.bytes_out}, {"duration_ms", r.seconds * 1000.0}};
     if (!r.cache.empty()) fields["cache"] = r.cache;
+    if (!r.status) fields["ended"] = r.ended.empty() ? "connection closed" : r.ended;
     observe::log("info", "request", fields);
 }
 

@@ -22,6 +22,7 @@ public:
         id_ = context_.next_request_id++;
         body_bytes = bytes_out = 0;
         status = 0;
+        ended.clear();
     }
 
     // Counted once: later calls do nothing until the next begin.
@@ -33,7 +34,8 @@ public:
         context_.request_metrics.record(request.target.route ? *request.target.route : unknown_route(), request.method,
                                         status, seconds, body_bytes, bytes_out);
         if (context_.options.access_log)
-            log_access({id_, peer, method, target, principal, status, body_bytes, bytes_out, seconds, request.cache});
+            log_access(
+                {id_, peer, method, target, principal, status, body_bytes, bytes_out, seconds, request.cache, ended});
     }
 
     bool open() const { return open_; }
@@ -41,6 +43,7 @@ public:
     std::string peer, method, target, principal;
     std::uint64_t body_bytes = 0, bytes_out = 0;
     int status = 0;
+    std::string ended;  // why a request that got no answer ended, for its log line
 
 private:
     ServerContext& context_;

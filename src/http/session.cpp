@@ -55,6 +55,10 @@ Response guarded(Work&& work) {
     } catch (const std::exception& error) {
         observe::log("error", "request failed", {{"error", error.what()}});
         return error_response(oci::ErrorCode::internal, "internal server error");
+    } catch (...) {
+        // Nothing thrown may leave a request unanswered: on a worker it would end the process.
+        observe::log("error", "request failed", {{"error", "an exception of no known type"}});
+        return error_response(oci::ErrorCode::internal, "internal server error");
     }
 }
 
@@ -78,6 +82,8 @@ public:
 
     ~Session() {
         close_file();
+        // Not through close(): the last reference to a request in flight was let go (a bug).
+        if (record_.open() && record_.ended.empty()) record_.ended = "dropped by the server";
         record_.end(request_);
         --context_.connections;
         --context_.request_metrics.connections;
@@ -109,7 +115,7 @@ private:
     tcp::socket& socket() { return lowest().socket(); }
 
     void read_header() {
-        if (context_.draining) return close();
+        if (context_.draining) return close();  // between requests: nothing is left unanswered
         parser_.emplace();
         parser_->header_limit(static_cast<std::uint32_t>(context_.options.max_header_bytes));
         parser_->body_limit(std::numeric_limits<std::uint64_t>::max());  // each route sets its own limit
@@ -278,7 +284,7 @@ private:
         continue_.emplace(bhttp::status::continue_, 11);
         lowest().expires_after(context_.options.body_timeout);
         bhttp::async_write(stream_, *continue_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-            if (ec) return self->close();
+            if (ec) return self->lose_body(ec);
             self->read_body();
         });
     }
@@ -321,7 +327,7 @@ private:
                                 [self = shared_from_this(), data = space.data()](beast::error_code ec, std::size_t n) {
                                     if (n && !self->take(data, n)) return;
                                     *self->raw_remaining_ -= n;
-                                    if (ec) return self->lose_body();
+                                    if (ec) return self->lose_body(ec);
                                     if (*self->raw_remaining_ == 0) return self->finish();
                                     self->read_raw();
                                 });
@@ -341,7 +347,8 @@ private:
 
     // The client went away or stalled. An upload session keeps what arrived,
     // for the client to resume; a one-shot request is undone.
-    void lose_body() {
+    void lose_body(beast::error_code ec) {
+        record_.ended = "the body stopped: " + ec.message();
         abort_plan();
         close();
     }
@@ -363,7 +370,7 @@ private:
         if (ec == bhttp::error::need_buffer) ec = {};
         const std::size_t got = body_space_.size() - parser_->get().body().size;
         if (!take(body_space_.data(), got)) return;
-        if (ec) return lose_body();
+        if (ec) return lose_body(ec);
         if (parser_->is_done()) return finish();
         parse_body();
     }

@@ -260,6 +260,28 @@ class ObservabilityTest(bt.ServerTest):
         self.assertLess(cut()[0]["bytes_out"], len(data))
         self.assertGreaterEqual(cut()[0]["bytes_out"], 1 << 20)
 
+    def test_access_log_says_why_a_request_went_unanswered(self):
+        # A client that sends a blob PUT's head and leaves (as containerd does to the uploads it
+        # cancels): the line has no status and says the body stopped, not that berth gave up.
+        b = self.b
+        r = b.request("POST", "/v2/obs/left/blobs/uploads/", headers=ALICE)
+        self.assertEqual(r.status, 202, r)
+        location = bt.location_path(r.header("Location"))
+        target = location + ("&" if "?" in location else "?") + "digest=sha256:" + "0" * 64
+        auth = ALICE["Authorization"]
+        with bt.connect(b.port) as s:
+            s.sendall(f"PUT {target} HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\n"
+                      "Content-Length: 1000\r\n\r\n".encode())
+
+        def left():
+            return [x for x in b.log_lines() if x.get("msg") == "request" and x.get("target") == target]
+        bt.poll(left, 10, 0.1, "the access log line of the PUT left")
+        self.assertEqual(left()[0]["status"], 0)
+        self.assertEqual(left()[0]["bytes_in"], 0)
+        self.assertTrue(left()[0]["ended"].startswith("the body stopped: "), left()[0])
+        answered = [x for x in b.log_lines() if x.get("msg") == "request" and x.get("status")]
+        self.assertTrue(answered and not any("ended" in x for x in answered))
+
     @classmethod
     def tearDownClass(cls):
         # After every test of the class, whatever order they ran in: each line berth wrote is JSON.
