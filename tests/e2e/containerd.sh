@@ -37,7 +37,11 @@ assert_eq 13 "$(wc -l <<<"$blobs")" "blob count (single: manifest+config+2 layer
 
 for tag in v1 multi; do
     log "ctr images push --plain-http $REPO:$tag"
-    "${CTR[@]}" images push --plain-http "$REPO:$tag"
+    # With --debug, a failure shows which request failed first (ctr cancels the others).
+    if ! "${CTR[@]}" --debug images push --plain-http "$REPO:$tag" >"$WORK/push-$tag.log" 2>&1; then
+        tail -n 60 "$WORK/push-$tag.log" >&2
+        fail "ctr images push $REPO:$tag"
+    fi
 done
 assert_eq "$single" "$(manifest_digest e2e/ctr v1)" "registry digest of e2e/ctr:v1"
 assert_eq "$multi" "$(manifest_digest e2e/ctr multi)" "registry digest of e2e/ctr:multi"
