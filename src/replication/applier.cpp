@@ -1,5 +1,6 @@
 #include "applier.hpp"
 
+#include <algorithm>
 #include <thread>
 
 #include "berth/oci/error.hpp"
@@ -255,7 +256,9 @@ ApplyResult Applier::apply_tag(const Event& event, const std::vector<PeerClient*
         return ApplyResult::skipped;
     }
     storage::MetaStore::Batch batch(event.cause, event.principal);
-    batch.record_tag(event.repo, event.tag, event.digest, event.stamp);
+    if (auto named = meta_.tag_named_at(event.repo, event.tag, event.digest); named && *named >= event.stamp.clock)
+        batch.apply_overtaken_tag(event.repo, event.tag, event.digest, event.stamp);  // logged as overtaken
+    else batch.record_tag(event.repo, event.tag, event.digest, event.stamp);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     return ApplyResult::applied;
 }
@@ -281,11 +284,13 @@ void Applier::keep_overtaken_push(const Event& event) {
     auto lock = meta_.lock_writes();
     auto local = meta_.manifest(event.repo, event.digest);
     if (local && (!local->deleted || local->pushed >= event.stamp.clock)) return;  // here, or logged here
-    storage::ManifestRecord tombstone;
-    tombstone.stamp = event.stamp;
+    // At least the push's stamp: every replica's 404 means a delete newer than it is on its way, and a
+    // replay of the push must not bring back bytes that turn up again under it.
+    storage::ManifestRecord tombstone = local ? *local : storage::ManifestRecord{};
+    tombstone.stamp = std::max(tombstone.stamp, event.stamp);
     tombstone.deleted = true;
     storage::MetaStore::Batch batch(event.cause, event.principal);
-    batch.record_overtaken_manifest(event.repo, event.digest, local ? *local : tombstone, event.stamp);
+    batch.record_overtaken_manifest(event.repo, event.digest, tombstone, event.stamp);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
 }
 

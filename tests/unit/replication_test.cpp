@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -480,6 +481,38 @@ TEST_CASE("a push whose manifest every replica deleted before this one asked is 
     CHECK(f.applier.apply({Event::Type::manifest, "r", digest, {}, {300, "a"}}, sources) == ApplyResult::gone);
     CHECK(f.meta.manifest("r", digest)->deleted);
     CHECK(logged(f.meta).back() == "manifest r " + short_digest + " 300");
+}
+
+TEST_CASE("a tag move kept for a deleted manifest is logged once, also once its bytes come back", "[replication]") {
+    ApplierFixture f;
+    const auto digest = f.stored_image("r", "again");
+    const auto bytes = f.meta.manifest("r", digest)->bytes;
+    REQUIRE(f.apply({Event::Type::manifest_deleted, "r", digest, {}, {200, "a"}}) == ApplyResult::applied);
+    const auto move = tag_event(digest, "t", {150, "b"});
+    CHECK(f.apply(move) == ApplyResult::skipped);                               // logged as overtaken
+    REQUIRE(f.apply_manifest("r", bytes, {300, "c"}) == ApplyResult::applied);  // the same bytes pushed again
+    CHECK(f.apply(move) == ApplyResult::applied);                               // from another peer's log
+    CHECK(f.tag_digest("r", "t") == digest);
+    auto log = logged(f.meta);
+    CHECK(std::count(log.begin(), log.end(), std::string("tag r t 150")) == 1);
+}
+
+TEST_CASE("a push logged against an older tombstone is not logged again when its bytes turn up", "[replication]") {
+    ApplierFixture f;
+    net::Client client;
+    test::StandInPeer deleted_there(test::StandInPeer::Mode::absent);
+    replication::PeerClient peer(client, deleted_there.address(), {}, "secret", "self");
+    const std::vector<replication::PeerClient*> sources{&peer};
+    const auto digest = f.stored_image("r", "thrice");
+    const auto bytes = f.meta.manifest("r", digest)->bytes;
+    REQUIRE(f.apply({Event::Type::manifest_deleted, "r", digest, {}, {200, "a"}}) == ApplyResult::applied);
+    const Event push{Event::Type::manifest, "r", digest, {}, {300, "a"}};
+    REQUIRE(f.applier.apply(push, sources) == ApplyResult::gone);  // deleted again everywhere: logged
+    // The push's own bytes after all (its origin's quorum POST, late): it stays deleted, logged once.
+    CHECK(f.applier.apply(push, sources, replication::ManifestContent{image_type, bytes}) == ApplyResult::skipped);
+    auto log = logged(f.meta);
+    CHECK(std::count(log.begin(), log.end(), "manifest r " + digest.substr(7, 4) + " 300") == 1);
+    CHECK(f.meta.manifest("r", digest)->deleted);
 }
 
 TEST_CASE("an index whose child every replica deleted is no deleted index", "[replication]") {
