@@ -256,9 +256,10 @@ ApplyResult Applier::apply_tag(const Event& event, const std::vector<PeerClient*
         return ApplyResult::skipped;
     }
     storage::MetaStore::Batch batch(event.cause, event.principal);
-    if (auto named = meta_.tag_named_at(event.repo, event.tag, event.digest); named && *named >= event.stamp.clock)
-        batch.apply_overtaken_tag(event.repo, event.tag, event.digest, event.stamp);  // logged as overtaken
-    else batch.record_tag(event.repo, event.tag, event.digest, event.stamp);
+    // Logged again if it was logged as overtaken before (its manifest deleted here, then pushed
+    // again): the same id twice, which receivers drop, rather than another move to the same digest
+    // at or below that clock never told.
+    batch.record_tag(event.repo, event.tag, event.digest, event.stamp);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
     return ApplyResult::applied;
 }

@@ -69,10 +69,6 @@ void MetaStore::Batch::record_overtaken_manifest(const std::string& repo, const 
     impl_->put_manifest(repo, digest, record);
     impl_->log({Event::Type::manifest, repo, digest, {}, push});
 }
-void MetaStore::Batch::apply_overtaken_tag(const std::string& repo, const std::string& tag, const std::string& digest,
-                                           const Stamp& stamp) {
-    impl_->ops.push_back({cf_tags, key(repo, tag), encode(TagRecord{digest, stamp})});
-}
 void MetaStore::Batch::record_overtaken_tag(const std::string& repo, const std::string& tag, const std::string& digest,
                                             const Stamp& stamp) {
     impl_->note_tag(repo, tag, digest, stamp.clock);

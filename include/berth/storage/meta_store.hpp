@@ -112,9 +112,6 @@ public:
         // knows it.
         void record_overtaken_tag(const std::string& repo, const std::string& tag, const std::string& digest,
                                   const Stamp& stamp);
-        // That move applied after all (its manifest here again): the tag, without a second log entry.
-        void apply_overtaken_tag(const std::string& repo, const std::string& tag, const std::string& digest,
-                                 const Stamp& stamp);
         // A repository's link to a blob, or its tombstone. size: the blob's
         // bytes, which its namespace's usage counts from its first live link
         // there on; an unlink takes away what was counted (its size is unused).
