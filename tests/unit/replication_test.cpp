@@ -125,6 +125,15 @@ using Call = std::pair<std::string, std::string>;
 
 // One replica's stores and an Applier over them; it is given no sources, so
 // whatever content an event needs must already be here.
+// Every other replica, as the applier asks them: one peer on loopback that holds nothing asked for,
+// as after a delete.
+struct DeletedEverywhere {
+    net::Client client;
+    test::StandInPeer peer{test::StandInPeer::Mode::absent};
+    replication::PeerClient asked{client, peer.address(), {}, "secret", "self"};
+    const std::vector<replication::PeerClient*> sources{&asked};
+};
+
 struct ApplierFixture : test::StoreFixture {
     replication::Applier applier{blobs, meta, clock, {}};
     const std::vector<replication::PeerClient*> no_sources;
@@ -450,10 +459,8 @@ std::vector<std::string> logged(storage::MetaStore& meta) {
 
 TEST_CASE("a push whose manifest every replica deleted before this one asked is still logged, once", "[replication]") {
     ApplierFixture f;
-    net::Client client;
-    test::StandInPeer deleted_there(test::StandInPeer::Mode::absent);
-    replication::PeerClient peer(client, deleted_there.address(), {}, "secret", "self");
-    const std::vector<replication::PeerClient*> sources{&peer};
+    DeletedEverywhere deleted;
+    const auto& sources = deleted.sources;
     const auto digest = sha256("a manifest pushed and deleted at its origin").str();
     // Pushed by tag: the manifest and its tag share a stamp.
     const Event push{Event::Type::manifest, "r", digest, {}, {100, "a"}};
@@ -514,10 +521,8 @@ TEST_CASE("another move to the same digest, below one logged as overtaken, is lo
 
 TEST_CASE("a push logged against an older tombstone is not logged again when its bytes turn up", "[replication]") {
     ApplierFixture f;
-    net::Client client;
-    test::StandInPeer deleted_there(test::StandInPeer::Mode::absent);
-    replication::PeerClient peer(client, deleted_there.address(), {}, "secret", "self");
-    const std::vector<replication::PeerClient*> sources{&peer};
+    DeletedEverywhere deleted;
+    const auto& sources = deleted.sources;
     const auto digest = f.stored_image("r", "thrice");
     const auto bytes = f.meta.manifest("r", digest)->bytes;
     REQUIRE(f.apply({Event::Type::manifest_deleted, "r", digest, {}, {200, "a"}}) == ApplyResult::applied);
@@ -532,10 +537,8 @@ TEST_CASE("a push logged against an older tombstone is not logged again when its
 
 TEST_CASE("an index whose child every replica deleted is no deleted index", "[replication]") {
     ApplierFixture f;
-    net::Client client;
-    test::StandInPeer deleted_there(test::StandInPeer::Mode::absent);
-    replication::PeerClient peer(client, deleted_there.address(), {}, "secret", "self");
-    const std::vector<replication::PeerClient*> sources{&peer};
+    DeletedEverywhere deleted;
+    const auto& sources = deleted.sources;
     const std::string config = "config-child", layer = "layer-child";
     const auto child = image_manifest(f.add_blob(config), config.size(), f.add_blob(layer), layer.size());
     const auto index = index_manifest(sha256(child).str(), child.size());
@@ -552,13 +555,12 @@ TEST_CASE("an index whose child every replica deleted is no deleted index", "[re
 
 TEST_CASE("a push whose sources could not all be asked is a retry, not a tombstone", "[replication]") {
     ApplierFixture f;
-    net::Client client;
-    test::StandInPeer deleted_there(test::StandInPeer::Mode::absent), away(test::StandInPeer::Mode::refuse);
-    replication::PeerClient absent(client, deleted_there.address(), {}, "secret", "self"),
-        refusing(client, away.address(), {}, "secret", "self");
+    DeletedEverywhere deleted;
+    test::StandInPeer away(test::StandInPeer::Mode::refuse);
+    replication::PeerClient refusing(deleted.client, away.address(), {}, "secret", "self");
     const auto digest = sha256("a manifest one peer may still hold").str();
     const Event push{Event::Type::manifest, "r", digest, {}, {100, "a"}};
-    CHECK(f.applier.apply(push, {&absent, &refusing}) == ApplyResult::unavailable);
+    CHECK(f.applier.apply(push, {&deleted.asked, &refusing}) == ApplyResult::unavailable);
     CHECK(f.applier.apply(push, f.no_sources) == ApplyResult::gone);  // no source proves nothing gone
     CHECK_FALSE(f.meta.manifest("r", digest));
     CHECK(f.meta.read_log(0, 100).empty());
