@@ -25,6 +25,7 @@
 #include "berth/registry/maintenance.hpp"
 #include "berth/registry/registry.hpp"
 #include "berth/registry/retention.hpp"
+#include "berth/replication/protocol.hpp"
 #include "berth/replication/replicator.hpp"
 #include "berth/s3/blob_store.hpp"
 #include "berth/s3/migration.hpp"
@@ -42,23 +43,12 @@ namespace {
 
 using config::ConfigError;
 
-// Replica ids appear in upload ids and log events: [a-z0-9-], at most 63 (protocol::valid_replica_id).
-std::string sanitize_replica_id(const std::string& text) {
-    std::string out;
-    for (char c : text) {
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-') out += c;
-        if (out.size() == 63) break;
-    }
-    return out.empty() ? "berth" : out;
-}
-
 std::string replica_id(const config::Config& config, storage::MetaStore& meta) {
-    if (!config.replica_id.empty()) return sanitize_replica_id(config.replica_id);
+    if (!config.replica_id.empty()) return replication::protocol::replica_id_from(config.replica_id);
     if (auto stored = meta.setting(storage::layout::setting::replica_id)) return *stored;
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
-    auto id = sanitize_replica_id(host);
+    auto id = replication::protocol::replica_id_from(host);
     meta.put_setting(storage::layout::setting::replica_id, id);
     return id;
 }

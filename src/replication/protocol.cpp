@@ -221,9 +221,23 @@ std::optional<PullsPage> parse_pulls(std::string_view body) {
     }
 }
 
+namespace {
+constexpr std::size_t replica_id_max = 63;
+bool replica_id_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }
+}  // namespace
+
 bool valid_replica_id(std::string_view id) {
-    auto allowed = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; };
-    return !id.empty() && id.size() <= 63 && std::all_of(id.begin(), id.end(), allowed);
+    return !id.empty() && id.size() <= replica_id_max && std::all_of(id.begin(), id.end(), replica_id_char);
+}
+
+std::string replica_id_from(std::string_view name) {
+    std::string id;
+    for (char c : name) {
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        if (replica_id_char(c)) id += c;
+        if (id.size() == replica_id_max) break;
+    }
+    return id.empty() ? "berth" : id;
 }
 
 nlohmann::json stamp_json(const storage::Stamp& stamp) { return {{"clock", stamp.clock}, {"origin", stamp.replica}}; }

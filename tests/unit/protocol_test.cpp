@@ -200,3 +200,18 @@ TEST_CASE("a replica's status survives the wire, and what is no status is refuse
     CHECK_FALSE(protocol::parse_status(R"({"replica":"x"})"));
     CHECK_FALSE(protocol::parse_status("[[[["));
 }
+
+TEST_CASE("replica ids: what names one, and the id made from a configured name or a host name") {
+    CHECK(protocol::valid_replica_id("berth-0"));
+    CHECK(protocol::valid_replica_id(std::string(63, 'a')));
+    CHECK_FALSE(protocol::valid_replica_id(""));
+    CHECK_FALSE(protocol::valid_replica_id(std::string(64, 'a')));
+    CHECK_FALSE(protocol::valid_replica_id("Berth-0"));
+    CHECK_FALSE(protocol::valid_replica_id("a/../b"));
+
+    CHECK(protocol::replica_id_from("Berth-0.cluster.local") == "berth-0clusterlocal");
+    CHECK(protocol::replica_id_from("../") == "berth");
+    CHECK(protocol::replica_id_from(std::string(70, 'X')) == std::string(63, 'x'));
+    for (const std::string name : {std::string(), std::string("ÄÖ"), std::string("node_1"), std::string(100, '-')})
+        CHECK(protocol::valid_replica_id(protocol::replica_id_from(name)));
+}

@@ -68,9 +68,12 @@ inline constexpr const char* forwarded = "Berth-Forwarded";  // an upload reques
 inline constexpr const char* versions = "Berth-Protocol";
 }  // namespace header
 
-// What a replica id may be (node.cpp makes them so): it names events' origins, upload ids and the
-// notices receivers get.
+// What a replica id may be: [a-z0-9-], 1 to 63 characters. It names events' origins, upload ids and
+// the notices receivers get.
 bool valid_replica_id(std::string_view id);
+// The valid id nearest to a name (a configured id, a host name): lower-cased, other characters
+// dropped, cut at 63; "berth" when nothing is left.
+std::string replica_id_from(std::string_view name);
 
 struct Versions {
     int oldest = protocol::oldest;
