@@ -158,16 +158,16 @@ ApplyResult Applier::apply_manifest(const std::string& repo, const std::string& 
                                     const storage::Stamp& stamp, std::optional<ManifestContent> content,
                                     const std::vector<PeerClient*>& sources, int depth, const std::string& principal) {
     auto newer_here = [&] {
-        auto local = meta_.manifest(repo, digest_text);
-        return local && local->stamp >= stamp;
+        auto record = meta_.manifest(repo, digest_text);
+        return record && record->stamp >= stamp;
     };
-    if (newer_here()) return ApplyResult::skipped;
+    auto local = meta_.manifest(repo, digest_text);  // newer_here(), and kept for its bytes
+    if (local && local->stamp >= stamp) return ApplyResult::skipped;
     auto digest = oci::Digest::parse(digest_text);
     if (!digest || depth > 8 || !well_named(repo, stamp, {}, digest_text)) return ApplyResult::gone;
 
     // The same bytes already here under an older push are this push's content: no source need have it.
-    if (auto local = meta_.manifest(repo, digest_text); !content && local && !local->deleted)
-        content = ManifestContent{local->media_type, std::move(local->bytes)};
+    if (!content && local && !local->deleted) content = ManifestContent{local->media_type, std::move(local->bytes)};
     Outcome outcome;
     for (std::size_t i = 0; !content && i < sources.size(); ++i) {
         try {
