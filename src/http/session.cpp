@@ -284,7 +284,7 @@ private:
         continue_.emplace(bhttp::status::continue_, 11);
         lowest().expires_after(context_.options.body_timeout);
         bhttp::async_write(stream_, *continue_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-            if (ec) return self->lose_body(ec);
+            if (ec) return self->lose_body(ec, "100 Continue was not sent");
             self->read_body();
         });
     }
@@ -347,8 +347,8 @@ private:
 
     // The client went away or stalled. An upload session keeps what arrived,
     // for the client to resume; a one-shot request is undone.
-    void lose_body(beast::error_code ec) {
-        record_.ended = "the body stopped: " + ec.message();
+    void lose_body(beast::error_code ec, std::string_view why = "the body stopped") {
+        record_.ended = std::string(why) + ": " + ec.message();
         abort_plan();
         close();
     }
