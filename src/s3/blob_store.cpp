@@ -111,7 +111,7 @@ std::optional<storage::OpenBlob> S3BlobStore::open_stored(const oci::Digest& dig
     return storage::OpenBlob(std::make_shared<ObjectSource>(client_, object, digest, info->size), info->size);
 }
 
-void S3BlobStore::commit(const std::filesystem::path& scratch, const oci::Digest& digest) {
+void S3BlobStore::commit(const std::filesystem::path& scratch, const oci::Digest& digest, int /*scratch_fd*/) {
     const auto object = key(digest);
     auto bytes = open_scratch(scratch);
     try {

@@ -104,7 +104,7 @@ std::optional<std::uint64_t> FileBlobStore::size(const oci::Digest& digest) cons
     return bytes;
 }
 
-void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest) {
+void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest, int scratch_fd) {
     const auto target = path(digest);
     std::error_code ec;
     {
@@ -121,14 +121,18 @@ void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest) {
             return;
         }
     }
-    fsync_path(scratch);
+    if (scratch_fd < 0) fsync_path(scratch);
+    else if (::fsync(scratch_fd) != 0) throw_errno("fsync " + scratch.string());
     crash_point("blob.synced");
     const auto dir = target.parent_path();
-    if (!fs::exists(dir)) {
+    // The first blob of a prefix makes its directory: tried only when the rename finds none.
+    bool renamed = ::rename(scratch.c_str(), target.c_str()) == 0;
+    if (!renamed && errno == ENOENT && !fs::exists(dir)) {
         fs::create_directories(dir);
         fsync_path(dir.parent_path());
+        renamed = ::rename(scratch.c_str(), target.c_str()) == 0;
     }
-    if (::rename(scratch.c_str(), target.c_str()) != 0) throw_errno("rename to " + target.string());
+    if (!renamed) throw_errno("rename to " + target.string());
     crash_point("blob.renamed");
     fsync_path(dir);
     crash_point("blob.dir_synced");

@@ -70,8 +70,8 @@ oci::Digest BlobWriter::commit(const std::optional<oci::Digest>& expected) {
     auto digest = hasher_.peek();
     if (expected && digest != *expected)
         throw DigestMismatch("blob " + expected->str() + " holds bytes of " + digest.str());
+    store_->commit(scratch_, digest, fd_);  // fsyncs before the blob is visible
     ::close(std::exchange(fd_, -1));
-    store_->commit(scratch_, digest);  // fsyncs before the blob is visible
     committed_ = true;
     return digest;
 }

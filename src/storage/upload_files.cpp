@@ -66,7 +66,7 @@ void UploadFiles::close(UploadFile& file) {
 
 void UploadFiles::remove(UploadFile& file) {
     close(file);
-    remove(file.id);
+    if (!file.committed) remove(file.id);
 }
 
 void UploadFiles::remove(const std::string& id) {
@@ -82,6 +82,9 @@ void UploadFiles::sync(const UploadFile& file) {
     if (::fsync(file.fd) != 0) throw_errno("fsync upload file");
 }
 
-void UploadFiles::commit(UploadFile& file, const oci::Digest& digest) { blobs_.commit(path(file.id), digest); }
+void UploadFiles::commit(UploadFile& file, const oci::Digest& digest) {
+    blobs_.commit(path(file.id), digest, file.fd);
+    file.committed = true;
+}
 
 }  // namespace berth::storage

@@ -61,7 +61,7 @@ public:
     void write_metrics(observe::MetricsWriter& out) const;
 
 protected:
-    void commit(const std::filesystem::path& scratch, const oci::Digest& digest) override;
+    void commit(const std::filesystem::path& scratch, const oci::Digest& digest, int scratch_fd) override;
 
 private:
     std::string key(const oci::Digest& digest) const;

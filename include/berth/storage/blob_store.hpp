@@ -70,8 +70,10 @@ protected:
     friend class BlobWriter;
     friend class UploadFiles;
     // Makes a verified scratch file the blob for digest, durably. If the blob exists already at
-    // the same size, it is renewed instead and the scratch file dropped.
-    virtual void commit(const std::filesystem::path& scratch, const oci::Digest& digest) = 0;
+    // the same size, it is renewed instead and the scratch file dropped. scratch_fd: the file
+    // open, when the caller holds it (syncing through it spares opening the file again), else -1;
+    // the caller closes it.
+    virtual void commit(const std::filesystem::path& scratch, const oci::Digest& digest, int scratch_fd) = 0;
     const std::filesystem::path& scratch_dir() const { return scratch_; }
     // For stores whose blobs live elsewhere: the scratch file's bytes, and its end.
     static OpenBlob open_scratch(const std::filesystem::path& scratch);
@@ -101,7 +103,7 @@ public:
         const std::function<void(const oci::Digest&, std::uint64_t size, std::int64_t mtime)>& visit) const override;
 
 protected:
-    void commit(const std::filesystem::path& scratch, const oci::Digest& digest) override;
+    void commit(const std::filesystem::path& scratch, const oci::Digest& digest, int scratch_fd) override;
 
 private:
     friend struct BackupFiles;  // backups link blob files (backup.cpp)

@@ -29,7 +29,8 @@ struct UploadFile {
 private:
     friend class UploadFiles;
     friend class UploadAppender;
-    int fd = -1;  // open while an appender holds it
+    int fd = -1;             // open while an appender holds it
+    bool committed = false;  // the file is a blob now, under another name
 };
 
 // What all appenders share: the receive buffers and the write and hash threads.

@@ -25,7 +25,7 @@ public:
     // bytes. False: the file is gone.
     bool open(UploadFile& file, oci::DigestAlgorithm algorithm);
     void close(UploadFile& file);
-    // Closes and removes the file; fine if it is gone already.
+    // Closes and removes the file (none once committed); fine if it is gone already.
     void remove(UploadFile& file);
     void remove(const std::string& id);
     // The digest of the file's bytes under another algorithm than the session's.
