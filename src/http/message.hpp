@@ -90,9 +90,9 @@ public:
     // The body is complete: store what is still in flight. May block; throws
     // if the body could not be stored.
     virtual void finish() {}
-    // Arranges for `ready` to run, on a thread that may block, once finish()
-    // has nothing in flight to wait for, and returns true; false (keeping
-    // `ready`) when this sink cannot tell, so the caller waits in finish().
+    // While bytes are still being stored, arranges for `ready` to run on the
+    // thread that stores the last of them and returns true; false (keeping
+    // `ready`) when nothing is in flight or this sink cannot tell.
     virtual bool when_stored(std::function<void()>&) { return false; }
     virtual std::uint64_t offset() const = 0;
 };

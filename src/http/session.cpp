@@ -430,10 +430,16 @@ private:
         plan_.abort = nullptr;  // finish owns the outcome now
         if (!plan_.blocking && !plan_.sink) return respond(guarded([&] { return plan_.finish(body_, 0); }));
         std::function<void()> completion = [self = shared_from_this()] { self->complete(); };
-        // An append that finishes quickly runs on the thread that stored its
-        // last bytes, instead of a worker waiting for them: one thread hop
-        // fewer for every chunk of a chunked upload.
-        if (!plan_.blocking && plan_.sink && plan_.sink->when_stored(completion)) return;
+        // What the sink still stores is waited for by the thread storing it,
+        // not by a worker given over to waiting (a wake-up and a sleep fewer).
+        // An append that finishes quickly runs right there: one thread hop
+        // fewer for every chunk of a chunked upload. Blocking work (a PUT's
+        // fsyncs) is handed on from there, as it would have been from here.
+        if (plan_.sink) {
+            std::function<void()> then = completion;
+            if (plan_.blocking) then = [self = shared_from_this(), completion] { self->post_blocking(completion); };
+            if (plan_.sink->when_stored(then)) return;
+        }
         post_blocking(std::move(completion));
     }
 

@@ -47,10 +47,7 @@ public:
     std::span<char> buffer(std::function<void()> resume) override { return appender_->buffer(std::move(resume)); }
     void commit(std::size_t size) override { appender_->commit(size); }
     void finish() override { appender_->finish(); }
-    bool when_stored(std::function<void()>& ready) override {
-        appender_->when_stored(std::move(ready));
-        return true;
-    }
+    bool when_stored(std::function<void()>& ready) override { return appender_->when_stored(ready); }
     std::uint64_t offset() const override { return appender_->offset(); }
 
 private:

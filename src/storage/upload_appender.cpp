@@ -332,16 +332,12 @@ void UploadAppender::submit() {
             [pipeline = pipeline_, state = state_] { pipeline->drain_hashes(*state->hasher); });
 }
 
-void UploadAppender::when_stored(std::function<void()> ready) {
+bool UploadAppender::when_stored(std::function<void()>& ready) {
     auto& p = *pipeline_;
-    {
-        std::lock_guard lock(p.mutex);
-        if (p.writing || p.hashing) {
-            p.on_stored = std::move(ready);
-            return;
-        }
-    }
-    writers_.impl_->write_workers.post(std::move(ready));
+    std::lock_guard lock(p.mutex);
+    if (!p.writing && !p.hashing) return false;
+    p.on_stored = std::move(ready);
+    return true;
 }
 
 void UploadAppender::finish() {

@@ -79,12 +79,13 @@ public:
     // on an I/O thread. On a failed write, throws, leaving the session at the
     // bytes that did reach the file.
     void finish();
-    // Runs `ready` once finish() has nothing in flight to wait for, on the
-    // write or hash worker that stored the last of it (or on a write worker
-    // if nothing is in flight): the caller need not give a thread over to
-    // waiting. `ready` may block for the disk; it must not wait for other
-    // pipeline work. Call once, after the last commit().
-    void when_stored(std::function<void()> ready);
+    // While writes or hashes are in flight, takes `ready` to run on the write
+    // or hash worker that finishes the last of them, and returns true: the
+    // caller need not give a thread over to waiting. False when nothing is in
+    // flight (`ready` is left to the caller). `ready` must not wait for other
+    // pipeline work, nor hold its worker long (hash workers are one per core).
+    // Call once, after the last commit().
+    bool when_stored(std::function<void()>& ready);
     // Copies bytes in through buffer() and commit(), waiting for room.
     void write(const void* data, std::size_t size);
     std::uint64_t offset() const;
