@@ -1,4 +1,5 @@
 #include "berth/http/server.hpp"
+#include "berth/registry/registry.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -271,6 +272,9 @@ void raise_descriptor_limit(std::size_t max_connections) {
 
 Server::~Server() {
     impl_->stop_all();
+    // An upload's last piece may still be stored, and what that finishes calls back into its
+    // request (when_stored): drained first, while everything it touches is here.
+    impl_->context.services.registry.drain_uploads();
     impl_->context.party_pools.stop();
     impl_->context.worker_pool.join();
 }
@@ -311,6 +315,7 @@ void Server::run() {
     for (std::size_t i = 1; i < impl.ios.size(); ++i) pool.emplace_back([&impl, i] { run_guarded(*impl.ios[i]); });
     run_guarded(impl.io);
     for (auto& thread : pool) thread.join();
+    impl.context.services.registry.drain_uploads();  // see ~Server
     impl.context.worker_pool.join();
     observe::log("info", "stopped");
 }

@@ -72,8 +72,9 @@ Plan append_plan(Registry& registry, const Request& request, const std::string& 
     return plan;
 }
 
-// Runs work; planned on an I/O thread, a session that must first have its file made or its digest
-// state rebuilt (registry::WouldBlock) is planned again on a worker.
+// Runs work; planned on an I/O thread, a session that must first have its digest state rebuilt
+// from its file (registry::WouldBlock, after a restart or a failed write) is planned again on a
+// worker. A new session's file is made where its first bytes are stored.
 template <typename Work>
 auto off_io_thread_if_blocking(Work&& work) {
     try {

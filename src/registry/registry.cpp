@@ -186,16 +186,23 @@ UploadStatus Registry::upload_status(const std::string& repo, const std::string&
 std::unique_ptr<storage::UploadAppender> Registry::append(const std::string& repo, const std::string& id,
                                                           std::optional<std::uint64_t> start, bool may_block) {
     require_name(repo);
-    auto state = uploads_->acquire(repo, id, true, may_block);
+    // A new session's file is made by the appender where its first bytes are stored, not here:
+    // an append planned on an I/O thread starts reading its body at once.
+    auto state = uploads_->acquire(repo, id, false, may_block);
     storage::UploadPolicy policy{
         options_.max_blob_bytes,
         [uploads = uploads_.get()](std::uint64_t incoming) { uploads->require_space(incoming); },
-        [uploads = uploads_.get(), state] { uploads->release(state); }};
-    auto appender = std::make_unique<storage::UploadAppender>(state, uploads_->writers(), std::move(policy));
-    if (start && *start != state->offset)
+        [uploads = uploads_.get(), state] { uploads->release(state); },
+        [uploads = uploads_.get(), state] { uploads->make_file(*state); }};
+    // Checked before an appender exists: letting one go finishes it, which may make the file,
+    // and this may run on an I/O thread.
+    if (start && *start != state->offset) {
+        const auto offset = state->offset;
+        uploads_->release(state);
         throw Error(ErrorCode::upload_range_invalid, "chunk does not start at the end of the upload",
-                    "expected offset " + std::to_string(state->offset));
-    return appender;
+                    "expected offset " + std::to_string(offset));
+    }
+    return std::make_unique<storage::UploadAppender>(state, uploads_->writers(), std::move(policy));
 }
 
 oci::Digest Registry::finish_upload(const std::string& repo, const std::string& id, const std::string& digest_text) {
@@ -207,11 +214,16 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     auto actual =
         state->algorithm == expected.algorithm() ? state->hasher->peek() : files.digest(*state, expected.algorithm());
     const bool recorded = state->recorded;  // a late keep() removes what it writes itself
-    storage::MetaStore::Batch batch;
-    if (recorded) batch.remove_upload(id);
-    if (actual != expected) {
+    // A refused or failed commit ends the session with its bytes.
+    auto end_session = [&] {
         uploads_->erase(state);
-        if (recorded) meta_.commit(batch, storage::MetaStore::Durability::none);
+        if (!recorded) return;
+        storage::MetaStore::Batch end;
+        end.remove_upload(id);
+        meta_.commit(end, storage::MetaStore::Durability::none);
+    };
+    if (actual != expected) {
+        end_session();
         throw Error(ErrorCode::digest_invalid, "content does not match digest",
                     "expected " + expected.str() + ", got " + actual.str());
     }
@@ -222,25 +234,38 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     // link names, garbage collection's to take.
     const bool limited = has_quota(repo);
     const bool commit_under_lock = limited && !blobs_.remote();
-    if (commit_under_lock) files.sync(*state);
-    else files.commit(*state, actual);
+    // A failed fsync is reported once: the kernel may have dropped the bytes, and a retried
+    // PUT's fsync would succeed. So the session ends with it; its client uploads again. A
+    // shortage of descriptors or memory touched no byte: the session stays for a retry.
+    auto ends_session = [](const std::system_error& error) {
+        const auto code = error.code();
+        return code != std::errc::too_many_files_open && code != std::errc::too_many_files_open_in_system &&
+               code != std::errc::not_enough_memory;
+    };
+    try {
+        commit_under_lock ? files.sync(*state) : files.commit(*state, actual);
+    } catch (const std::system_error& error) {
+        if (ends_session(error)) end_session();
+        throw;
+    }
     auto lock = meta_.lock_writes();
     const auto stamp = this->stamp();
+    storage::MetaStore::Batch batch;
+    if (recorded) batch.remove_upload(id);
     batch.record_link(repo, actual.str(), stamp, false, state->offset);
     if (limited) {
         try {
             enforce_quotas(batch);
+            if (commit_under_lock) files.commit(*state, actual);
         } catch (const Error&) {
             lock.unlock();
-            uploads_->erase(state);  // the refused bytes go with the session
-            if (recorded) {
-                storage::MetaStore::Batch end;
-                end.remove_upload(id);
-                meta_.commit(end, storage::MetaStore::Durability::none);
-            }
+            end_session();  // the refused bytes go with the session
+            throw;
+        } catch (const std::system_error& error) {
+            lock.unlock();
+            if (ends_session(error)) end_session();
             throw;
         }
-        if (commit_under_lock) files.commit(*state, actual);
     }
     uploads_->erase(state);
     meta_.commit(batch, storage::MetaStore::Durability::deferred);
@@ -261,6 +286,8 @@ std::size_t Registry::uploads_in_progress() const { return uploads_->size(); }
 storage::LogStats Registry::change_log() const { return meta_.log_stats(); }
 
 std::size_t Registry::upload_buffer_bytes() const { return uploads_->writers().buffer_bytes(); }
+
+void Registry::drain_uploads() { uploads_->writers().drain(); }
 
 std::size_t Registry::purge_idle_uploads() {
     const auto ttl_ms = static_cast<std::uint64_t>(options_.upload_idle_ttl.count()) * 1000;

@@ -100,11 +100,14 @@ std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const
         state->busy = true;
     }
     try {
-        if (!state->has_file) {
-            if (make_file) files_.create(*state);
-            state->has_file = make_file;
+        if (!state->has_file && !state->hasher) {
+            // A failed first write dropped the digest state of bytes that never reached a file: none.
+            state->hasher.emplace(state->algorithm);
+            state->offset = 0;
         }
-        if (state->has_file && !files_.open(*state, state->algorithm)) {
+        if (!state->has_file && make_file) {
+            this->make_file(*state);
+        } else if (state->has_file && !files_.open(*state, state->algorithm)) {
             // Gone under a session that outlived it (see the constructor): forget it.
             forget(state);
             throw Error(ErrorCode::blob_upload_unknown, "upload unknown (its file is gone)");
@@ -114,6 +117,11 @@ std::shared_ptr<UploadState> UploadTable::acquire(const std::string& repo, const
         throw;
     }
     return state;
+}
+
+void UploadTable::make_file(UploadState& state) {
+    files_.make(state);
+    state.has_file = true;
 }
 
 void UploadTable::forget(const std::shared_ptr<UploadState>& state) {

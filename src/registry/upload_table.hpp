@@ -54,10 +54,13 @@ public:
     // Throws 507 when taking `incoming` more bytes would leave too little free.
     void require_space(std::uint64_t incoming) const;
     // Exclusive hold on a session of repo, its file made and open (without make_file: open if
-    // made); throws BLOB_UPLOAD_UNKNOWN or 416 when busy. Without may_block, WouldBlock instead
-    // of making the file or rebuilding the digest state from every byte of it.
+    // made, else left to make_file() once there are bytes to store); throws BLOB_UPLOAD_UNKNOWN
+    // or 416 when busy. Without may_block, WouldBlock instead of making the file or rebuilding
+    // the digest state from every byte of it.
     std::shared_ptr<UploadState> acquire(const std::string& repo, const std::string& id, bool make_file = true,
                                          bool may_block = true);
+    // Makes the file of a session acquired without it, and opens it. May block: off the I/O threads.
+    void make_file(UploadState& state);
     // Records the session (once) so that it survives a restart; false when it is gone.
     bool keep(const std::string& repo, const std::string& id);
     void release(const std::shared_ptr<UploadState>& state);

@@ -107,6 +107,7 @@ std::optional<std::uint64_t> FileBlobStore::size(const oci::Digest& digest) cons
 void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest, int scratch_fd) {
     const auto target = path(digest);
     std::error_code ec;
+    bool renewed = false;
     {
         // An existing copy is made young again, so garbage collection (which
         // takes only old files, under the same lock) cannot remove it while
@@ -115,11 +116,14 @@ void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest, i
         std::lock_guard lock(collect_mutex_);
         struct stat existing {};
         struct stat verified {};
-        if (::stat(target.c_str(), &existing) == 0 && ::stat(scratch.c_str(), &verified) == 0 &&
-            existing.st_size == verified.st_size && ::utimensat(AT_FDCWD, target.c_str(), nullptr, 0) == 0) {
-            fs::remove(scratch, ec);
-            return;
-        }
+        renewed = ::stat(target.c_str(), &existing) == 0 && ::stat(scratch.c_str(), &verified) == 0 &&
+                  existing.st_size == verified.st_size && ::utimensat(AT_FDCWD, target.c_str(), nullptr, 0) == 0;
+    }
+    if (renewed) {
+        fs::remove(scratch, ec);
+        // Its own commit may have failed after the rename (the directory's fsync): durable now.
+        fsync_path(target.parent_path());
+        return;
     }
     if (scratch_fd < 0) fsync_path(scratch);
     else if (::fsync(scratch_fd) != 0) throw_errno("fsync " + scratch.string());
@@ -128,8 +132,11 @@ void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest, i
     // The first blob of a prefix makes its directory: tried only when the rename finds none.
     bool renamed = ::rename(scratch.c_str(), target.c_str()) == 0;
     if (!renamed && errno == ENOENT && !fs::exists(dir)) {
+        // The algorithm's directory may be new too (the first sha512 blob): both entries made durable.
+        const bool new_algorithm = !fs::exists(dir.parent_path());
         fs::create_directories(dir);
         fsync_path(dir.parent_path());
+        if (new_algorithm) fsync_path(dir.parent_path().parent_path());
         renamed = ::rename(scratch.c_str(), target.c_str()) == 0;
     }
     if (!renamed) throw_errno("rename to " + target.string());

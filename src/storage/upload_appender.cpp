@@ -68,14 +68,21 @@ struct UploadWriters::Impl {
     // 1,000 of them (registry.max_uploads) hold about 280 MiB, not a GiB.
     UploadBuffers large{1 << 20, 16 << 20};
     UploadBuffers small{256 << 10, 4 << 20};
-    WorkerThreads hash_workers{std::max(1u, std::thread::hardware_concurrency())};  // hashing is all CPU
+    // Writers before hashers: a hash worker may hand a finished request to a writer, so the
+    // writers go last.
     WorkerThreads write_workers{
-        std::max(4u, 2 * std::thread::hardware_concurrency())};  // a write may wait for the disk
+        std::max(4u, 2 * std::thread::hardware_concurrency())};                     // a write may wait for the disk
+    WorkerThreads hash_workers{std::max(1u, std::thread::hardware_concurrency())};  // hashing is all CPU
 };
 
 UploadWriters::UploadWriters() : impl_(std::make_unique<Impl>()) {}
 UploadWriters::~UploadWriters() = default;
 std::size_t UploadWriters::buffer_bytes() const { return impl_->buffer_bytes.load(); }
+
+void UploadWriters::drain() {
+    impl_->hash_workers.drain();  // first: a hash worker may hand what it finished to a writer
+    impl_->write_workers.drain();
+}
 
 struct UploadAppender::Pipeline {
     // Three let receiving, writing and hashing overlap. A lone upload may go
@@ -123,6 +130,22 @@ struct UploadAppender::Pipeline {
     bool direct = false;  // the fd has O_DIRECT; dropped by a writer if the file system refuses it
     std::function<void()> resume;
     std::function<void()> on_stored;  // see when_stored()
+    std::function<void()> make_file;  // UploadPolicy's
+
+    // 0, or the errno of a file that could not be made. By a writer, or by
+    // finish() once no writer runs: never two at once.
+    int ensure_file(UploadFile& file) {
+        if (file.fd >= 0) return 0;
+        try {
+            make_file();
+        } catch (const std::system_error& error) {
+            return error.code().value() ? error.code().value() : EIO;
+        } catch (const std::exception&) {
+            return EIO;
+        }
+        direct = set_direct(file.fd, true);
+        return 0;
+    }
 
     // Counts a new buffer against this pipeline and `all_bytes`, if it may have one.
     bool may_allocate(std::atomic<std::size_t>& all_bytes) {
@@ -136,12 +159,15 @@ struct UploadAppender::Pipeline {
     }
 
     // With the lock held, once neither a write nor a hash is in flight;
-    // gives the lock up for good when it runs on_stored.
-    void run_if_stored(std::unique_lock<std::mutex>& lock) {
+    // gives the lock up for good when it runs on_stored. From a hash worker
+    // it goes to a writer: what finishes a request may wait for the disk,
+    // and hash workers (one per core) are for hashing alone.
+    void run_if_stored(std::unique_lock<std::mutex>& lock, WorkerThreads* hand_to = nullptr) {
         if (writing || hashing || !on_stored) return;
         auto ready = std::exchange(on_stored, nullptr);
         lock.unlock();
-        ready();
+        if (hand_to) hand_to->post(std::move(ready));
+        else ready();
     }
 
     // With the lock held; gives the lock up to wake a waiting reader.
@@ -157,7 +183,7 @@ struct UploadAppender::Pipeline {
     }
 
     // Queued pieces are consecutive, so whatever is queued goes in one write.
-    void drain_writes(int fd) {
+    void drain_writes(UploadFile& file) {
         std::unique_lock lock(mutex);
         while (!to_write.empty()) {
             std::vector<PiecePtr> batch(to_write.begin(), to_write.end());
@@ -165,14 +191,15 @@ struct UploadAppender::Pipeline {
             const bool skip = write_error != 0;
             lock.unlock();
             int error = 0;
-            if (!skip) {
+            if (!skip) error = ensure_file(file);
+            if (!skip && !error) {
                 std::vector<iovec> iov;
                 for (auto& piece : batch) iov.push_back({piece->bytes.get(), piece->size});
-                error = write_at(fd, iov, batch.front()->file_offset);
+                error = write_at(file.fd, iov, batch.front()->file_offset);
                 // A file system may refuse O_DIRECT for this file after all: write through the cache.
-                if (error == EINVAL && direct && set_direct(fd, false)) {
+                if (error == EINVAL && direct && set_direct(file.fd, false)) {
                     direct = false;
-                    error = write_at(fd, iov, batch.front()->file_offset);
+                    error = write_at(file.fd, iov, batch.front()->file_offset);
                 }
             }
             lock.lock();
@@ -185,7 +212,7 @@ struct UploadAppender::Pipeline {
         run_if_stored(lock);
     }
 
-    void drain_hashes(oci::Hasher& hasher) {
+    void drain_hashes(oci::Hasher& hasher, WorkerThreads& write_workers) {
         std::unique_lock lock(mutex);
         while (!to_hash.empty()) {
             auto piece = std::move(to_hash.front());
@@ -197,7 +224,7 @@ struct UploadAppender::Pipeline {
         }
         hashing = false;
         changed.notify_all();
-        run_if_stored(lock);
+        run_if_stored(lock, &write_workers);
     }
 };
 
@@ -257,7 +284,8 @@ void UploadAppender::start() {
         got += static_cast<std::size_t>(n);
     }
     p.filled = p.hashed = p.stored = head;
-    p.direct = set_direct(state_->fd, true);
+    p.make_file = policy_.make_file;
+    if (state_->fd >= 0) p.direct = set_direct(state_->fd, true);
 }
 
 std::span<char> UploadAppender::buffer(std::function<void()> resume) {
@@ -325,11 +353,11 @@ void UploadAppender::submit() {
     p.current_offset += p.filled;
     p.filled = p.hashed = p.stored = 0;
     if (start_writing)
-        writers_.impl_->write_workers.post(
-            [pipeline = pipeline_, state = state_] { pipeline->drain_writes(state->fd); });
+        writers_.impl_->write_workers.post([pipeline = pipeline_, state = state_] { pipeline->drain_writes(*state); });
     if (start_hashing)
-        writers_.impl_->hash_workers.post(
-            [pipeline = pipeline_, state = state_] { pipeline->drain_hashes(*state->hasher); });
+        writers_.impl_->hash_workers.post([pipeline = pipeline_, state = state_, writers = writers_.impl_.get()] {
+            pipeline->drain_hashes(*state->hasher, writers->write_workers);
+        });
 }
 
 bool UploadAppender::when_stored(std::function<void()>& ready) {
@@ -344,6 +372,8 @@ void UploadAppender::finish() {
     auto& p = *pipeline_;
     std::unique_lock lock(p.mutex);
     p.changed.wait(lock, [&] { return !p.writing && !p.hashing; });
+    // Made even with no bytes: an acknowledged append leaves a file to resume from.
+    if (!p.write_error) p.write_error = p.ensure_file(*state_);
     if (!p.write_error && p.stored < p.filled) {
         // The tail is seldom aligned: it goes through the page cache.
         const bool buffered = !p.direct || set_direct(state_->fd, false);

@@ -40,10 +40,9 @@ void UploadFiles::sweep(const std::function<bool(const std::string& id)>& keep) 
             fs::remove(entry.path(), ec);
 }
 
-void UploadFiles::create(const UploadFile& file) {
-    int fd = ::open(path(file.id).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw_errno("create upload file");
-    ::close(fd);
+void UploadFiles::make(UploadFile& file) {
+    file.fd = ::open(path(file.id).c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (file.fd < 0) throw_errno("create upload file");
 }
 
 bool UploadFiles::open(UploadFile& file, oci::DigestAlgorithm algorithm) {

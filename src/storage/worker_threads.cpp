@@ -23,6 +23,11 @@ void WorkerThreads::post(std::function<void()> task) {
     wake_.notify_one();
 }
 
+void WorkerThreads::drain() {
+    std::unique_lock lock(mutex_);
+    idle_.wait(lock, [this] { return tasks_.empty() && running_ == 0; });
+}
+
 void WorkerThreads::run() {
     std::unique_lock lock(mutex_);
     for (;;) {
@@ -30,9 +35,12 @@ void WorkerThreads::run() {
         if (tasks_.empty()) return;  // stopping, and nothing left
         auto task = std::move(tasks_.front());
         tasks_.pop_front();
+        ++running_;
         lock.unlock();
         task();
+        task = nullptr;  // what it held goes before the pool counts as idle
         lock.lock();
+        if (--running_ == 0 && tasks_.empty()) idle_.notify_all();
     }
 }
 

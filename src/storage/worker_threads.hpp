@@ -21,12 +21,16 @@ public:
     WorkerThreads& operator=(const WorkerThreads&) = delete;
 
     void post(std::function<void()> task);
+    // Waits until nothing is queued or running (what is queued runs first).
+    void drain();
 
 private:
     void run();
 
     std::mutex mutex_;
     std::condition_variable wake_;
+    std::condition_variable idle_;
+    unsigned running_ = 0;
     std::deque<std::function<void()>> tasks_;
     bool stopping_ = false;
     std::vector<std::thread> threads_;

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <future>
 #include <set>
 #include <thread>
@@ -12,7 +13,9 @@
 
 #include "berth/oci/error.hpp"
 #include "berth/registry/registry.hpp"
+#include "berth/storage/layout.hpp"
 #include "storage/upload_buffers.hpp"
+#include "storage/worker_threads.hpp"
 #include "error_code.hpp"
 #include "fixtures.hpp"
 
@@ -306,14 +309,14 @@ TEST_CASE("a DELETE ends a session a stalled append still holds") {
         CHECK(code_of([&] { f.reg.upload_status("r", id); }) == ErrorCode::upload_range_invalid);
         f.reg.cancel_upload("r", id);
         CHECK(code_of([&] { f.reg.upload_status("r", id); }) == ErrorCode::blob_upload_unknown);
-        CHECK(scratch_files() == 1);  // still being written: it goes when the append lets go
+        CHECK(scratch_files() == 0);  // its bytes wait in a buffer: a file is made only to store them
     }
     CHECK(scratch_files() == 0);
     CHECK(f.reg.uploads_in_progress() == 0);
     CHECK(code_of([&] { f.reg.cancel_upload("r", id); }) == ErrorCode::blob_upload_unknown);
 }
 
-TEST_CASE("a session opens in memory, makes its file at its first append, and is recorded once kept") {
+TEST_CASE("a session opens in memory, makes its file where its first bytes are stored, and is recorded once kept") {
     Fixture f;
     auto scratch_files = [&] {
         return std::distance(std::filesystem::directory_iterator(test::scratch_dir(f.dir.path())), {});
@@ -321,15 +324,18 @@ TEST_CASE("a session opens in memory, makes its file at its first append, and is
     auto id = f.reg.start_upload("r").id;
     CHECK(scratch_files() == 0);
     CHECK(f.meta.uploads().empty());
-    // Without may_block (an I/O thread): the status of a session with no file is known ...
+    // Without may_block (an I/O thread): the status of a session with no file is known, and an
+    // append may begin there: the file is made by the appender, off that thread, not by planning.
     CHECK(f.reg.upload_status("r", id, false).offset == 0);
-    // ... but making its file is not done there, and nothing is held or made by the refusal.
-    CHECK_THROWS_AS(f.reg.append("r", id, 0, false), registry::WouldBlock);
-    CHECK(scratch_files() == 0);
-    f.reg.append("r", id, 0)->write("abc", 3);
-    CHECK(scratch_files() == 1);
+    {
+        auto appender = f.reg.append("r", id, 0, false);
+        CHECK(scratch_files() == 0);
+        appender->write("abc", 3);
+        appender->finish();  // a worker's: the tail is stored, the file made for it
+        CHECK(scratch_files() == 1);
+    }
     CHECK(f.meta.uploads().empty());                    // bytes appended, none acknowledged yet
-    CHECK(f.reg.append("r", id, 3, false) != nullptr);  // its file exists: an I/O thread may append
+    CHECK(f.reg.append("r", id, 3, false) != nullptr);  // its file exists: opened where planned
     CHECK(f.reg.keep_upload("r", id));
     CHECK(f.meta.uploads().size() == 1);
     CHECK(f.reg.keep_upload("r", id));  // once
@@ -358,6 +364,91 @@ TEST_CASE("a session whose digest state must be rebuilt is not taken up where no
     CHECK_THROWS_AS(f.reg.append("r", id, std::nullopt, false), registry::WouldBlock);
     const auto kept = f.reg.upload_status("r", id).offset;  // a worker rebuilds it
     CHECK(f.reg.upload_status("r", id, false).offset == kept);
+}
+
+TEST_CASE("an append that does not start at the session's end is refused before any file is made") {
+    Fixture f;
+    auto id = f.reg.start_upload("r").id;
+    // Planned on an I/O thread: nothing there may make a file, not even while refusing.
+    CHECK(code_of([&] { f.reg.append("r", id, 5, false); }) == ErrorCode::upload_range_invalid);
+    CHECK(std::filesystem::is_empty(test::scratch_dir(f.dir.path())));
+    auto appender = f.reg.append("r", id, 0, false);  // not left held by the refusal
+    appender->write("abc", 3);
+    appender->finish();
+}
+
+TEST_CASE("an acknowledged append of no bytes still leaves the session a file to resume from") {
+    Fixture f;
+    auto id = f.reg.start_upload("r").id;
+    f.reg.append("r", id, 0, false)->finish();
+    CHECK(f.reg.keep_upload("r", id));
+    // After a restart the recorded session is taken up from its file: there must be one.
+    registry::Registry again(Fixture::options(), f.blobs, f.meta, f.clock);
+    CHECK(again.upload_status("r", id).offset == 0);
+    auto appender = again.append("r", id, 0);
+    appender->write("abc", 3);
+    appender->finish();
+    appender.reset();
+    CHECK(again.finish_upload("r", id, test::digest_of("abc")).str() == test::digest_of("abc"));
+}
+
+TEST_CASE("a file that cannot be made fails the append, and the session starts again from nothing") {
+    Fixture f;
+    auto id = f.reg.start_upload("r").id;
+    const auto file = storage::layout::upload_file(test::scratch_dir(f.dir.path()), id);
+    std::filesystem::create_directory(file);  // where the file goes: taken, so creating it fails
+    {
+        auto appender = f.reg.append("r", id, 0, false);
+        appender->write("abc", 3);
+        CHECK_THROWS_AS(appender->finish(), std::system_error);
+    }
+    std::filesystem::remove(file);
+    CHECK(f.reg.upload_status("r", id, false).offset == 0);
+    auto appender = f.reg.append("r", id, 0, false);
+    appender->write("xyz", 3);
+    appender->finish();
+    appender.reset();
+    CHECK(f.reg.finish_upload("r", id, test::digest_of("xyz")).str() == test::digest_of("xyz"));
+}
+
+TEST_CASE("a blob that cannot be committed to disk ends its session: a retried PUT cannot trust the bytes") {
+    Fixture f;
+    const std::string content = "bytes whose commit fails";
+    const auto digest = test::digest_of(content);
+    auto id = f.reg.start_upload("r").id;
+    {
+        auto appender = f.reg.append("r", id, 0);
+        appender->write(content.data(), content.size());
+        appender->finish();
+    }
+    CHECK(f.reg.keep_upload("r", id));
+    // The blob's prefix directory is a file: the rename into place fails with ENOTDIR.
+    const auto prefix =
+        storage::layout::blob_file(storage::layout::blobs_dir(f.dir.path()), *oci::Digest::parse(digest)).parent_path();
+    std::filesystem::create_directories(prefix.parent_path());
+    { std::ofstream(prefix) << "in the way"; }
+    CHECK_THROWS_AS(f.reg.finish_upload("r", id, digest), std::system_error);
+    CHECK(code_of([&] { f.reg.finish_upload("r", id, digest); }) == ErrorCode::blob_upload_unknown);
+    CHECK(f.meta.uploads().empty());
+    CHECK(std::filesystem::is_empty(test::scratch_dir(f.dir.path())));
+}
+
+TEST_CASE("draining worker threads waits for what is queued and what runs") {
+    storage::WorkerThreads workers(1);
+    std::promise<void> release;
+    auto released = release.get_future().share();
+    std::atomic<int> ran = 0;
+    workers.post([released, &ran] {
+        released.wait();
+        ++ran;
+    });
+    workers.post([&ran] { ++ran; });  // queued behind the first
+    auto drained = std::async(std::launch::async, [&] { workers.drain(); });
+    CHECK(drained.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout);
+    release.set_value();
+    REQUIRE(drained.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    CHECK(ran == 2);
+    workers.drain();  // idle: returns at once
 }
 
 TEST_CASE("one client cannot hold every upload session") {

@@ -129,15 +129,15 @@ public:
                               const std::string& client = "");
     MountResult mount_blob(const std::string& repo, const std::string& digest, const std::string& from,
                            const std::string& client = "");
-    // may_block false (an I/O thread): throws WouldBlock rather than make the session's file (a
-    // create may wait on the file system's journal) or rebuild its digest state from every byte
-    // it holds (after a restart or a failed write).
+    // may_block false (an I/O thread): throws WouldBlock rather than rebuild the session's digest
+    // state from every byte it holds (after a restart or a failed write).
     UploadStatus upload_status(const std::string& repo, const std::string& id, bool may_block = true);
     // Links a blob the store holds into repo (an import writing the store directly); false when
     // the store does not hold it.
     bool link_blob(const std::string& repo, const oci::Digest& digest);
     // Exclusive access to append; `start` (from Content-Range) must equal the current offset.
-    // may_block: as for upload_status.
+    // may_block: as for upload_status. A new session's file is made by the appender off the I/O
+    // threads, where its first bytes are stored (a create may wait on the file system's journal).
     std::unique_ptr<storage::UploadAppender> append(const std::string& repo, const std::string& id,
                                                     std::optional<std::uint64_t> start, bool may_block = true);
     // Verifies the digest, makes the blob durable and visible, and ends the session.
@@ -154,6 +154,9 @@ public:
     storage::LogStats change_log() const;
     // Memory held by the receive buffers of uploads being appended to.
     std::size_t upload_buffer_bytes() const;
+    // Waits until no upload's piece is being written or hashed: a server drains them, with the
+    // callbacks into its requests they run, before it goes.
+    void drain_uploads();
 
     // Manifests
     PutManifestResult put_manifest(const std::string& repo, const std::string& reference,

@@ -29,7 +29,7 @@ struct UploadFile {
 private:
     friend class UploadFiles;
     friend class UploadAppender;
-    int fd = -1;             // open while an appender holds it
+    int fd = -1;             // open while an appender holds it (a new session's: once made)
     bool committed = false;  // the file is a blob now, under another name
 };
 
@@ -42,6 +42,10 @@ public:
     UploadWriters& operator=(const UploadWriters&) = delete;
     // Memory held by the receive buffers of uploads being appended to.
     std::size_t buffer_bytes() const;
+    // Waits until no piece is being written or hashed. What they finish may
+    // call back into the server that owns the request (when_stored): it
+    // drains these before it goes.
+    void drain();
 
 private:
     friend class UploadAppender;
@@ -58,6 +62,9 @@ struct UploadPolicy {
     std::function<void(std::uint64_t incoming)> require_space;
     static constexpr std::uint64_t space_check_bytes = 4 << 20;
     std::function<void()> release;
+    // Makes and opens the file of a session that has none yet (its fd is -1), once there are
+    // bytes to store or the append finishes; throws std::system_error. Runs off the I/O threads.
+    std::function<void()> make_file;
 };
 
 class UploadAppender {
@@ -79,12 +86,12 @@ public:
     // on an I/O thread. On a failed write, throws, leaving the session at the
     // bytes that did reach the file.
     void finish();
-    // While writes or hashes are in flight, takes `ready` to run on the write
-    // or hash worker that finishes the last of them, and returns true: the
-    // caller need not give a thread over to waiting. False when nothing is in
-    // flight (`ready` is left to the caller). `ready` must not wait for other
-    // pipeline work, nor hold its worker long (hash workers are one per core).
-    // Call once, after the last commit().
+    // While writes or hashes are in flight, takes `ready` to run on a write
+    // worker once the last of them is done (on the one that wrote last, or
+    // posted there by the hash worker that finished last), and returns true:
+    // the caller need not give a thread over to waiting. False when nothing is
+    // in flight (`ready` is left to the caller). `ready` may wait for the disk
+    // but not for other pipeline work. Call once, after the last commit().
     bool when_stored(std::function<void()>& ready);
     // Copies bytes in through buffer() and commit(), waiting for room.
     void write(const void* data, std::size_t size);

@@ -19,8 +19,8 @@ public:
     bool exists(const std::string& id) const;
     // At start, when nothing is in flight: removes every session's file that keep() refuses.
     void sweep(const std::function<bool(const std::string& id)>& keep);
-    // An empty file for file.id.
-    void create(const UploadFile& file);
+    // An empty file for file.id, open for appending.
+    void make(UploadFile& file);
     // Opens the file for appending and, after a restart, rebuilds its hasher and offset from the
     // bytes. False: the file is gone.
     bool open(UploadFile& file, oci::DigestAlgorithm algorithm);
