@@ -236,11 +236,13 @@ oci::Digest Registry::finish_upload(const std::string& repo, const std::string& 
     const bool commit_under_lock = limited && !blobs_.remote();
     // A failed fsync is reported once: the kernel may have dropped the bytes, and a retried
     // PUT's fsync would succeed. So the session ends with it; its client uploads again. A
-    // shortage of descriptors or memory touched no byte: the session stays for a retry.
-    auto ends_session = [](const std::system_error& error) {
+    // shortage of descriptors or memory touched no byte: the session stays for a retry, if its
+    // file is still there to retry with (not once it was renamed into place).
+    auto ends_session = [&](const std::system_error& error) {
         const auto code = error.code();
-        return code != std::errc::too_many_files_open && code != std::errc::too_many_files_open_in_system &&
-               code != std::errc::not_enough_memory;
+        const bool shortage = code == std::errc::too_many_files_open ||
+                              code == std::errc::too_many_files_open_in_system || code == std::errc::not_enough_memory;
+        return !shortage || !files.exists(state->id);
     };
     try {
         commit_under_lock ? files.sync(*state) : files.commit(*state, actual);

@@ -120,9 +120,10 @@ void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest, i
                   existing.st_size == verified.st_size && ::utimensat(AT_FDCWD, target.c_str(), nullptr, 0) == 0;
     }
     if (renewed) {
-        fs::remove(scratch, ec);
         // Its own commit may have failed after the rename (the directory's fsync): durable now.
+        // First: a failure here leaves the scratch file for the caller to retry.
         fsync_path(target.parent_path());
+        fs::remove(scratch, ec);
         return;
     }
     if (scratch_fd < 0) fsync_path(scratch);

@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -73,6 +74,37 @@ public:
 private:
     rlimit saved_{};
     void (*old_handler_)(int);
+};
+
+// Leaves `spare` file descriptors free while it lives: every other one below a lowered limit is
+// taken, so the opens after those fail with EMFILE.
+class DescriptorsUsedUp {
+public:
+    explicit DescriptorsUsedUp(int spare) {
+        REQUIRE(getrlimit(RLIMIT_NOFILE, &saved_) == 0);
+        int highest = 0;
+        for (auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+            highest = std::max(highest, std::stoi(entry.path().filename().string()));
+        rlimit low = saved_;
+        low.rlim_cur = static_cast<rlim_t>(highest) + 64;
+        REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+        for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) taken_.push_back(fd);
+        REQUIRE(errno == EMFILE);
+        for (int i = 0; i < spare && !taken_.empty(); ++i) {
+            ::close(taken_.back());
+            taken_.pop_back();
+        }
+    }
+    ~DescriptorsUsedUp() {
+        for (int fd : taken_) ::close(fd);
+        setrlimit(RLIMIT_NOFILE, &saved_);
+    }
+    DescriptorsUsedUp(const DescriptorsUsedUp&) = delete;
+    DescriptorsUsedUp& operator=(const DescriptorsUsedUp&) = delete;
+
+private:
+    rlimit saved_{};
+    std::vector<int> taken_;
 };
 
 }  // namespace
@@ -449,6 +481,35 @@ TEST_CASE("draining worker threads waits for what is queued and what runs") {
     REQUIRE(drained.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
     CHECK(ran == 2);
     workers.drain();  // idle: returns at once
+}
+
+TEST_CASE("a shortage of descriptors after the blob was renamed into place ends its session too") {
+    Fixture f;
+    const std::string content = "bytes renamed, then their directory cannot be opened";
+    const auto digest = test::digest_of(content);
+    auto id = f.reg.start_upload("r").id;
+    {
+        auto appender = f.reg.append("r", id, 0);
+        appender->write(content.data(), content.size());
+        appender->finish();
+    }
+    const auto blob = storage::layout::blob_file(storage::layout::blobs_dir(f.dir.path()), *oci::Digest::parse(digest));
+    std::filesystem::create_directories(blob.parent_path());
+    {
+        // The upload file's open takes the spare descriptor; the directory's fsync finds none.
+        DescriptorsUsedUp used_up(1);
+        CHECK_THROWS_AS(f.reg.finish_upload("r", id, digest), std::system_error);
+    }
+    CHECK(std::filesystem::exists(blob));  // renamed: the session's file is gone, nothing to retry with
+    CHECK(code_of([&] { f.reg.finish_upload("r", id, digest); }) == ErrorCode::blob_upload_unknown);
+    // The client uploads again: the blob already there is renewed, its directory synced.
+    auto again = f.reg.start_upload("r").id;
+    {
+        auto appender = f.reg.append("r", again, 0);
+        appender->write(content.data(), content.size());
+        appender->finish();
+    }
+    CHECK(f.reg.finish_upload("r", again, digest).str() == digest);
 }
 
 TEST_CASE("one client cannot hold every upload session") {
