@@ -76,6 +76,15 @@ private:
     void (*old_handler_)(int);
 };
 
+// A session of repository r whose file holds content, not yet finished.
+std::string session_holding(Fixture& f, const std::string& content) {
+    auto id = f.reg.start_upload("r").id;
+    auto appender = f.reg.append("r", id, 0);
+    appender->write(content.data(), content.size());
+    appender->finish();
+    return id;
+}
+
 // Leaves `spare` file descriptors free while it lives: every other one below a lowered limit is
 // taken, so the opens after those fail with EMFILE.
 class DescriptorsUsedUp {
@@ -447,12 +456,7 @@ TEST_CASE("a blob that cannot be committed to disk ends its session: a retried P
     Fixture f;
     const std::string content = "bytes whose commit fails";
     const auto digest = test::digest_of(content);
-    auto id = f.reg.start_upload("r").id;
-    {
-        auto appender = f.reg.append("r", id, 0);
-        appender->write(content.data(), content.size());
-        appender->finish();
-    }
+    auto id = session_holding(f, content);
     CHECK(f.reg.keep_upload("r", id));
     // The blob's prefix directory is a file: the rename into place fails with ENOTDIR.
     const auto prefix =
@@ -487,12 +491,7 @@ TEST_CASE("a shortage of descriptors after the blob was renamed into place ends 
     Fixture f;
     const std::string content = "bytes renamed, then their directory cannot be opened";
     const auto digest = test::digest_of(content);
-    auto id = f.reg.start_upload("r").id;
-    {
-        auto appender = f.reg.append("r", id, 0);
-        appender->write(content.data(), content.size());
-        appender->finish();
-    }
+    auto id = session_holding(f, content);
     const auto blob = storage::layout::blob_file(storage::layout::blobs_dir(f.dir.path()), *oci::Digest::parse(digest));
     std::filesystem::create_directories(blob.parent_path());
     {
@@ -503,12 +502,7 @@ TEST_CASE("a shortage of descriptors after the blob was renamed into place ends 
     CHECK(std::filesystem::exists(blob));  // renamed: the session's file is gone, nothing to retry with
     CHECK(code_of([&] { f.reg.finish_upload("r", id, digest); }) == ErrorCode::blob_upload_unknown);
     // The client uploads again: the blob already there is renewed, its directory synced.
-    auto again = f.reg.start_upload("r").id;
-    {
-        auto appender = f.reg.append("r", again, 0);
-        appender->write(content.data(), content.size());
-        appender->finish();
-    }
+    auto again = session_holding(f, content);
     CHECK(f.reg.finish_upload("r", again, digest).str() == digest);
 }
 
