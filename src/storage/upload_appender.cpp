@@ -132,9 +132,10 @@ struct UploadAppender::Pipeline {
     std::function<void()> on_stored;  // see when_stored()
     std::function<void()> make_file;  // UploadPolicy's
 
-    // 0, or the errno of a file that could not be made. By a writer, or by
-    // finish() once no writer runs: never two at once.
-    int ensure_file(UploadFile& file) {
+    // 0, or the errno of a file that could not be made. By a writer (whole
+    // pieces: O_DIRECT), or by finish() once no writer runs (the tail goes
+    // through the page cache): never two at once.
+    int ensure_file(UploadFile& file, bool for_pieces) {
         if (file.fd >= 0) return 0;
         try {
             make_file();
@@ -143,7 +144,7 @@ struct UploadAppender::Pipeline {
         } catch (const std::exception&) {
             return EIO;
         }
-        direct = set_direct(file.fd, true);
+        direct = for_pieces && set_direct(file.fd, true);
         return 0;
     }
 
@@ -191,7 +192,7 @@ struct UploadAppender::Pipeline {
             const bool skip = write_error != 0;
             lock.unlock();
             int error = 0;
-            if (!skip) error = ensure_file(file);
+            if (!skip) error = ensure_file(file, true);
             if (!skip && !error) {
                 std::vector<iovec> iov;
                 for (auto& piece : batch) iov.push_back({piece->bytes.get(), piece->size});
@@ -373,7 +374,7 @@ void UploadAppender::finish() {
     std::unique_lock lock(p.mutex);
     p.changed.wait(lock, [&] { return !p.writing && !p.hashing; });
     // Made even with no bytes: an acknowledged append leaves a file to resume from.
-    if (!p.write_error) p.write_error = p.ensure_file(*state_);
+    if (!p.write_error) p.write_error = p.ensure_file(*state_, false);
     if (!p.write_error && p.stored < p.filled) {
         // The tail is seldom aligned: it goes through the page cache.
         const bool buffered = !p.direct || set_direct(state_->fd, false);
