@@ -18,10 +18,11 @@ seconds="${1:-60}"
 build="${FUZZ_BUILD_DIR:-$repo/build-fuzz}"
 jobs="${FUZZ_JOBS:-2}"
 parallel="${FUZZ_PARALLEL:-$(nproc)}"
+((parallel >= 1)) || parallel=1
 targets=(${FUZZ_TARGETS:-fuzz_names fuzz_manifest fuzz_ranges fuzz_request fuzz_upstream_answers fuzz_tokens fuzz_carriers fuzz_paths})
 
 CC="${CC_FUZZ:-clang-14}" CXX="${CXX_FUZZ:-clang++-14}" \
-    cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
+    cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBERTH_LINE_TABLES_ONLY=ON \
     -DBERTH_FUZZ=ON -DBUILD_TESTING=OFF \
     >"$build.configure.log" 2>&1 || { cat "$build.configure.log" >&2; exit 1; }
 rm -f "$build.configure.log"

@@ -22,8 +22,7 @@ subset+='|integration\.test_(hardening_(agent_forwarding|intake|restructure|iden
 subset+='|hostile_upstream_(manifests|tags|redirects)|limits_hardening|early_answers|uploads|blob_reads|descriptors|auth|notifications)'
 tests="${SANITIZE_TESTS:-^($subset)\$}"
 
-# Line tables (-g1) are all a sanitizer report needs for file:line, and compile faster than -g.
-cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DBERTH_SANITIZE=ON >/dev/null
+cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBERTH_LINE_TABLES_ONLY=ON -DBERTH_SANITIZE=ON >/dev/null
 # Only what the tests run: berth, the unit tests and the conformance suite beside berth.
 cmake --build "$build" -j"$jobs" --target berth berth_unit_tests berth-conformance
 [ "${SANITIZE_BUILD_ONLY:-0}" = 1 ] && exit 0
