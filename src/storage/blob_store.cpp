@@ -23,6 +23,26 @@ namespace {
     throw std::system_error(errno, std::generic_category(), what);
 }
 
+void make_dir(const fs::path& dir) {
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw_errno("mkdir " + dir.string());
+}
+
+// Every <alg>/<2 hex> folder, made and fsynced into its parent before any commit. A commit then
+// renames into a folder whose own entry is already durable: two commits racing to make a new
+// prefix folder could otherwise answer one of them before the other had fsynced the entry.
+void make_prefix_dirs(const fs::path& blobs) {
+    constexpr char hex[] = "0123456789abcdef";
+    make_dir(blobs);
+    for (auto algorithm : {oci::DigestAlgorithm::sha256, oci::DigestAlgorithm::sha512}) {
+        const auto dir = blobs / std::string(oci::algorithm_name(algorithm));
+        make_dir(dir);
+        for (int i = 0; i < 256; ++i) make_dir(dir / std::string{hex[i >> 4], hex[i & 15]});
+        fsync_path(dir);
+    }
+    fsync_path(blobs);
+    fsync_path(blobs.parent_path());
+}
+
 }  // namespace
 
 BlobStore::BlobStore(const fs::path& root, ScratchFiles scratch) : scratch_(layout::scratch_dir(root)) {
@@ -73,7 +93,7 @@ std::uint64_t BlobStore::free_bytes() const {
 
 FileBlobStore::FileBlobStore(const fs::path& root, ScratchFiles scratch)
     : BlobStore(root, scratch), blobs_(layout::blobs_dir(root)), quarantine_(layout::quarantine_dir(root)) {
-    fs::create_directories(blobs_);
+    make_prefix_dirs(blobs_);
 }
 
 bool FileBlobStore::holds_blobs(const fs::path& root) {
@@ -130,14 +150,10 @@ void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest, i
     else if (::fsync(scratch_fd) != 0) throw_errno("fsync " + scratch.string());
     crash_point("blob.synced");
     const auto dir = target.parent_path();
-    // The first blob of a prefix makes its directory: tried only when the rename finds none.
     bool renamed = ::rename(scratch.c_str(), target.c_str()) == 0;
     if (!renamed && errno == ENOENT && !fs::exists(dir)) {
-        // The algorithm's directory may be new too (the first sha512 blob): both entries made durable.
-        const bool new_algorithm = !fs::exists(dir.parent_path());
-        fs::create_directories(dir);
-        fsync_path(dir.parent_path());
-        if (new_algorithm) fsync_path(dir.parent_path().parent_path());
+        // Only a folder removed from under a running berth: made again, as at start.
+        make_prefix_dirs(blobs_);
         renamed = ::rename(scratch.c_str(), target.c_str()) == 0;
     }
     if (!renamed) throw_errno("rename to " + target.string());

@@ -461,7 +461,7 @@ TEST_CASE("a blob that cannot be committed to disk ends its session: a retried P
     // The blob's prefix directory is a file: the rename into place fails with ENOTDIR.
     const auto prefix =
         storage::layout::blob_file(storage::layout::blobs_dir(f.dir.path()), *oci::Digest::parse(digest)).parent_path();
-    std::filesystem::create_directories(prefix.parent_path());
+    std::filesystem::remove(prefix);  // made empty at start
     { std::ofstream(prefix) << "in the way"; }
     CHECK_THROWS_AS(f.reg.finish_upload("r", id, digest), std::system_error);
     CHECK(code_of([&] { f.reg.finish_upload("r", id, digest); }) == ErrorCode::blob_upload_unknown);

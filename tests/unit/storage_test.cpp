@@ -59,6 +59,28 @@ TEST_CASE("blob store commits written blobs by digest and keeps the first copy")
     CHECK_FALSE(blobs.size(digest));
 }
 
+TEST_CASE("blob store makes every prefix folder at start, and again if one is removed under it") {
+    TempDir dir;
+    FileBlobStore blobs(dir.path());
+    const auto tree = layout::blobs_dir(dir.path());
+    for (const char* algorithm : {"sha256", "sha512"}) {
+        CHECK(std::distance(std::filesystem::directory_iterator(tree / algorithm), {}) == 256);
+        CHECK(std::filesystem::is_directory(tree / algorithm / "00"));
+        CHECK(std::filesystem::is_directory(tree / algorithm / "ff"));
+    }
+    CHECK_FALSE(FileBlobStore::holds_blobs(dir.path()));
+    for (auto algorithm : {oci::DigestAlgorithm::sha256, oci::DigestAlgorithm::sha512}) {
+        auto digest = oci::Digest::of(algorithm, "hello");
+        std::filesystem::remove_all(layout::blob_file(tree, digest).parent_path().parent_path());
+        auto writer = blobs.write(algorithm);
+        writer.write("hello", 5);
+        CHECK(writer.commit(digest) == digest);
+        CHECK(blobs.read(digest, 5) == "hello");
+    }
+    FileBlobStore again(dir.path());  // a second start over a store that has them
+    CHECK(again.size(oci::Digest::of(oci::DigestAlgorithm::sha512, "hello")) == 5u);
+}
+
 TEST_CASE("the one hash reads a blob whole and can stop early") {
     TempDir dir;
     FileBlobStore blobs(dir.path());
