@@ -64,7 +64,7 @@ int take(const Arguments& arguments) {
         throw UsageError(root.string() +
                          " keeps its blobs in a bucket (storage.blobs): the server takes its backups (the backup "
                          "section, POST /_berth/v1/backup)");
-    storage::FileBlobStore blobs(root);
+    storage::FileBlobStore blobs(root, storage::StoreUse::beside);
     const auto started = std::chrono::steady_clock::now();
     auto report = storage::take_backup(meta, blobs, target, arguments.flag("--incremental"), show);
     const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -60,7 +60,7 @@ int migrate(const std::vector<std::string>& args) {
     // Beside a running replica: no cache of its own (the replica's start empties the cache).
     auto options = *config.s3_blobs;
     options.cache_bytes = 0;
-    s3::S3BlobStore bucket(config.root, options, storage::ScratchFiles::theirs);
+    s3::S3BlobStore bucket(config.root, options, storage::StoreUse::beside);
     std::signal(SIGINT, [](int) { interrupted = true; });
     std::signal(SIGTERM, [](int) { interrupted = true; });
     std::size_t shown = 0;

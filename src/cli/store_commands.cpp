@@ -101,7 +101,7 @@ int gc(const std::vector<std::string>& args) {
                   << "\n(is berth serving this store? it collects garbage itself; use --dry-run to look)\n";
         return 1;
     }
-    storage::FileBlobStore blobs(config.root);
+    storage::FileBlobStore blobs(config.root, dry_run ? storage::StoreUse::beside : storage::StoreUse::owner);
     storage::HybridClock clock(storage::system_wall_clock());
     const auto replica = meta->setting(layout::setting::replica_id).value_or("berth");
     storage::PullTimes pulls(*meta);

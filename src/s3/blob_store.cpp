@@ -31,8 +31,8 @@ net::ClientOptions client_options(const StoreOptions& options) {
 
 }  // namespace
 
-S3BlobStore::S3BlobStore(const std::filesystem::path& root, StoreOptions options, storage::ScratchFiles scratch)
-    : BlobStore(root, scratch), options_(std::move(options)),
+S3BlobStore::S3BlobStore(const std::filesystem::path& root, StoreOptions options, storage::StoreUse use)
+    : BlobStore(root, use), options_(std::move(options)),
       http_(std::make_unique<net::Client>(client_options(options_))), client_(options_.bucket, *http_) {
     if (options_.parallel_parts < 1 || options_.parallel_parts > 64)
         throw std::invalid_argument("storage.blobs.parallel_parts is 1 to 64");

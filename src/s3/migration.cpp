@@ -61,7 +61,7 @@ struct Migration {
 
 MigrationReport move_files_into(S3BlobStore& bucket, const std::filesystem::path& root,
                                 const MigrationOptions& options) {
-    Migration migration{bucket, storage::FileBlobStore(root, storage::ScratchFiles::theirs), options, {}, {}, {}, {}};
+    Migration migration{bucket, storage::FileBlobStore(root, storage::StoreUse::beside), options, {}, {}, {}, {}};
     migration.files.for_each(
         [&](const oci::Digest& digest, std::uint64_t, std::int64_t) { migration.digests.push_back(digest); });
     migration.report.blobs = migration.digests.size();

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -24,7 +25,7 @@ namespace {
 }
 
 void make_dir(const fs::path& dir) {
-    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw_errno("mkdir " + dir.string());
+    if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) throw_errno("mkdir " + dir.string());
 }
 
 // Every <alg>/<2 hex> folder, made and fsynced into its parent before any commit. A commit then
@@ -40,14 +41,14 @@ void make_prefix_dirs(const fs::path& blobs) {
         fsync_path(dir);
     }
     fsync_path(blobs);
-    fsync_path(blobs.parent_path());
+    fsync_path(blobs.has_parent_path() ? blobs.parent_path() : fs::path("."));
 }
 
 }  // namespace
 
-BlobStore::BlobStore(const fs::path& root, ScratchFiles scratch) : scratch_(layout::scratch_dir(root)) {
+BlobStore::BlobStore(const fs::path& root, StoreUse use) : scratch_(layout::scratch_dir(root)) {
     fs::create_directories(scratch_);
-    if (scratch == ScratchFiles::theirs) return;
+    if (use == StoreUse::beside) return;
     std::error_code ec;
     for (auto& entry : fs::directory_iterator(scratch_, ec))
         if (layout::is_fetch_file(entry.path())) fs::remove(entry.path(), ec);
@@ -91,9 +92,9 @@ std::uint64_t BlobStore::free_bytes() const {
     return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
 }
 
-FileBlobStore::FileBlobStore(const fs::path& root, ScratchFiles scratch)
-    : BlobStore(root, scratch), blobs_(layout::blobs_dir(root)), quarantine_(layout::quarantine_dir(root)) {
-    make_prefix_dirs(blobs_);
+FileBlobStore::FileBlobStore(const fs::path& root, StoreUse use)
+    : BlobStore(root, use), blobs_(layout::blobs_dir(root)), quarantine_(layout::quarantine_dir(root)) {
+    if (use == StoreUse::owner) make_prefix_dirs(blobs_);  // beside one: its first commit makes it
 }
 
 bool FileBlobStore::holds_blobs(const fs::path& root) {
@@ -150,10 +151,17 @@ void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest, i
     else if (::fsync(scratch_fd) != 0) throw_errno("fsync " + scratch.string());
     crash_point("blob.synced");
     const auto dir = target.parent_path();
+    std::shared_lock tree(tree_mutex_);
     bool renamed = ::rename(scratch.c_str(), target.c_str()) == 0;
-    if (!renamed && errno == ENOENT && !fs::exists(dir)) {
-        // Only a folder removed from under a running berth: made again, as at start.
-        make_prefix_dirs(blobs_);
+    if (!renamed && errno == ENOENT) {
+        // No folder: a store opened beside a server, or a folder removed under a running berth.
+        // Made as at start, by one commit alone, before any commit renames into it.
+        tree.unlock();
+        {
+            std::unique_lock alone(tree_mutex_);
+            if (!fs::exists(dir)) make_prefix_dirs(blobs_);
+        }
+        tree.lock();
         renamed = ::rename(scratch.c_str(), target.c_str()) == 0;
     }
     if (!renamed) throw_errno("rename to " + target.string());

@@ -52,7 +52,8 @@ public:
 class StoreReader : public Reader {
 public:
     explicit StoreReader(const std::filesystem::path& root)
-        : meta_(storage::layout::meta_dir(root), storage::MetaStore::Mode::read_only), blobs_(root) {}
+        : meta_(storage::layout::meta_dir(root), storage::MetaStore::Mode::read_only),
+          blobs_(root, storage::StoreUse::beside) {}
 
     Manifest manifest(const std::string& repo, const std::string& reference) override {
         auto digest = oci::Digest::parse(reference);

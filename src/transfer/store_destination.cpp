@@ -19,7 +19,7 @@ namespace {
 class StoreDestination : public Destination {
 public:
     StoreDestination(const std::filesystem::path& root, registry::Options options)
-        : blobs_(root), meta_(open_meta(root)), clock_(storage::system_wall_clock()),
+        : blobs_(root, storage::StoreUse::beside), meta_(open_meta(root)), clock_(storage::system_wall_clock()),
           registry_(with_replica_id(std::move(options), *meta_), blobs_, *meta_, clock_) {}
 
     bool has_blob(const std::string& repo, const oci::Digest& digest, std::uint64_t size) override {

@@ -81,6 +81,56 @@ TEST_CASE("blob store makes every prefix folder at start, and again if one is re
     CHECK(again.size(oci::Digest::of(oci::DigestAlgorithm::sha512, "hello")) == 5u);
 }
 
+TEST_CASE("commits racing into a removed prefix folder all land") {
+    TempDir dir;
+    FileBlobStore blobs(dir.path());
+    // Eight blobs of one prefix, committed at once after the whole sha256 tree is gone: one
+    // remakes it while the others wait, and none is refused for a folder another just made.
+    std::vector<std::string> contents;
+    std::string prefix;
+    for (int i = 0; contents.size() < 8; ++i) {
+        auto text = "blob " + std::to_string(i);
+        auto hex = oci::Digest::of(oci::DigestAlgorithm::sha256, text).hex().substr(0, 2);
+        if (prefix.empty()) prefix = hex;
+        if (hex == prefix) contents.push_back(text);
+    }
+    std::filesystem::remove_all(layout::blobs_dir(dir.path()) / "sha256");
+    std::vector<std::thread> threads;
+    std::atomic<int> landed = 0;
+    for (auto& text : contents)
+        threads.emplace_back([&blobs, &landed, text] {
+            auto writer = blobs.write(oci::DigestAlgorithm::sha256);
+            writer.write(text.data(), text.size());
+            try {
+                writer.commit(oci::Digest::of(oci::DigestAlgorithm::sha256, text));
+                ++landed;
+            } catch (const std::exception&) {}
+        });
+    for (auto& thread : threads) thread.join();
+    CHECK(landed == 8);
+    for (auto& text : contents) CHECK(blobs.read(oci::Digest::of(oci::DigestAlgorithm::sha256, text), 100) == text);
+}
+
+TEST_CASE("a store opened beside a server leaves its scratch files and makes its tree only to commit") {
+    TempDir dir;
+    const auto scratch = layout::scratch_dir(dir.path());
+    std::filesystem::create_directories(scratch);
+    const auto fetch = layout::fetch_file(scratch);
+    { std::ofstream(fetch) << "a server's copy from a peer, in progress"; }
+    FileBlobStore beside(dir.path(), StoreUse::beside);
+    CHECK(std::filesystem::exists(fetch));
+    CHECK_FALSE(std::filesystem::exists(layout::blobs_dir(dir.path())));
+    auto digest = oci::Digest::of(oci::DigestAlgorithm::sha256, "imported");
+    CHECK_FALSE(beside.size(digest));
+    auto writer = beside.write(oci::DigestAlgorithm::sha256);
+    writer.write("imported", 8);
+    CHECK(writer.commit(digest) == digest);
+    CHECK(beside.read(digest, 8) == "imported");
+    CHECK(std::distance(std::filesystem::directory_iterator(layout::blobs_dir(dir.path()) / "sha256"), {}) == 256);
+    FileBlobStore owner(dir.path());
+    CHECK_FALSE(std::filesystem::exists(fetch));  // its owner's start clears it
+}
+
 TEST_CASE("the one hash reads a blob whole and can stop early") {
     TempDir dir;
     FileBlobStore blobs(dir.path());

@@ -30,7 +30,7 @@ public:
     // root: the replica's own directory (scratch files, the cache). Throws std::invalid_argument
     // on a bad option.
     S3BlobStore(const std::filesystem::path& root, StoreOptions options,
-                storage::ScratchFiles scratch = storage::ScratchFiles::own);
+                storage::StoreUse use = storage::StoreUse::owner);
     ~S3BlobStore() override;
 
     std::optional<std::uint64_t> size(const oci::Digest& digest) const override;

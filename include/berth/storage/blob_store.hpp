@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 
 #include "berth/oci/digest.hpp"
@@ -18,14 +19,16 @@
 
 namespace berth::storage {
 
-// Whose the root's scratch files are: this process's (what a crash left is removed at start), or
-// a server's running beside it (berth migrate), which must not lose its fetches in progress.
-enum class ScratchFiles { own, theirs };
+// How a process uses a root. Its owner (a server, `berth gc`) removes what a crash left in the
+// scratch directory and makes the blob tree at start. A command that may run beside a server
+// (migrate, backup, export, import, gc --dry-run) changes neither: the server must not lose its
+// fetches in progress, and a store on a read-only mount stays readable.
+enum class StoreUse { owner, beside };
 
 class BlobStore {
 public:
     // root: the replica's own directory; bytes on their way in go to its scratch directory.
-    explicit BlobStore(const std::filesystem::path& root, ScratchFiles scratch = ScratchFiles::own);
+    explicit BlobStore(const std::filesystem::path& root, StoreUse use = StoreUse::owner);
     virtual ~BlobStore() = default;
     BlobStore(const BlobStore&) = delete;
     BlobStore& operator=(const BlobStore&) = delete;
@@ -86,7 +89,7 @@ private:
 // The blobs as files under <root>/blobs/<alg>/<2 hex>/<hex> (layout.hpp).
 class FileBlobStore : public BlobStore {
 public:
-    explicit FileBlobStore(const std::filesystem::path& root, ScratchFiles scratch = ScratchFiles::own);
+    explicit FileBlobStore(const std::filesystem::path& root, StoreUse use = StoreUse::owner);
     // Whether root holds any blob file (a files store, or what is left of one moved elsewhere).
     static bool holds_blobs(const std::filesystem::path& root);
     // Renames root's blob files aside, whole, once a bucket holds them all (berth migrate); returns
@@ -112,6 +115,9 @@ private:
     std::filesystem::path blobs_;
     std::filesystem::path quarantine_;
     std::mutex collect_mutex_;
+    // Shared by commits from their rename to their folder's fsync; held alone to make the tree
+    // again, so no commit answers from a folder whose entry is not yet durable.
+    std::shared_mutex tree_mutex_;
 };
 
 }  // namespace berth::storage
