@@ -6,7 +6,8 @@
   collections; some pushers wait ~1 s (less than grace) between their blobs and the manifest,
   and some skip uploading a blob the registry already has (HEAD first, as clients do).
 - Blobs uploaded but never referenced, and the blobs of deleted manifests, go after grace.
-- `berth gc --dry-run` beside a running server lists what it would remove and changes nothing;
+- `berth gc --dry-run` beside a running server lists what it would remove and changes nothing
+  (not even the server's copies from peers in progress);
   `berth gc` without --dry-run refuses while the server runs; offline it collects.
 - Scrub finds a blob whose file was altered on disk, moves it to <root>/quarantine, stops
   serving it and counts it in berth_scrub_corrupt_total.
@@ -150,6 +151,9 @@ class GcCommandTest(unittest.TestCase):
         orphan = b.push_blob("cmd/kept", orphan_data)
         gone = b.push_image("cmd/gone", "v1")
         self.assertEqual(b.request("DELETE", f"/v2/cmd/gone/manifests/{gone['digest']}").status, 202)
+        # As a copy from a peer in progress looks: the server's, which a dry run must leave alone.
+        with open(os.path.join(b.root, "uploads", "fetch-0123456789abcdef"), "wb") as f:
+            f.write(b"a copy from a peer, in progress")
         before = bt.tree(b.root)
         files_before = {k: v for k, v in before.items() if not k.startswith("meta" + os.sep)}
 
