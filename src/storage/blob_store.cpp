@@ -94,7 +94,8 @@ std::uint64_t BlobStore::free_bytes() const {
 
 FileBlobStore::FileBlobStore(const fs::path& root, StoreUse use)
     : BlobStore(root, use), blobs_(layout::blobs_dir(root)), quarantine_(layout::quarantine_dir(root)) {
-    if (use == StoreUse::owner) make_prefix_dirs(blobs_);  // beside one: its first commit makes it
+    if (use == StoreUse::owner) make_prefix_dirs(blobs_);
+    tree_durable_ = use == StoreUse::owner;  // beside one, its first commit would make it
 }
 
 bool FileBlobStore::holds_blobs(const fs::path& root) {
@@ -143,6 +144,7 @@ void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest, i
     if (renewed) {
         // Its own commit may have failed after the rename (the directory's fsync): durable now.
         // First: a failure here leaves the scratch file for the caller to retry.
+        auto tree = durable_tree(target.parent_path());
         fsync_path(target.parent_path());
         fs::remove(scratch, ec);
         return;
@@ -151,23 +153,35 @@ void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest, i
     else if (::fsync(scratch_fd) != 0) throw_errno("fsync " + scratch.string());
     crash_point("blob.synced");
     const auto dir = target.parent_path();
-    std::shared_lock tree(tree_mutex_);
+    auto tree = durable_tree(dir);
     bool renamed = ::rename(scratch.c_str(), target.c_str()) == 0;
     if (!renamed && errno == ENOENT) {
-        // No folder: a store opened beside a server, or a folder removed under a running berth.
-        // Made as at start, by one commit alone, before any commit renames into it.
+        // No folder: one removed under a running berth. Made again as at start.
         tree.unlock();
-        {
-            std::unique_lock alone(tree_mutex_);
-            if (!fs::exists(dir)) make_prefix_dirs(blobs_);
-        }
-        tree.lock();
+        remake_tree(dir);
+        tree = durable_tree(dir);
         renamed = ::rename(scratch.c_str(), target.c_str()) == 0;
     }
     if (!renamed) throw_errno("rename to " + target.string());
     crash_point("blob.renamed");
     fsync_path(dir);
     crash_point("blob.dir_synced");
+}
+
+std::shared_lock<std::shared_mutex> FileBlobStore::durable_tree(const fs::path& dir) {
+    std::shared_lock tree(tree_mutex_);
+    if (tree_durable_) return tree;
+    tree.unlock();
+    remake_tree(dir);
+    return durable_tree(dir);
+}
+
+void FileBlobStore::remake_tree(const fs::path& dir) {
+    std::unique_lock alone(tree_mutex_);
+    if (tree_durable_ && fs::exists(dir)) return;  // another commit remade it meanwhile
+    tree_durable_ = false;                         // until every fsync below has succeeded: a failure leaves it so
+    make_prefix_dirs(blobs_);
+    tree_durable_ = true;
 }
 
 bool FileBlobStore::remove(const oci::Digest& digest) {

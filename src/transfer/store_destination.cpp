@@ -19,7 +19,7 @@ namespace {
 class StoreDestination : public Destination {
 public:
     StoreDestination(const std::filesystem::path& root, registry::Options options)
-        : blobs_(root, storage::StoreUse::beside), meta_(open_meta(root)), clock_(storage::system_wall_clock()),
+        : meta_(open_meta(root)), blobs_(root), clock_(storage::system_wall_clock()),
           registry_(with_replica_id(std::move(options), *meta_), blobs_, *meta_, clock_) {}
 
     bool has_blob(const std::string& repo, const oci::Digest& digest, std::uint64_t size) override {
@@ -59,8 +59,10 @@ private:
         return options;
     }
 
-    storage::FileBlobStore blobs_;
+    // The index first: its lock says no server runs here before the blob store, as the store's
+    // owner, clears the scratch files a crash left.
     std::unique_ptr<storage::MetaStore> meta_;
+    storage::FileBlobStore blobs_;
     storage::HybridClock clock_;
     registry::Registry registry_;
 };

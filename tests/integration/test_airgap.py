@@ -110,6 +110,16 @@ class AirGap(unittest.TestCase):
 
     def test_import_into_a_store_then_serve(self):
         b = self.fresh()
+        # Into a store a server holds: refused before anything of the server's is touched.
+        b.start()
+        fetch = os.path.join(b.root, "uploads", "fetch-0123456789abcdef")
+        with open(fetch, "wb") as f:
+            f.write(b"the server's copy from a peer, in progress")
+        r = bt.run_cli("import", "--root", b.root, self.layout, timeout=120)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("import into it with --url", r.stderr)
+        self.assertTrue(os.path.exists(fetch))
+        b.stop()
         r = bt.run_cli("import", "--root", b.root, self.layout, self.archive, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("loaded airgap/multi:1", r.stdout)

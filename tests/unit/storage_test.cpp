@@ -111,6 +111,29 @@ TEST_CASE("commits racing into a removed prefix folder all land") {
     for (auto& text : contents) CHECK(blobs.read(oci::Digest::of(oci::DigestAlgorithm::sha256, text), 100) == text);
 }
 
+TEST_CASE("after a failed remake of the tree, no commit lands until one succeeds") {
+    TempDir dir;
+    FileBlobStore blobs(dir.path());
+    const auto tree = layout::blobs_dir(dir.path());
+    auto commit = [&](const std::string& text) {
+        auto writer = blobs.write(oci::DigestAlgorithm::sha256);
+        writer.write(text.data(), text.size());
+        return writer.commit(oci::Digest::of(oci::DigestAlgorithm::sha256, text));
+    };
+    // A folder removed under the store, and a remake that fails half-way (sha512 is a file): the
+    // sha256 folders are made again, but their entries were never fsynced.
+    std::filesystem::remove(
+        layout::blob_file(tree, oci::Digest::of(oci::DigestAlgorithm::sha256, "first")).parent_path());
+    std::filesystem::remove_all(tree / "sha512");
+    { std::ofstream(tree / "sha512") << "in the way"; }
+    CHECK_THROWS(commit("first"));
+    CHECK_THROWS(commit("second"));  // its folder is there, its entry perhaps not on disk
+    std::filesystem::remove(tree / "sha512");
+    CHECK(commit("second") == oci::Digest::of(oci::DigestAlgorithm::sha256, "second"));
+    CHECK(commit("first") == oci::Digest::of(oci::DigestAlgorithm::sha256, "first"));
+    CHECK(std::filesystem::is_directory(tree / "sha512" / "ff"));
+}
+
 TEST_CASE("a store opened beside a server leaves its scratch files and makes its tree only to commit") {
     TempDir dir;
     const auto scratch = layout::scratch_dir(dir.path());

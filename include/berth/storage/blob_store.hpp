@@ -19,10 +19,10 @@
 
 namespace berth::storage {
 
-// How a process uses a root. Its owner (a server, `berth gc`) removes what a crash left in the
-// scratch directory and makes the blob tree at start. A command that may run beside a server
-// (migrate, backup, export, import, gc --dry-run) changes neither: the server must not lose its
-// fetches in progress, and a store on a read-only mount stays readable.
+// How a process uses a root. Its owner (a server, or `berth gc`, `import` and `restore` once they
+// hold the index) removes what a crash left in the scratch directory and makes the blob tree at
+// start. A command that may run beside a server (migrate, backup, export, gc --dry-run) changes
+// neither: the server must not lose its fetches in progress.
 enum class StoreUse { owner, beside };
 
 class BlobStore {
@@ -111,13 +111,19 @@ protected:
 private:
     friend struct BackupFiles;  // backups link blob files (backup.cpp)
     std::filesystem::path path(const oci::Digest& digest) const;
+    // Held shared from a commit's rename to its folder's fsync, over a tree whose folders' entries
+    // are all durable (made again first, alone, when they may not be).
+    std::shared_lock<std::shared_mutex> durable_tree(const std::filesystem::path& dir);
+    void remake_tree(const std::filesystem::path& dir);
 
     std::filesystem::path blobs_;
     std::filesystem::path quarantine_;
     std::mutex collect_mutex_;
     // Shared by commits from their rename to their folder's fsync; held alone to make the tree
-    // again, so no commit answers from a folder whose entry is not yet durable.
+    // again, so no commit answers from a folder whose entry is not yet durable. tree_durable_ is
+    // false from a remake's start until all its fsyncs succeeded: a failed one is tried again.
     std::shared_mutex tree_mutex_;
+    bool tree_durable_ = false;
 };
 
 }  // namespace berth::storage

@@ -5,7 +5,8 @@
 // <root>/                                  config `root`
 //   blobs/<alg>/<2 hex>/<hex>              a blob's bytes, immutable once renamed into place
 //                                          (fsync of the file, rename, fsync of the folder); every
-//                                          <alg>/<2 hex> folder is made, durably, at start
+//                                          <alg>/<2 hex> folder is made, durably, by the store's
+//                                          owner at start (blob_store.hpp: StoreUse)
 //   uploads/                               scratch files, all on the blobs' file system so a
 //                                          commit is a rename; emptied of litter at start-up
 //     <upload id>                          an upload session's bytes so far (registry/upload_id.hpp),
