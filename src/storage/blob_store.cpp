@@ -169,11 +169,12 @@ void FileBlobStore::commit(const fs::path& scratch, const oci::Digest& digest, i
 }
 
 std::shared_lock<std::shared_mutex> FileBlobStore::durable_tree(const fs::path& dir) {
-    std::shared_lock tree(tree_mutex_);
-    if (tree_durable_) return tree;
-    tree.unlock();
-    remake_tree(dir);
-    return durable_tree(dir);
+    for (;;) {
+        std::shared_lock tree(tree_mutex_);
+        if (tree_durable_) return tree;
+        tree.unlock();
+        remake_tree(dir);  // throws if it fails: no commit goes on without it
+    }
 }
 
 void FileBlobStore::remake_tree(const fs::path& dir) {
