@@ -140,6 +140,7 @@ void read_tls(Section& s, Reading& r) {
         throw ConfigError("tls.client_auth must be \"require\" or \"optional\"");
     o.tls_client_cert_required = client_auth == "require";
     s.boolean("kernel_tls", o.tls_kernel);
+    s.boolean("berth_records", o.tls_berth_records);
     s.string("ciphers", o.tls_ciphers);
     if (o.tls_cert_file.empty() != o.tls_key_file.empty()) throw ConfigError("tls needs both cert and key");
     if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) throw ConfigError("tls.client_ca needs cert and key");

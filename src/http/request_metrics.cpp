@@ -66,6 +66,8 @@ void RequestMetrics::write(observe::MetricsWriter& out) const {
     out.add(Metric::tls_kernel_sent_bytes_total, static_cast<double>(blob_bytes_sent_by_kernel_tls.load()));
     if (const auto kernel = tls_kernel_connections.load())
         out.add(Metric::tls_connections_total, {{"encryption", "kernel"}}, static_cast<double>(kernel));
+    if (const auto berth = tls_berth_connections.load())
+        out.add(Metric::tls_connections_total, {{"encryption", "berth"}}, static_cast<double>(berth));
     if (const auto openssl = tls_openssl_connections.load())
         out.add(Metric::tls_connections_total, {{"encryption", "openssl"}}, static_cast<double>(openssl));
     out.add(Metric::http_connections, static_cast<double>(connections.load()));

@@ -42,7 +42,7 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const ServerOptions& option
     // TLS 1.2 suites: AEAD only (OpenSSL's default list still offers CBC, open to LUCKY13-style timing).
     if (SSL_CTX_set_cipher_list(ctx->native_handle(), options.tls_ciphers.c_str()) != 1)
         throw std::runtime_error("tls.ciphers: OpenSSL accepts none of \"" + options.tls_ciphers + "\"");
-    if (options.tls_kernel && kernel_tls_available()) SSL_CTX_set_options(ctx->native_handle(), SSL_OP_ENABLE_KTLS);
+    if (options.tls_berth_records) SSL_CTX_set_keylog_callback(ctx->native_handle(), &tls_key_logged);
     ctx->use_certificate_chain_file(options.tls_cert_file);
     ctx->use_private_key_file(options.tls_key_file, asio::ssl::context::pem);
     if (!options.tls_client_ca_file.empty()) {
@@ -150,12 +150,8 @@ struct Server::Impl {
             tls_key_time = key_time;
             if (!first) observe::log("info", "reloaded TLS certificate", {{"cert", options.tls_cert_file}});
             if (first) {
-                const bool kernel = options.tls_kernel && kernel_tls_available();
-                observe::log(
-                    "info", "TLS",
-                    {{"kernel_tls", kernel               ? "on: blobs go out with sendfile"
-                                    : options.tls_kernel ? "off: the kernel has no tls module; OpenSSL encrypts"
-                                                         : "off: tls.kernel_tls is false; OpenSSL encrypts"}});
+                observe::log("info", "TLS",
+                             {{"sending", tls_sending_said(options.tls_kernel, options.tls_berth_records)}});
             }
         } catch (const std::exception& error) {
             if (first) throw;

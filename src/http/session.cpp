@@ -102,7 +102,9 @@ public:
                 self->certified_ =
                     cert && X509_check_host(const_cast<X509*>(cert), name.data(), name.size(), 0, nullptr) == 1;
                 auto& metrics = self->context_.request_metrics;
-                ++(self->stream_.kernel_encrypts() ? metrics.tls_kernel_connections : metrics.tls_openssl_connections);
+                ++(self->stream_.kernel_encrypts()  ? metrics.tls_kernel_connections
+                   : self->stream_.berth_encrypts() ? metrics.tls_berth_connections
+                                                    : metrics.tls_openssl_connections);
                 self->read_header();
             });
         } else {
@@ -551,7 +553,9 @@ private:
 void start_session(tcp::socket socket, ServerContext& context, std::shared_ptr<asio::ssl::context> tls) {
     if (tls) {
         auto* ssl = tls->native_handle();
-        std::make_shared<Session<TlsStream>>(context, std::move(tls), std::move(socket), ssl)->start();
+        const TlsSending sending{context.options.tls_kernel && kernel_tls_available(),
+                                 context.options.tls_berth_records};
+        std::make_shared<Session<TlsStream>>(context, std::move(tls), std::move(socket), ssl, sending)->start();
     } else {
         std::make_shared<Session<beast::tcp_stream>>(context, nullptr, std::move(socket))->start();
     }

@@ -2,6 +2,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <memory>
+#include <string>
 
 namespace berth::http {
 
@@ -15,5 +16,13 @@ void start_session(boost::asio::ip::tcp::socket socket, ServerContext& context,
 // Whether this kernel can encrypt TLS (kTLS: the `tls` module), probed once on
 // a loopback connection. Where it can, sessions hand their send keys to it.
 bool kernel_tls_available();
+
+// OpenSSL's key log callback, set on contexts whose connections berth may
+// seal (TlsStream): it passes a connection's new send secret after a
+// KeyUpdate to its sealer. No secret is logged or kept otherwise.
+void tls_key_logged(const SSL* ssl, const char* line);
+
+// What the log says encrypts a TLS connection's sending, from the options and the kernel.
+std::string tls_sending_said(bool kernel_tls, bool berth_records);
 
 }  // namespace berth::http

@@ -30,17 +30,19 @@ constexpr std::size_t kept_write_capacity = 64 * 1024;
 
 // OpenSSL's kTLS controls of a BIO (its include/internal/bio.h; the numbers
 // are reserved in the public openssl/bio.h and fixed across 3.x).
-constexpr int ktls_set_keys = 72;             // num: 1 send, 0 receive; ptr: the keys
+constexpr int ktls_set_keys = 72;             // num: non-zero send (SSL3_CC_WRITE, 2), 0 receive; ptr: the keys
 constexpr int ktls_send_control_record = 74;  // num: the record type of the next write
 constexpr int ktls_clear_control_record = 75;
 
+constexpr std::uint8_t application_data = 23;
+
 // Sends what the buffer holds now, without waiting; true once it is empty.
-bool send_now(int fd, std::string& out) {
+bool send_now(int fd, SendBuffer& out) {
     while (!out.empty()) {
         auto n = ::send(fd, out.data(), out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return false;
-        out.erase(0, static_cast<std::size_t>(n));
+        out.consume(static_cast<std::size_t>(n));
     }
     return true;
 }
@@ -55,14 +57,24 @@ struct TlsBio {
     static int write(BIO* bio, const char* data, std::size_t size, std::size_t* written) {
         auto& s = stream(bio);
         BIO_clear_retry_flags(bio);
+        // A mark applies to one write (OpenSSL's socket BIO clears its own too).
+        const int type = s.control_type_;
+        s.control_type_ = 0;
+        if (s.sealer_.active()) {
+            // Without the retry flag a refusal fails the connection, which is what it needs.
+            if (!s.sealer_.seal(type ? static_cast<std::uint8_t>(type) : application_data,
+                                reinterpret_cast<const unsigned char*>(data), size, s.out_))
+                return 0;
+            *written = size;
+            return 1;
+        }
         // Under kTLS only application data may be written as it is: a
         // handshake or alert record goes through OpenSSL's socket BIO, which
         // tells the kernel its type. These are small and rare; the socket
         // takes them at once or the connection fails.
-        if (s.kernel_sends_ && s.control_record_) {
+        if (s.kernel_sends_ && type) {
             if (!send_now(s.next_.socket().native_handle(), s.out_)) return 0;
             const int n = BIO_write(s.socket_bio_, data, static_cast<int>(size));
-            s.control_record_ = false;  // the socket BIO has cleared its own mark too
             if (n <= 0) return 0;
             *written = static_cast<std::size_t>(n);
             return 1;
@@ -107,18 +119,13 @@ struct TlsBio {
             case BIO_CTRL_FLUSH: return 1;  // each operation sends what it wrote before it completes
             case BIO_CTRL_PENDING: return static_cast<long>(s.in_end_ - s.in_begin_);
             case BIO_CTRL_WPENDING: return static_cast<long>(s.out_.size());
-            case BIO_CTRL_GET_KTLS_SEND: return s.kernel_sends_ ? 1 : 0;
-            case ktls_set_keys:
-                // Send keys only: records already encrypted must all be out
-                // before the kernel encrypts what follows.
-                if (!s.socket_bio_ || number != 1 || !send_now(s.next_.socket().native_handle(), s.out_)) return 0;
-                s.kernel_sends_ = BIO_ctrl(s.socket_bio_, command, number, pointer) > 0;
-                return s.kernel_sends_ ? 1 : 0;
+            case BIO_CTRL_GET_KTLS_SEND: return s.kernel_sends_ || s.sealer_.active() ? 1 : 0;
+            case ktls_set_keys: return s.take_send_keys(number, pointer) ? 1 : 0;
             case ktls_send_control_record:
             case ktls_clear_control_record:
-                if (!s.socket_bio_) return 0;
-                s.control_record_ = command == ktls_send_control_record;
-                return BIO_ctrl(s.socket_bio_, command, number, pointer);
+                s.control_type_ = command == ktls_send_control_record ? static_cast<int>(number) : 0;
+                if (s.kernel_sends_) return BIO_ctrl(s.socket_bio_, command, number, pointer);
+                return s.sealer_.active() ? 1 : 0;
             default: return 0;
         }
     }
@@ -135,8 +142,8 @@ struct TlsBio {
     }
 };
 
-TlsStream::TlsStream(boost::asio::ip::tcp::socket socket, SSL_CTX* context)
-    : next_(std::move(socket)), in_(wait_buffer_bytes) {
+TlsStream::TlsStream(boost::asio::ip::tcp::socket socket, SSL_CTX* context, TlsSending sending)
+    : next_(std::move(socket)), in_(wait_buffer_bytes), berth_may_seal_(sending.berth) {
     ssl_ = SSL_new(context);
     BIO* bio = ssl_ ? BIO_new(TlsBio::method()) : nullptr;
     if (!bio) {
@@ -146,6 +153,7 @@ TlsStream::TlsStream(boost::asio::ip::tcp::socket socket, SSL_CTX* context)
     BIO_set_data(bio, this);
     BIO_set_init(bio, 1);
     SSL_set_bio(ssl_, bio, bio);
+    SSL_set_app_data(ssl_, this);  // for tls_key_logged
     SSL_set_accept_state(ssl_);
     SSL_set_read_ahead(ssl_, 1);
     SSL_set_default_read_buffer_len(ssl_, read_ahead_bytes);
@@ -153,8 +161,9 @@ TlsStream::TlsStream(boost::asio::ip::tcp::socket socket, SSL_CTX* context)
     SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
     // HTTP frames its messages, so a close without close_notify is an ordinary end.
     SSL_set_options(ssl_, SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
-    if (SSL_get_options(ssl_) & SSL_OP_ENABLE_KTLS)
-        socket_bio_ = BIO_new_socket(next_.socket().native_handle(), BIO_NOCLOSE);
+    // OpenSSL offers its send keys only to a BIO of a connection with kTLS enabled.
+    if (sending.kernel || sending.berth) SSL_set_options(ssl_, SSL_OP_ENABLE_KTLS);
+    if (sending.kernel) socket_bio_ = BIO_new_socket(next_.socket().native_handle(), BIO_NOCLOSE);
 }
 
 TlsStream::~TlsStream() {
@@ -175,6 +184,51 @@ bool kernel_tls_available() {
         return false;
     }();
     return available;
+}
+
+// OpenSSL offers the send keys (keys: the kernel's tls12_crypto_info_* layout)
+// once the handshake is done; taking them means it no longer encrypts what it
+// writes. Refused, it goes on encrypting as before.
+bool TlsStream::take_send_keys(long sending, void* keys) {
+    if (sending == 0) return false;  // receive keys: decryption stays in OpenSSL
+    if (socket_bio_ && !kernel_sends_ && !sealer_.active()) {
+        // Records already encrypted must all be out before the kernel encrypts what follows.
+        if (!send_now(next_.socket().native_handle(), out_)) return false;
+        kernel_sends_ = BIO_ctrl(socket_bio_, ktls_set_keys, sending, keys) > 0;
+        if (kernel_sends_) return true;
+    }
+    // New keys replace the old (start() drops them first, so a refusal leaves OpenSSL encrypting).
+    return berth_may_seal_ && !kernel_sends_ && sealer_.start(keys);
+}
+
+void tls_key_logged(const SSL* ssl, const char* line) {
+    // Only the send secret after a KeyUpdate is wanted: "SERVER_TRAFFIC_SECRET_N <client random> <secret>",
+    // in hex. The others (and every secret) are not kept.
+    constexpr std::string_view label = "SERVER_TRAFFIC_SECRET_N ";
+    const std::string_view text(line);
+    auto* stream = static_cast<TlsStream*>(SSL_get_app_data(ssl));
+    if (!stream || !text.starts_with(label)) return;
+    const auto space = text.find(' ', label.size());
+    if (space == std::string_view::npos) return;
+    const auto hex = text.substr(space + 1);
+    unsigned char secret[64];
+    bool parsed = hex.size() % 2 == 0 && hex.size() / 2 <= sizeof secret;
+    for (std::size_t i = 0; parsed && i < hex.size() / 2; ++i) {
+        const auto high = OPENSSL_hexchar2int(static_cast<unsigned char>(hex[2 * i]));
+        const auto low = OPENSSL_hexchar2int(static_cast<unsigned char>(hex[2 * i + 1]));
+        parsed = high >= 0 && low >= 0;
+        secret[i] = static_cast<unsigned char>(high << 4 | low);
+    }
+    // Unparsed, the sealer stays waiting for a key, and the connection fails at its next write.
+    if (parsed) stream->sealer_.rekey(secret, hex.size() / 2);
+    OPENSSL_cleanse(secret, sizeof secret);
+}
+
+std::string tls_sending_said(bool kernel_tls, bool berth_records) {
+    if (kernel_tls && kernel_tls_available()) return "the kernel encrypts (kTLS): blobs go out with sendfile";
+    std::string why = kernel_tls ? "the kernel has no tls module" : "tls.kernel_tls is false";
+    if (berth_records) return "berth seals TLS 1.3 AES-GCM records itself, OpenSSL the rest (" + why + ")";
+    return "OpenSSL encrypts (" + why + "; tls.berth_records is false)";
 }
 
 int TlsStream::read_into(boost::asio::mutable_buffer buffer, std::size_t& done) {
@@ -198,7 +252,7 @@ int TlsStream::read_into(boost::asio::mutable_buffer buffer, std::size_t& done) 
 int TlsStream::write_from(const std::vector<boost::asio::const_buffer>& pieces, std::size_t& done) {
     std::size_t total = 0;
     for (auto& piece : pieces) total += piece.size();
-    if (total < kept_write_capacity && out_.capacity() > kept_write_capacity) std::string().swap(out_);
+    if (total < kept_write_capacity && out_.capacity() > kept_write_capacity && out_.empty()) out_.release();
     // A response head comes in many small pieces: one record, not one each.
     if (pieces.size() > 1 && total <= max_write_bytes) {
         joined_.clear();

@@ -10,10 +10,13 @@
 //   stream waits through tcp_stream, with its timeout.
 // Like the HTTP/1.1 sessions that use it, it runs one operation at a time:
 // a read and a write must not overlap (they share the record buffers).
-// Where the kernel has TLS (the `tls` module) and the context enables it,
-// OpenSSL hands the connection's send keys to the kernel after the handshake:
-// then what the stream sends is encrypted by the kernel, and a blob can go
-// out with sendfile(2) as over plain TCP. Receiving stays in OpenSSL.
+// Once the handshake is done, OpenSSL offers the connection's send keys to
+// the BIO, as it would to a kernel that does TLS (kTLS). Where the kernel has
+// TLS and may use it, the BIO hands them on: what the stream sends is then
+// encrypted by the kernel, and a blob can go out with sendfile(2) as over
+// plain TCP. Elsewhere, for TLS 1.3 with AES-GCM, the BIO seals the records
+// itself (tls_record_sealer.hpp), one copy fewer than OpenSSL's record layer.
+// Receiving stays in OpenSSL.
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -22,10 +25,21 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "send_buffer.hpp"
+#include "tls_record_sealer.hpp"
+
 namespace berth::http {
+
+// Who may encrypt what a connection sends once its handshake is done, in
+// OpenSSL's stead (docs/tls.md).
+struct TlsSending {
+    bool kernel = false;  // the kernel, where it has TLS (tls.kernel_tls)
+    bool berth = false;   // berth's own records otherwise (tls.berth_records)
+};
 
 class TlsStream {
 public:
@@ -37,7 +51,7 @@ public:
     // vanishes, few enough to bound the buffer.
     static constexpr std::size_t max_write_bytes = 256 * 1024;
 
-    TlsStream(boost::asio::ip::tcp::socket socket, SSL_CTX* context);
+    TlsStream(boost::asio::ip::tcp::socket socket, SSL_CTX* context, TlsSending sending);
     ~TlsStream();
     TlsStream(const TlsStream&) = delete;
     TlsStream& operator=(const TlsStream&) = delete;
@@ -47,6 +61,8 @@ public:
     SSL* native_handle() { return ssl_; }
     // The kernel encrypts what is written to the socket (kTLS): sendfile(2) works.
     bool kernel_encrypts() const { return kernel_sends_; }
+    // berth seals the records it sends (TlsRecordSealer).
+    bool berth_encrypts() const { return sealer_.active(); }
 
     template <typename Token>
     auto async_handshake(Token&& token) {
@@ -80,6 +96,7 @@ public:
 
 private:
     friend struct TlsBio;
+    friend void tls_key_logged(const SSL* ssl, const char* line);
 
     // One TLS operation: retried after each wait for input, and finished once
     // the records it produced have been sent. `attempt` returns OpenSSL's
@@ -108,7 +125,7 @@ private:
                 if (result > 0) {
                     if (out_.empty()) return self.complete({}, done);
                     state = State::flushing;
-                    return boost::asio::async_write(next_, boost::asio::buffer(out_), std::move(self));
+                    return boost::asio::async_write(next_, unsent(), std::move(self));
                 }
                 const int error = SSL_get_error(ssl_, result);
                 if (error != SSL_ERROR_WANT_READ) {
@@ -117,12 +134,12 @@ private:
                     failed = failure(error);
                     if (out_.empty()) return self.complete(failed, 0);
                     state = State::flushing_then_fail;
-                    return boost::asio::async_write(next_, boost::asio::buffer(out_), std::move(self));
+                    return boost::asio::async_write(next_, unsent(), std::move(self));
                 }
                 // Records owed to the peer (a handshake flight, an alert) go before waiting for its answer.
                 if (!out_.empty()) {
                     state = State::flushing_then_retry;
-                    return boost::asio::async_write(next_, boost::asio::buffer(out_), std::move(self));
+                    return boost::asio::async_write(next_, unsent(), std::move(self));
                 }
                 state = State::reading;
                 if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
@@ -131,9 +148,11 @@ private:
             token, next_);
     }
 
+    boost::asio::const_buffer unsent() const { return {out_.data(), out_.size()}; }
     int read_into(boost::asio::mutable_buffer buffer, std::size_t& done);
     int write_from(const std::vector<boost::asio::const_buffer>& pieces, std::size_t& done);
     error_code failure(int ssl_error);
+    bool take_send_keys(long sending, void* keys);
 
     boost::beast::tcp_stream next_;
     SSL* ssl_ = nullptr;
@@ -142,14 +161,19 @@ private:
     std::size_t in_begin_ = 0, in_end_ = 0;
     // Bytes are arriving: OpenSSL may read the socket directly until it is empty.
     bool in_burst_ = false;
-    std::string out_;     // records not sent yet
+    SendBuffer out_;      // records not sent yet
     std::string joined_;  // small write pieces joined, so they share a record
     int socket_errno_ = 0;
-    // With kTLS enabled: OpenSSL's own socket BIO, which hands the keys to the
-    // kernel and sends the records that are not application data.
+    // With the kernel allowed to encrypt: OpenSSL's own socket BIO, which
+    // hands the keys to the kernel and sends the records that are not
+    // application data.
     BIO* socket_bio_ = nullptr;
     bool kernel_sends_ = false;
-    bool control_record_ = false;  // the next write is such a record
+    bool berth_may_seal_ = false;
+    TlsRecordSealer sealer_;
+    // The record type OpenSSL marked the next write with (an alert, a
+    // handshake message); 0 for application data.
+    int control_type_ = 0;
 };
 
 }  // namespace berth::http

@@ -9,9 +9,11 @@ get in."""
 import http.client
 import os
 import socket
+import select
 import ssl
 import struct
 import sys
+import time
 import unittest
 import warnings
 
@@ -288,17 +290,78 @@ class TlsTest(_TlsServer):
         self.assertEqual(b.get("/v2/").status, 200)
 
     def test_metrics_and_log_say_who_encrypts(self):
-        # kernel_tls is on by default: where the kernel has the tls module it encrypts; elsewhere
-        # OpenSSL does, and the log says why.
-        by = "kernel" if kernel_tls_available() else "openssl"
+        # kernel_tls and berth_records are on by default: where the kernel has the tls module it
+        # encrypts; elsewhere berth seals TLS 1.3 records itself, and the log says why.
+        by = "kernel" if kernel_tls_available() else "berth"
         before = self.b.metrics()  # over TLS: a connection counted once its handshake is done
         self.assertEqual(self.b.get("/v2/").status, 200)
         m = self.b.metrics()
         key = f'berth_tls_connections_total{{encryption="{by}"}}'
         self.assertGreaterEqual(m.get(key, 0) - before.get(key, 0), 2)
-        self.assertNotIn('berth_tls_connections_total{encryption="%s"}' % ("openssl" if by == "kernel" else "kernel"), m)
-        self.assertIn("on: blobs go out with sendfile" if by == "kernel" else "the kernel has no tls module",
-                      self.b.stderr())
+        self.assertNotIn('berth_tls_connections_total{encryption="%s"}' % ("berth" if by == "kernel" else "kernel"), m)
+        self.assertIn("kTLS" if by == "kernel" else "berth seals TLS 1.3 AES-GCM records itself", self.b.stderr())
+
+    def test_berth_seals_tls13_records(self):
+        if kernel_tls_available():
+            self.skipTest("the kernel encrypts here (tls module loaded)")
+        b = self.b
+        data = os.urandom(8 * 1024 * 1024 + 11)
+        digest = b.push_blob("tls/sealed", data)
+        img = b.push_image("tls/sealed", "v1")
+        for version, by in ((ssl.TLSVersion.TLSv1_3, "berth"), (ssl.TLSVersion.TLSv1_2, "openssl")):
+            ctx = client_context(self.ca)
+            ctx.minimum_version = ctx.maximum_version = version
+            key = f'berth_tls_connections_total{{encryption="{by}"}}'
+            before = b.metrics().get(key, 0)
+            conn = http.client.HTTPSConnection("127.0.0.1", b.port, timeout=30, context=ctx)
+            try:
+                for _ in range(2):  # blob and manifest in turn on one connection: the client's AES-GCM checks each record
+                    conn.request("GET", f"/v2/tls/sealed/blobs/{digest}", headers={"Range": "bytes=5-"})
+                    r = conn.getresponse()
+                    self.assertEqual((r.status, r.read()), (206, data[5:]), version)
+                    conn.request("GET", "/v2/tls/sealed/manifests/v1", headers={"Accept": bt.OCI_MANIFEST})
+                    r = conn.getresponse()
+                    self.assertEqual((r.status, r.read()), (200, img["manifest"]), version)
+            finally:
+                conn.close()
+            # the metrics request's own connection counts as berth's (TLS 1.3)
+            self.assertGreaterEqual(b.metrics().get(key, 0) - before, 1, version)
+
+    def test_key_update_from_the_client(self):
+        # openssl s_client sends a KeyUpdate asking for ours when it reads "K" on a line of its own;
+        # berth answers with its own KeyUpdate and seals what follows with the next key.
+        proc = subprocess.Popen(["openssl", "s_client", "-connect", f"127.0.0.1:{self.b.port}", "-CAfile", self.ca,
+                                 "-tls1_3", "-msg"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+        seen = []
+
+        def wait_for(text, count):
+            deadline = time.monotonic() + 20
+            while "".join(seen).count(text) < count:
+                left = deadline - time.monotonic()
+                self.assertGreater(left, 0, f"no {count} x {text!r}:\n{''.join(seen)[-3000:]}")
+                if select.select([proc.stdout], [], [], left)[0]:
+                    chunk = os.read(proc.stdout.fileno(), 65536)
+                    self.assertTrue(chunk, f"s_client ended:\n{''.join(seen)[-3000:]}")
+                    seen.append(chunk.decode(errors="replace"))
+
+        def send(data):
+            proc.stdin.write(data)
+            proc.stdin.flush()
+        try:
+            send(b"GET /v2/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            wait_for("HTTP/1.1 200", 1)
+            for n in (1, 2):
+                send(b"K\n")
+                wait_for(">>> TLS 1.3, Handshake [length 0005], KeyUpdate", n)
+                # berth sends its KeyUpdate before its next answer, which comes under the new key
+                send(b"GET /v2/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                wait_for("HTTP/1.1 200", 1 + n)
+                wait_for("<<< TLS 1.3, Handshake [length 0005], KeyUpdate", n)
+            self.assertNotIn("bad record mac", "".join(seen).lower())
+        finally:
+            proc.kill()
+            proc.wait()
 
     def test_kernel_tls_sends_blobs_with_sendfile(self):
         if not kernel_tls_available():
@@ -322,6 +385,27 @@ class TlsTest(_TlsServer):
             conn.close()
         self.assertEqual(b.metrics()["berth_tls_kernel_sent_bytes_total"] - before, 2 * len(data))
 
+
+
+class OpenSslRecordsTest(_TlsServer):
+    """tls.berth_records false: OpenSSL encrypts every record where the kernel does not."""
+
+    @classmethod
+    def configure(cls, b):
+        config = super().configure(b)
+        config["tls"]["berth_records"] = False
+        return config
+
+    def test_openssl_encrypts(self):
+        if kernel_tls_available():
+            self.skipTest("the kernel encrypts here (tls module loaded)")
+        data = os.urandom(3 * 1024 * 1024 + 1)
+        digest = self.b.push_blob("tls/openssl", data)
+        self.assertEqual(self.b.get(f"/v2/tls/openssl/blobs/{digest}").body, data)
+        m = self.b.metrics()
+        self.assertGreaterEqual(m.get('berth_tls_connections_total{encryption="openssl"}', 0), 2)
+        self.assertNotIn('berth_tls_connections_total{encryption="berth"}', m)
+        self.assertIn("tls.berth_records is false", self.b.stderr())
 
 
 class CertificateReloadTest(_TlsServer):

@@ -49,6 +49,10 @@ struct ServerOptions {
     // with sendfile(2); elsewhere OpenSSL encrypts (the log says which is offered,
     // berth_tls_connections_total{encryption} which each connection got).
     bool tls_kernel = true;
+    // Without the kernel's, seal TLS 1.3 AES-GCM records in berth's own code
+    // from the bytes sent straight into the send buffer (one copy fewer than
+    // OpenSSL's record layer); false leaves every record to OpenSSL.
+    bool tls_berth_records = true;
     // TLS 1.2 cipher suites (an OpenSSL cipher string); TLS 1.3 has only AEAD suites.
     std::string tls_ciphers = default_tls_ciphers;
     bool tls() const { return !tls_cert_file.empty(); }

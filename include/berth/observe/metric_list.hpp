@@ -11,7 +11,8 @@
     M(blob_read_from_disk_bytes_total, counter,                                                                        \
       "Blob bytes a GET found outside the page cache and read in on a worker thread.")                                 \
     M(tls_kernel_sent_bytes_total, counter, "Blob bytes sent over TLS with sendfile, encrypted by the kernel (kTLS).") \
-    M(tls_connections_total, counter, "TLS connections, by who encrypts what berth sends: kernel (kTLS) or openssl.")  \
+    M(tls_connections_total, counter,                                                                                  \
+      "TLS connections, by who encrypts what berth sends: kernel (kTLS), berth or openssl.")                           \
     M(http_connections, gauge, "Open client connections.")                                                             \
     M(accept_backoffs_total, counter,                                                                                  \
       "Times accepting a connection failed for want of descriptors or memory and the listener paused.")                \
