@@ -40,7 +40,7 @@ public:
     void shrink(std::size_t n) { size_ -= n; }
     void clear() { size_ = 0; }
     // Gives the memory back.
-    void release() {
+    void deallocate() {
         bytes_.reset();
         size_ = capacity_ = 0;
     }

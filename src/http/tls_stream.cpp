@@ -252,7 +252,7 @@ int TlsStream::read_into(boost::asio::mutable_buffer buffer, std::size_t& done) 
 int TlsStream::write_from(const std::vector<boost::asio::const_buffer>& pieces, std::size_t& done) {
     std::size_t total = 0;
     for (auto& piece : pieces) total += piece.size();
-    if (total < kept_write_capacity && out_.capacity() > kept_write_capacity && out_.empty()) out_.release();
+    if (total < kept_write_capacity && out_.capacity() > kept_write_capacity && out_.empty()) out_.deallocate();
     // A response head comes in many small pieces: one record, not one each.
     if (pieces.size() > 1 && total <= max_write_bytes) {
         joined_.clear();
