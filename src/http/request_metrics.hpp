@@ -22,7 +22,7 @@ public:
     std::atomic<std::uint64_t> blob_bytes_read_from_disk{0};
     // Blob bytes sent over TLS with sendfile(2), encrypted by the kernel (kTLS).
     std::atomic<std::uint64_t> blob_bytes_sent_by_kernel_tls{0};
-    // TLS connections whose handshake completed, by who encrypts what is sent: the kernel (kTLS) or OpenSSL.
+    // TLS connections whose handshake completed, by who encrypts what is sent: the kernel (kTLS), berth or OpenSSL.
     std::atomic<std::uint64_t> tls_kernel_connections{0}, tls_berth_connections{0}, tls_openssl_connections{0};
     // Times accept(2) failed for want of descriptors (or memory) and the listener paused.
     std::atomic<std::uint64_t> accept_backoffs{0};

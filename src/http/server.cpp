@@ -42,10 +42,14 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const ServerOptions& option
     // TLS 1.2 suites: AEAD only (OpenSSL's default list still offers CBC, open to LUCKY13-style timing).
     if (SSL_CTX_set_cipher_list(ctx->native_handle(), options.tls_ciphers.c_str()) != 1)
         throw std::runtime_error("tls.ciphers: OpenSSL accepts none of \"" + options.tls_ciphers + "\"");
-    if (options.tls_berth_records) SSL_CTX_set_keylog_callback(ctx->native_handle(), &tls_key_logged);
+    if (options.tls_berth_records || options.tls_kernel)
+        SSL_CTX_set_keylog_callback(ctx->native_handle(), &tls_key_logged);
     ctx->use_certificate_chain_file(options.tls_cert_file);
     ctx->use_private_key_file(options.tls_key_file, asio::ssl::context::pem);
     if (!options.tls_client_ca_file.empty()) {
+        // A session resumed under client verification must name its context, or OpenSSL fails the handshake.
+        static constexpr unsigned char session_context[] = "berth";
+        SSL_CTX_set_session_id_context(ctx->native_handle(), session_context, sizeof session_context - 1);
         ctx->load_verify_file(options.tls_client_ca_file);
         ctx->set_verify_mode(options.tls_client_cert_required
                                  ? asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert

@@ -28,13 +28,11 @@ bool load(EVP_CIPHER_CTX* ctx, const EVP_CIPHER* cipher, const Info& info, unsig
     return EVP_EncryptInit_ex(ctx, cipher, nullptr, info.key, nullptr) == 1;
 }
 
-// A handshake record's messages: does one of them change the send key?
-bool has_key_update(const unsigned char* data, std::size_t size) {
-    for (std::size_t at = 0; at + 4 <= size;) {
-        if (data[at] == key_update_message) return true;
-        at += 4 + (std::size_t{data[at + 1]} << 16 | std::size_t{data[at + 2]} << 8 | data[at + 3]);
-    }
-    return false;
+// Is this handshake write a KeyUpdate? OpenSSL writes each handshake message
+// on its own, and a KeyUpdate is 5 bytes (type, 3-byte length 1, request);
+// a piece of a longer message is never mistaken for one.
+bool is_key_update(const unsigned char* data, std::size_t size) {
+    return size == 5 && data[0] == key_update_message && data[1] == 0 && data[2] == 0 && data[3] == 1;
 }
 
 // HKDF-Expand-Label(secret, label, "", size) of RFC 8446 7.1, with the suite's
@@ -113,12 +111,16 @@ bool TlsRecordSealer::seal(std::uint8_t type, const unsigned char* data, std::si
     for (std::size_t at = 0; at < size; at += max_plaintext)
         if (!seal_record(type, data + at, std::min(max_plaintext, size - at), out)) return false;
     // The KeyUpdate itself goes under the old key; what follows waits for the new one.
-    if (type == handshake && has_key_update(data, size)) awaiting_key_ = true;
+    if (type == handshake && is_key_update(data, size)) awaiting_key_ = true;
     return true;
 }
 
 bool TlsRecordSealer::rekey(const unsigned char* secret, std::size_t size) {
-    if (!cipher_ || !awaiting_key_ || spent_) return false;
+    if (!cipher_ || spent_) return false;
+    if (!awaiting_key_) {
+        spent_ = true;  // OpenSSL changed keys without a KeyUpdate seen here: seal nothing more
+        return false;
+    }
     unsigned char key[32], iv[12];
     const bool derived = expand_label(secret, size, "key", key, key_bytes_) &&
                          expand_label(secret, size, "iv", iv, sizeof iv) &&
@@ -154,13 +156,15 @@ bool TlsRecordSealer::seal_record(std::uint8_t type, const unsigned char* data, 
     unsigned char nonce[12];
     std::memcpy(nonce, iv_, sizeof nonce);
     for (int i = 0; i < 8; ++i) nonce[4 + i] ^= static_cast<unsigned char>(sequence_ >> (56 - 8 * i));
-    int n = 0;
+    // Every output length is checked: a byte the cipher did not write must never be sent.
+    int n = 0, aad = 0, content = 0, inner_type = 0;
     auto* body = record + 5;
     const bool sealed = EVP_EncryptInit_ex(cipher_, nullptr, nullptr, nullptr, nonce) == 1 &&
-                        EVP_EncryptUpdate(cipher_, nullptr, &n, record, 5) == 1 &&
-                        EVP_EncryptUpdate(cipher_, body, &n, data, static_cast<int>(size)) == 1 &&
-                        EVP_EncryptUpdate(cipher_, body + size, &n, &type, 1) == 1 &&
-                        EVP_EncryptFinal_ex(cipher_, body + size + 1, &n) == 1 &&
+                        EVP_EncryptUpdate(cipher_, nullptr, &aad, record, 5) == 1 &&
+                        EVP_EncryptUpdate(cipher_, body, &content, data, static_cast<int>(size)) == 1 &&
+                        static_cast<std::size_t>(content) == size &&
+                        EVP_EncryptUpdate(cipher_, body + size, &inner_type, &type, 1) == 1 && inner_type == 1 &&
+                        EVP_EncryptFinal_ex(cipher_, body + size + 1, &n) == 1 && n == 0 &&
                         EVP_CIPHER_CTX_ctrl(cipher_, EVP_CTRL_GCM_GET_TAG, tag_bytes, body + size + 1) == 1;
     if (!sealed) {
         out.shrink(5 + length);  // never send what it left there

@@ -24,6 +24,9 @@ namespace {
 constexpr std::size_t wait_buffer_bytes = 4096;
 // How much OpenSSL asks for per read: several full records at a time.
 constexpr std::size_t read_ahead_bytes = 64 * 1024;
+// Records waiting to be sent, at most: a write's plaintext and their
+// overhead, or a handshake flight with a long certificate chain, fit well.
+constexpr std::size_t max_unsent_bytes = 2 * TlsStream::max_write_bytes;
 // A write buffer grown past this by large writes is given back at the next
 // small one (a response head), so keep-alive connections stay small.
 constexpr std::size_t kept_write_capacity = 64 * 1024;
@@ -60,8 +63,11 @@ struct TlsBio {
         // A mark applies to one write (OpenSSL's socket BIO clears its own too).
         const int type = s.control_type_;
         s.control_type_ = 0;
+        // Without the retry flag a refusal fails the connection. Records owed
+        // while a read goes on (answers to KeyUpdates) wait in out_ until it
+        // ends: a client that keeps asking may not grow it without bound.
+        if (s.kernel_keys_stale_ || s.out_.size() + size > max_unsent_bytes) return 0;
         if (s.sealer_.active()) {
-            // Without the retry flag a refusal fails the connection, which is what it needs.
             if (!s.sealer_.seal(type ? static_cast<std::uint8_t>(type) : application_data,
                                 reinterpret_cast<const unsigned char*>(data), size, s.out_))
                 return 0;
@@ -208,6 +214,12 @@ void tls_key_logged(const SSL* ssl, const char* line) {
     const std::string_view text(line);
     auto* stream = static_cast<TlsStream*>(SSL_get_app_data(ssl));
     if (!stream || !text.starts_with(label)) return;
+    if (stream->kernel_sends_) {
+        // OpenSSL 3.0 does not give the kernel the new key: what the kernel would
+        // encrypt now the client could not read. The connection ends at its next write.
+        stream->kernel_keys_stale_ = true;
+        return;
+    }
     const auto space = text.find(' ', label.size());
     if (space == std::string_view::npos) return;
     const auto hex = text.substr(space + 1);

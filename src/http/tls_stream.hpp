@@ -169,6 +169,7 @@ private:
     // application data.
     BIO* socket_bio_ = nullptr;
     bool kernel_sends_ = false;
+    bool kernel_keys_stale_ = false;  // after a KeyUpdate the kernel was not told of
     bool berth_may_seal_ = false;
     TlsRecordSealer sealer_;
     // The record type OpenSSL marked the next write with (an alert, a

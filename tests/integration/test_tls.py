@@ -330,6 +330,8 @@ class TlsTest(_TlsServer):
     def test_key_update_from_the_client(self):
         # openssl s_client sends a KeyUpdate asking for ours when it reads "K" on a line of its own;
         # berth answers with its own KeyUpdate and seals what follows with the next key.
+        if kernel_tls_available():
+            self.skipTest("the kernel encrypts here, and OpenSSL 3.0 does not give it the new key (docs/tls.md)")
         proc = subprocess.Popen(["openssl", "s_client", "-connect", f"127.0.0.1:{self.b.port}", "-CAfile", self.ca,
                                  "-tls1_3", "-msg"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
@@ -482,6 +484,21 @@ class ClientCertificateTest(bt.ServerTest):
                                        msg="client cert from another CA"):
                     self.request_with(client_context(self.ca, *self.stranger), version)
         self.assertTrue(self.b.alive())
+
+    def test_sessions_resume_with_client_certificates(self):
+        # Resuming under client verification needs a session id context; without one OpenSSL
+        # failed the resumed handshake with internal_error.
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            ctx = client_context(self.ca, *self.client)
+            ctx.minimum_version = ctx.maximum_version = version
+            session = None
+            for attempt in range(2):
+                with socket.create_connection(("127.0.0.1", self.b.port), timeout=10) as raw:
+                    with ctx.wrap_socket(raw, server_hostname="127.0.0.1", session=session) as s:
+                        s.sendall(b"GET /v2/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                        self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 200"), (version, attempt))
+                        self.assertEqual(s.session_reused, attempt == 1, (version, attempt))
+                        session = s.session
 
 
 # --------------------------------------------------------------------------- alerts and cipher suites

@@ -178,8 +178,10 @@ TEST_CASE("after a KeyUpdate only the next secret seals, from sequence 0") {
     TlsRecordSealer sealer;
     REQUIRE(sealer.start(&info));
     SendBuffer out;
-    CHECK_FALSE(sealer.rekey(reinterpret_cast<const unsigned char*>("01234567890123456789012345678901"), 32));
-    REQUIRE(sealer.seal(23, bytes("before"), 6, out));  // rekey refused above changed nothing
+    REQUIRE(sealer.seal(23, bytes("before"), 6, out));
+    // A handshake write that only starts like one (a piece of a long message) is no KeyUpdate.
+    const std::string piece("\x18\x00\x00\x01\x01\x00", 6);
+    REQUIRE(sealer.seal(22, bytes(piece), piece.size(), out));
     const std::string key_update("\x18\x00\x00\x01\x01", 5);
     REQUIRE(sealer.seal(22, bytes(key_update), key_update.size(), out));
     const auto sealed = out.size();
@@ -211,7 +213,8 @@ TEST_CASE("after a KeyUpdate only the next secret seals, from sequence 0") {
 
     std::size_t at = 0;
     CHECK(open_record(out, at, k, 10).content == "before");
-    auto update = open_record(out, at, k, 11);  // the KeyUpdate itself, under the old key
+    CHECK(open_record(out, at, k, 11).content == piece);
+    auto update = open_record(out, at, k, 12);  // the KeyUpdate itself, under the old key
     CHECK(update.type == 22);
     CHECK(update.content == key_update);
     CHECK(open_record(out, at, next, 0).content == "after");
@@ -228,4 +231,15 @@ TEST_CASE("a key that has sealed its limit of records seals no more") {
     const auto sealed = out.size();
     CHECK_FALSE(sealer.seal(23, bytes("one more"), 8, out));
     CHECK(out.size() == sealed);
+}
+
+TEST_CASE("a new secret without a KeyUpdate seen stops the sealing") {
+    const auto k = keys(16, 4);
+    auto info = info_of(k);
+    TlsRecordSealer sealer;
+    REQUIRE(sealer.start(&info));
+    SendBuffer out;
+    CHECK_FALSE(sealer.rekey(reinterpret_cast<const unsigned char*>("01234567890123456789012345678901"), 32));
+    CHECK_FALSE(sealer.seal(23, bytes("x"), 1, out));
+    CHECK(out.empty());
 }
