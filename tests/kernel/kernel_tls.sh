@@ -19,7 +19,8 @@ TMPDIR=$out timeout 600 "$kernel" mem=1G rootfstype=hostfs rootflags=/ rw con=nu
     BERTH_BIN="$(realpath "$bin")" </dev/null >"$out/console.log" 2>&1 || true
 cat "$out/tests.log" 2>/dev/null || { echo "the kernel did not run the tests:"; tail -n 40 "$out/console.log"; exit 1; }
 grep -qw tls "$out/ulps" || { echo "the kernel did not take its tls module (ULPs: $(cat "$out/ulps"))"; exit 1; }
-for test in test_kernel_tls_sends_blobs_with_sendfile test_key_update_from_the_client test_metrics_and_log_say_who_encrypts; do
+for test in test_kernel_tls_sends_blobs_with_sendfile test_key_update_from_the_client test_metrics_and_log_say_who_encrypts \
+            test_berth_seals_tls13_records; do
     grep -q "^$test .* \.\.\. ok$" "$out/tests.log" || { echo "$test did not pass under the kernel's TLS"; exit 1; }
 done
 exit "$(cat "$out/rc")"
