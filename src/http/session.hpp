@@ -13,8 +13,9 @@ struct ServerContext;
 void start_session(boost::asio::ip::tcp::socket socket, ServerContext& context,
                    std::shared_ptr<boost::asio::ssl::context> tls);
 
-// Whether this kernel can encrypt TLS (kTLS: the `tls` module), probed once on
-// a loopback connection. Where it can, sessions hand their send keys to it.
+// Whether this kernel can encrypt TLS (kTLS): its `tls` module is loaded and took an AES-GCM key
+// on a loopback connection, tried once (kernel_tls.cpp). Where it can, sessions hand their send
+// keys to it.
 bool kernel_tls_available();
 
 // OpenSSL's key log callback, set on contexts whose connections berth may

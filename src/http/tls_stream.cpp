@@ -12,7 +12,6 @@
 #include <boost/asio/ssl/error.hpp>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 namespace berth::http {
@@ -177,21 +176,6 @@ TlsStream::~TlsStream() {
     BIO_free(socket_bio_);
 }
 
-bool kernel_tls_available() {
-    // The ULPs the kernel has registered: "tls" once its module is loaded (or
-    // built in). Asking a socket for TCP_ULP "tls" instead would load the
-    // module where berth runs with CAP_NET_ADMIN, exposing it to every local
-    // user; loading it is the node's choice (docs/tls.md).
-    static const bool available = [] {
-        std::ifstream ulps("/proc/sys/net/ipv4/tcp_available_ulp");
-        std::string name;
-        while (ulps >> name)
-            if (name == "tls") return true;
-        return false;
-    }();
-    return available;
-}
-
 // OpenSSL offers the send keys (keys: the kernel's tls12_crypto_info_* layout)
 // once the handshake is done; taking them means it no longer encrypts what it
 // writes. Refused, it goes on encrypting as before.
@@ -234,13 +218,6 @@ void tls_key_logged(const SSL* ssl, const char* line) {
     // Unparsed, the sealer stays waiting for a key, and the connection fails at its next write.
     if (parsed) stream->sealer_.rekey(secret, hex.size() / 2);
     OPENSSL_cleanse(secret, sizeof secret);
-}
-
-std::string tls_sending_said(bool kernel_tls, bool berth_records) {
-    if (kernel_tls && kernel_tls_available()) return "the kernel encrypts (kTLS): blobs go out with sendfile";
-    std::string why = kernel_tls ? "the kernel has no tls module" : "tls.kernel_tls is false";
-    if (berth_records) return "berth seals TLS 1.3 AES-GCM records itself, OpenSSL the rest (" + why + ")";
-    return "OpenSSL encrypts (" + why + "; tls.berth_records is false)";
 }
 
 int TlsStream::read_into(boost::asio::mutable_buffer buffer, std::size_t& done) {

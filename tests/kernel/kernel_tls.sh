@@ -19,6 +19,9 @@ TMPDIR=$out timeout 600 "$kernel" mem=1G rootfstype=hostfs rootflags=/ rw con=nu
     BERTH_BIN="$(realpath "$bin")" </dev/null >"$out/console.log" 2>&1 || true
 cat "$out/tests.log" 2>/dev/null || { echo "the kernel did not run the tests:"; tail -n 40 "$out/console.log"; exit 1; }
 grep -qw tls "$out/ulps" || { echo "the kernel did not take its tls module (ULPs: $(cat "$out/ulps"))"; exit 1; }
+echo "berth's TLS line with the tls module but no gcm: $(cat "$out/without-gcm")"
+grep -q "has no AES-GCM" "$out/without-gcm" ||
+    { echo "with the tls module but no gcm, berth's log did not say the kernel cannot encrypt: $(cat "$out/without-gcm")"; exit 1; }
 for test in test_kernel_tls_sends_blobs_with_sendfile test_key_update_from_the_client test_metrics_and_log_say_who_encrypts \
             test_berth_seals_tls13_records; do
     grep -q "^$test .* \.\.\. ok$" "$out/tests.log" || { echo "$test did not pass under the kernel's TLS"; exit 1; }

@@ -1,0 +1,105 @@
+// Whether the kernel can encrypt what berth sends (kTLS), decided once at startup.
+#include "session.hpp"
+
+#include <linux/tls.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace berth::http {
+
+namespace {
+
+struct Descriptor {
+    int fd;
+    explicit Descriptor(int fd) : fd(fd) {}
+    Descriptor(const Descriptor&) = delete;
+    Descriptor& operator=(const Descriptor&) = delete;
+    ~Descriptor() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+// The ULPs the kernel has registered: "tls" once its module is loaded (or built in). Asking a
+// socket for TCP_ULP "tls" instead would load the module where berth runs with CAP_NET_ADMIN,
+// exposing it to every local user; loading it is the node's choice (docs/tls.md).
+bool tls_module_loaded() {
+    std::ifstream ulps("/proc/sys/net/ipv4/tcp_available_ulp");
+    std::string name;
+    while (ulps >> name)
+        if (name == "tls") return true;
+    return false;
+}
+
+// Waits at most a second for fd to be ready: a loopback a firewall drops must not hold up startup.
+bool ready(int fd, short events) {
+    pollfd waiting{fd, events, 0};
+    return ::poll(&waiting, 1, 1000) == 1 && (waiting.revents & events);
+}
+
+// The module can still refuse every key: its cipher comes from the crypto API, whose AES-GCM may
+// be a module the kernel cannot load. So a TLS 1.3 AES-128-GCM send key (all zeros) is offered to
+// one end of a loopback connection, as a session would offer its own: the `tls` layer attaches
+// only to an established TCP connection. Empty when it is taken; else why not.
+std::string refusal_of_a_key() {
+    constexpr int flags = SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK;
+    Descriptor listener(::socket(AF_INET, flags, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    const auto* any = reinterpret_cast<sockaddr*>(&address);
+    if (listener.fd < 0 || ::bind(listener.fd, any, sizeof address) != 0 || ::listen(listener.fd, 1) != 0 ||
+        ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+        return {};  // no loopback to try it on: each connection finds out for itself
+    Descriptor client(::socket(AF_INET, flags, 0));
+    if (client.fd < 0 || (::connect(client.fd, any, sizeof address) != 0 && errno != EINPROGRESS)) return {};
+    int failure = 0;
+    socklen_t failure_length = sizeof failure;
+    if (!ready(client.fd, POLLOUT) || ::getsockopt(client.fd, SOL_SOCKET, SO_ERROR, &failure, &failure_length) != 0 ||
+        failure != 0 || !ready(listener.fd, POLLIN))
+        return {};
+    Descriptor accepted(::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC));
+    if (accepted.fd < 0) return {};
+    if (::setsockopt(client.fd, SOL_TCP, TCP_ULP, "tls", sizeof "tls") != 0)
+        return std::string("the kernel's tls module refused a connection (") + std::strerror(errno) + ")";
+    tls12_crypto_info_aes_gcm_128 keys{};
+    keys.info.version = TLS_1_3_VERSION;
+    keys.info.cipher_type = TLS_CIPHER_AES_GCM_128;
+    if (::setsockopt(client.fd, SOL_TLS, TLS_TX, &keys, sizeof keys) == 0) return {};
+    if (errno == ENOENT) return "the kernel's tls module has no AES-GCM: its crypto modules (gcm) are not loaded";
+    return std::string("the kernel's tls module refused an AES-GCM key (") + std::strerror(errno) + ")";
+}
+
+struct KernelTls {
+    bool available = false;
+    std::string why_not;
+};
+
+const KernelTls& kernel_tls() {
+    static const KernelTls decided = [] {
+        if (!tls_module_loaded()) return KernelTls{false, "the kernel has no tls module"};
+        auto refusal = refusal_of_a_key();
+        return KernelTls{refusal.empty(), refusal};
+    }();
+    return decided;
+}
+
+}  // namespace
+
+bool kernel_tls_available() { return kernel_tls().available; }
+
+std::string tls_sending_said(bool kernel_tls_wanted, bool berth_records) {
+    if (kernel_tls_wanted && kernel_tls_available()) return "the kernel encrypts (kTLS): blobs go out with sendfile";
+    std::string why = kernel_tls_wanted ? kernel_tls().why_not : "tls.kernel_tls is false";
+    if (berth_records) return "berth seals TLS 1.3 AES-GCM records itself, OpenSSL the rest (" + why + ")";
+    return "OpenSSL encrypts (" + why + "; tls.berth_records is false)";
+}
+
+}  // namespace berth::http
