@@ -8,9 +8,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "berth/observe/log.hpp"
 
 namespace berth::http {
 
@@ -37,17 +42,28 @@ bool tls_module_loaded() {
     return false;
 }
 
-// Waits at most a second for fd to be ready: a loopback a firewall drops must not hold up startup.
+// Waits at most a second in all for fd to be ready: a loopback a firewall drops must not hold up
+// startup.
 bool ready(int fd, short events) {
-    pollfd waiting{fd, events, 0};
-    return ::poll(&waiting, 1, 1000) == 1 && (waiting.revents & events);
+    using namespace std::chrono;
+    const auto deadline = steady_clock::now() + seconds(1);
+    for (;;) {
+        const auto left = duration_cast<milliseconds>(deadline - steady_clock::now()).count();
+        pollfd waiting{fd, events, 0};
+        const int n = ::poll(&waiting, 1, static_cast<int>(std::max<decltype(left)>(left, 0)));
+        if (n == 1) return (waiting.revents & events) != 0;
+        if (n == 0 || errno != EINTR) return false;
+    }
 }
 
-// The module can still refuse every key: its cipher comes from the crypto API, whose AES-GCM may
-// be a module the kernel cannot load. So a TLS 1.3 AES-128-GCM send key (all zeros) is offered to
-// one end of a loopback connection, as a session would offer its own: the `tls` layer attaches
-// only to an established TCP connection. Empty when it is taken; else why not.
-std::string refusal_of_a_key() {
+// The module takes its cipher from the kernel's crypto API, which loads `gcm(aes)` where it is a
+// module; a kernel that cannot load it refuses every AES-GCM key. So a TLS 1.2 AES-128-GCM send
+// key (all zeros; 1.2 because every kernel with kTLS takes it, and 1.3 needs the same cipher) is
+// offered to one end of a loopback connection, as a session offers its own: the `tls` layer
+// attaches only to an established TCP connection. True only when the kernel says it has no such
+// cipher. A probe that cannot run, or fails otherwise, leaves each connection to find out for
+// itself.
+bool refuses_aes_gcm() {
     constexpr int flags = SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK;
     Descriptor listener(::socket(AF_INET, flags, 0));
     sockaddr_in address{};
@@ -57,24 +73,28 @@ std::string refusal_of_a_key() {
     const auto* any = reinterpret_cast<sockaddr*>(&address);
     if (listener.fd < 0 || ::bind(listener.fd, any, sizeof address) != 0 || ::listen(listener.fd, 1) != 0 ||
         ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
-        return {};  // no loopback to try it on: each connection finds out for itself
+        return false;
     Descriptor client(::socket(AF_INET, flags, 0));
-    if (client.fd < 0 || (::connect(client.fd, any, sizeof address) != 0 && errno != EINPROGRESS)) return {};
+    if (client.fd < 0 || (::connect(client.fd, any, sizeof address) != 0 && errno != EINPROGRESS)) return false;
     int failure = 0;
     socklen_t failure_length = sizeof failure;
     if (!ready(client.fd, POLLOUT) || ::getsockopt(client.fd, SOL_SOCKET, SO_ERROR, &failure, &failure_length) != 0 ||
-        failure != 0 || !ready(listener.fd, POLLIN))
-        return {};
-    Descriptor accepted(::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC));
-    if (accepted.fd < 0) return {};
-    if (::setsockopt(client.fd, SOL_TCP, TCP_ULP, "tls", sizeof "tls") != 0)
-        return std::string("the kernel's tls module refused a connection (") + std::strerror(errno) + ")";
-    tls12_crypto_info_aes_gcm_128 keys{};
-    keys.info.version = TLS_1_3_VERSION;
-    keys.info.cipher_type = TLS_CIPHER_AES_GCM_128;
-    if (::setsockopt(client.fd, SOL_TLS, TLS_TX, &keys, sizeof keys) == 0) return {};
-    if (errno == ENOENT) return "the kernel's tls module has no AES-GCM: its crypto modules (gcm) are not loaded";
-    return std::string("the kernel's tls module refused an AES-GCM key (") + std::strerror(errno) + ")";
+        failure != 0)
+        return false;
+    int error = 0;
+    if (::setsockopt(client.fd, SOL_TCP, TCP_ULP, "tls", sizeof "tls") != 0) {
+        error = errno;
+    } else {
+        tls12_crypto_info_aes_gcm_128 keys{};
+        keys.info.version = TLS_1_2_VERSION;
+        keys.info.cipher_type = TLS_CIPHER_AES_GCM_128;
+        if (::setsockopt(client.fd, SOL_TLS, TLS_TX, &keys, sizeof keys) == 0) return false;
+        error = errno;
+        if (error == ENOENT) return true;
+    }
+    observe::log("warning", "the kernel's tls module refused berth's trial key; each connection tries it",
+                 {{"error", std::strerror(error)}});
+    return false;
 }
 
 struct KernelTls {
@@ -85,8 +105,9 @@ struct KernelTls {
 const KernelTls& kernel_tls() {
     static const KernelTls decided = [] {
         if (!tls_module_loaded()) return KernelTls{false, "the kernel has no tls module"};
-        auto refusal = refusal_of_a_key();
-        return KernelTls{refusal.empty(), refusal};
+        if (refuses_aes_gcm())
+            return KernelTls{false, "the kernel's tls module has no AES-GCM: its crypto API could not load gcm(aes)"};
+        return KernelTls{true, {}};
     }();
     return decided;
 }

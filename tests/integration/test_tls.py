@@ -30,8 +30,10 @@ def client_context(ca, cert=None, key=None):
 
 
 def kernel_tls_available():
-    """Whether this kernel can encrypt TLS: its tls module is loaded (or built in). Read, as berth does,
-    from the ULPs the kernel has registered; asking a socket for TCP_ULP "tls" would load the module."""
+    """Whether this kernel can encrypt TLS: its tls module is loaded (or built in), read from the ULPs the
+    kernel has registered (asking a socket for TCP_ULP "tls" would load the module). berth also tries an
+    AES-GCM key once the module is there; the kernels these tests run under can load it (the user-mode
+    one has gcm loaded by its init), so the module's presence is what decides here."""
     try:
         with open("/proc/sys/net/ipv4/tcp_available_ulp") as f:
             return "tls" in f.read().split()
