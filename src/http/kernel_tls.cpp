@@ -4,17 +4,16 @@
 #include <linux/tls.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "berth/net/connect.hpp"
 #include "berth/observe/log.hpp"
 
 namespace berth::http {
@@ -42,20 +41,6 @@ bool tls_module_loaded() {
     return false;
 }
 
-// Waits at most a second in all for fd to be ready: a loopback a firewall drops must not hold up
-// startup.
-bool ready(int fd, short events) {
-    using namespace std::chrono;
-    const auto deadline = steady_clock::now() + seconds(1);
-    for (;;) {
-        const auto left = duration_cast<milliseconds>(deadline - steady_clock::now()).count();
-        pollfd waiting{fd, events, 0};
-        const int n = ::poll(&waiting, 1, static_cast<int>(std::max<decltype(left)>(left, 0)));
-        if (n == 1) return (waiting.revents & events) != 0;
-        if (n == 0 || errno != EINTR) return false;
-    }
-}
-
 // The module takes its cipher from the kernel's crypto API, which loads `gcm(aes)` where it is a
 // module; a kernel that cannot load it refuses every AES-GCM key. So a TLS 1.2 AES-128-GCM send
 // key (all zeros; 1.2 because every kernel with kTLS takes it, and 1.3 needs the same cipher) is
@@ -64,8 +49,7 @@ bool ready(int fd, short events) {
 // cipher. A probe that cannot run, or fails otherwise, leaves each connection to find out for
 // itself.
 bool refuses_aes_gcm() {
-    constexpr int flags = SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK;
-    Descriptor listener(::socket(AF_INET, flags, 0));
+    Descriptor listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -74,13 +58,9 @@ bool refuses_aes_gcm() {
     if (listener.fd < 0 || ::bind(listener.fd, any, sizeof address) != 0 || ::listen(listener.fd, 1) != 0 ||
         ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
         return false;
-    Descriptor client(::socket(AF_INET, flags, 0));
-    if (client.fd < 0 || (::connect(client.fd, any, sizeof address) != 0 && errno != EINPROGRESS)) return false;
-    int failure = 0;
-    socklen_t failure_length = sizeof failure;
-    if (!ready(client.fd, POLLOUT) || ::getsockopt(client.fd, SOL_SOCKET, SO_ERROR, &failure, &failure_length) != 0 ||
-        failure != 0)
-        return false;
+    // At most a second: a loopback a firewall drops must not hold up startup.
+    Descriptor client(net::connect_within(any, sizeof address, std::chrono::seconds(1)));
+    if (client.fd < 0) return false;
     int error = 0;
     if (::setsockopt(client.fd, SOL_TCP, TCP_ULP, "tls", sizeof "tls") != 0) {
         error = errno;

@@ -1,11 +1,9 @@
 #include "berth/net/resolve.hpp"
 
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include "berth/net/connect.hpp"
 
-#include <cerrno>
+#include <netdb.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -35,18 +33,11 @@ bool connects(const HostPort& numeric, std::chrono::milliseconds timeout) {
     hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
     addrinfo* found = nullptr;
     if (::getaddrinfo(numeric.host.c_str(), numeric.port.c_str(), &hints, &found) != 0) return false;
-    int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    bool connected = false;
-    if (fd >= 0 && (::connect(fd, found->ai_addr, found->ai_addrlen) == 0 || errno == EINPROGRESS)) {
-        pollfd wait{fd, POLLOUT, 0};
-        int error = 0;
-        socklen_t length = sizeof error;
-        connected = ::poll(&wait, 1, static_cast<int>(timeout.count())) == 1 &&
-                    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
-    }
-    if (fd >= 0) ::close(fd);
+    const int fd = connect_within(found->ai_addr, found->ai_addrlen, timeout);
     ::freeaddrinfo(found);
-    return connected;
+    if (fd < 0) return false;
+    ::close(fd);
+    return true;
 }
 
 }  // namespace

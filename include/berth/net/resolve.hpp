@@ -13,7 +13,9 @@ namespace berth::net {
 std::vector<HostPort> resolve(const HostPort& name);
 
 // Whether anything accepts a TCP connection at HOST:PORT (any address it resolves to) within the
-// timeout: `berth restore` asking whether a peer of the backed-up replica still runs.
+// timeout, given to each address in turn (resolving the name is the resolver's own wait): `berth
+// restore` asking whether a peer of the backed-up replica still runs, where waiting longer is
+// safer than answering "no" too soon.
 bool accepts_connections(const std::string& address, std::chrono::milliseconds timeout);
 
 }  // namespace berth::net
