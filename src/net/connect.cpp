@@ -20,7 +20,8 @@ int connect_within(const sockaddr* address, socklen_t length, std::chrono::milli
     // Capped so the sum cannot overflow: a year is as good as forever for a connect.
     const auto deadline = steady_clock::now() + std::clamp<milliseconds>(timeout, milliseconds(0), hours(24 * 365));
     for (;;) {
-        // Rounded up, so a wait never ends before the deadline; in pieces poll's int can hold.
+        // Rounded up, so the last fraction of a millisecond is slept, not spun on poll(0); in
+        // pieces poll's int can hold. An early wake-up (a signal, or poll's own rounding) waits again.
         const auto left = std::max<milliseconds::rep>(ceil<milliseconds>(deadline - steady_clock::now()).count(), 0);
         pollfd wait{fd, POLLOUT, 0};
         const int ready = ::poll(&wait, 1, static_cast<int>(std::min<milliseconds::rep>(left, INT_MAX)));
